@@ -66,6 +66,7 @@ class Document:
     data: Any
     places: dict[Path, tuple[int, int]] = field(default_factory=dict)
     key_places: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    quoted: set[Path] = field(default_factory=set)  # scalars whose text starts after a quote
 
     def place(self, path: Path, key: bool = False) -> tuple[int, int]:
         """Line and column (1-based) of ``path``, or of its nearest known parent."""
@@ -79,6 +80,8 @@ class Document:
                 key: bool = False, col_offset: int = 0, rank: int = 0) -> Problem:
         """A problem located at ``path``."""
         line, col = self.place(path, key)
+        if col_offset and path in self.quoted:
+            col_offset += 1
         return Problem(self.file, line, col + col_offset, code, json_path(path), message, hint,
                        rank)
 
@@ -148,6 +151,8 @@ def _build(node: Any, path: Path, doc: Document, loader: _Loader,
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, path + (i,), doc, loader, problems)
                 for i, item in enumerate(node.value)]
+    if node.style in ("'", '"'):
+        doc.quoted.add(path)
     value = _scalar(node, path, doc, loader, problems)
     if isinstance(value, bytes):
         problems.append(doc.problem(path, "BAD_SCALAR", "binary values are not allowed"))

@@ -1,0 +1,116 @@
+"""Compile parameters once at load time: JMESPath, regexes, formulas, JSON Schemas.
+
+A primitive's parameter schema marks what to compile with ``x-jmespath``, ``x-regex``,
+``x-formula``, ``x-schema`` and ``x-schema-file``; ``run`` then receives compiled values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jmespath
+import jsonschema
+
+from ._yaml import Document
+from ._yaml import Path as JPath
+from .errors import FormulaError, Problem
+from .formula import ANY, BOOLEAN, compile_formula
+
+_REGEX_FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.DOTALL}
+
+
+def compile_selector(doc: Document, where: JPath, source: str,
+                     problems: list[Problem]) -> Any:
+    """A compiled JMESPath expression, or None with a located problem."""
+    try:
+        return jmespath.compile(source)
+    except jmespath.exceptions.JMESPathError as exc:
+        col = getattr(exc, "lex_position", 0) or 0
+        reason = getattr(exc, "msg", None) or str(exc).splitlines()[0]
+        problems.append(doc.problem(where, "BAD_JMESPATH",
+                                    f"'{source}' is not valid JMESPath: {reason}",
+                                    col_offset=col))
+        return None
+
+
+def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
+                   params: dict[str, Any], problems: list[Problem],
+                   resolve: Callable[[str, JPath], Path | None]) -> dict[str, Any]:
+    """Return ``params`` with every marked value compiled; record problems at their place."""
+    out = dict(params)
+    props = schema.get("properties", {})
+    for key, value in params.items():
+        prop, at = props.get(key, {}), where + (key,)
+        if prop.get("x-jmespath"):
+            out[key] = compile_selector(doc, at, value, problems)
+            out[f"{key}_source"] = value
+        elif isinstance(prop.get("additionalProperties"), Mapping) and \
+                prop["additionalProperties"].get("x-jmespath"):
+            out[key] = {name: compile_selector(doc, at + (name,), src, problems)
+                        for name, src in value.items()}
+        elif prop.get("x-regex"):
+            out[key] = _regex(doc, at, value, params.get("flags", []), problems)
+        elif prop.get("x-schema"):
+            out[key] = _json_schema(doc, at, value, problems)
+        elif prop.get("x-schema-file"):
+            out["schema"] = _schema_file(doc, at, value, problems, resolve)
+    for key, value in params.items():
+        if props.get(key, {}).get("x-formula"):
+            names = dict.fromkeys(params.get("bind", {}), ANY)
+            out[key] = compile_checked_formula(doc, where + (key,), value, names, BOOLEAN,
+                                               problems)
+    return out
+
+
+def _regex(doc: Document, where: JPath, source: str, flags: list[str],
+           problems: list[Problem]) -> Any:
+    bits = 0
+    for flag in flags:
+        bits |= _REGEX_FLAGS[flag]
+    try:
+        return re.compile(source, bits)
+    except re.error as exc:
+        problems.append(doc.problem(where, "BAD_REGEX", f"not a valid regular expression: {exc}"))
+        return None
+
+
+def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Problem]) -> Any:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        problems.append(doc.problem(where, "BAD_SCHEMA",
+                                    f"not a valid JSON Schema: {exc.message}"))
+        return None
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
+                 resolve: Callable[[str, JPath], Path | None]) -> Any:
+    target = resolve(rel, where)
+    if target is None:
+        return None
+    try:
+        schema = json.loads(target.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
+        return None
+    return _json_schema(doc, where, schema, problems)
+
+
+def compile_checked_formula(doc: Document, where: JPath, source: str, names: dict[str, str],
+                            want: str, problems: list[Problem]) -> Any:
+    """A compiled formula giving ``want`` (or any), or None with a located problem."""
+    try:
+        formula = compile_formula(source, names)
+    except FormulaError as exc:
+        problems.append(doc.problem(where, exc.code, str(exc), col_offset=exc.col - 1))
+        return None
+    if formula.type not in (want, ANY):
+        problems.append(doc.problem(where, "FORMULA_TYPE",
+                                    f"the formula gives a {formula.type}, not a {want}"))
+        return None
+    return formula

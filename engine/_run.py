@@ -1,0 +1,56 @@
+"""One evaluation, end to end: stream, inspect, aggregate, decide, seal, commit."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from . import evidence, runner
+from .decision import decide
+from .spec import Evaluation
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a finished run reports back."""
+
+    evaluation: str
+    decision: str
+    exit_code: int
+    out: Path
+    scorecard_sha256: str
+    reasons: list[dict[str, Any]]
+    overall: float | None
+
+
+def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -> Result:
+    """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all."""
+    staging = evidence.Staging(dest)
+    try:
+        unit_digest = hashlib.sha256()
+        with (staging.path / "rows.jsonl").open("wb") as handle:
+            writer = evidence.RowWriter(handle)
+            tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer)
+        inputs = {}
+        for name, source in sorted(evaluation.inputs.items()):
+            sha = unit_digest.hexdigest() if name == evaluation.unit_input else \
+                evidence.sha256_file(source.path)
+            inputs[name] = {"format": source.format, "sha256": sha}
+        inputs[evaluation.unit_input]["records"] = tally.records
+        outcome = decide(evaluation, tally)
+        rows_sha = writer.hash.hexdigest()
+        card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
+        subjects = {"rows.jsonl": rows_sha} | {
+            f"inputs/{name}": meta["sha256"] for name, meta in inputs.items()}
+        digest = evidence.seal(staging, card, key, subjects)
+        out = staging.commit()
+    except BaseException:
+        staging.discard()
+        raise
+    overall = card["overall"]["score"] if card["overall"] else None
+    return Result(evaluation.name, card["decision"], card["exit_code"], out, digest,
+                  card["reasons"], overall)

@@ -1,0 +1,182 @@
+"""The command line: the only module that prints or exits."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import signing, spec
+from ._run import Result, execute
+from ._version import __version__
+from .errors import EngineError, SpecErrors, UsageError, VerifyError
+from .verify import verify
+
+EXIT_SPEC = 2
+KEY_VARIABLE = "SPECGATE_SIGNING_KEY"
+DEFAULT_OUT = Path("specgate-out")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="engine", description="specgate: signed release "
+                                     "gates for AI agents, driven by YAML specs")
+    parser.add_argument("--version", action="version", version=f"specgate {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run every Evaluation under the paths")
+    run.add_argument("paths", nargs="+", type=Path)
+    run.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                     help="rebind an input declared by an Evaluation")
+    run.add_argument("--out", type=Path, help="output folder (must be new or empty)")
+    run.add_argument("--key", type=Path, help=f"Ed25519 private key (or ${KEY_VARIABLE})")
+    run.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    validate = sub.add_parser("validate", help="check specs without running them")
+    validate.add_argument("paths", nargs="+", type=Path)
+    verify_cmd = sub.add_parser("verify", help="verify a signed scorecard")
+    verify_cmd.add_argument("scorecard", type=Path)
+    verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
+    keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
+    keygen.add_argument("--out-dir", type=Path, required=True)
+    hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
+    hash_cmd.add_argument("paths", nargs="+", type=Path)
+    return parser
+
+
+def _overrides(pairs: list[str]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"--input wants NAME=PATH, got '{pair}'", "BAD_INPUT_OPTION")
+        path = Path(value)
+        if not path.is_file():
+            raise UsageError(f"--input {name}: {value} is not a file", "INPUT_NOT_FOUND")
+        out[name] = path.resolve()
+    return out
+
+
+def _destinations(evaluations: list[spec.Evaluation], out: Path | None) -> list[Path]:
+    names = [e.name for e in evaluations]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"two Evaluations are both named '{name}'", "DUPLICATE_NAME")
+    if out is None:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        return [DEFAULT_OUT / name / stamp for name in names]
+    return [out] if len(names) == 1 else [out / name for name in names]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    overrides = _overrides(args.input)
+    key_file = args.key or (Path(os.environ[KEY_VARIABLE]) if os.environ.get(KEY_VARIABLE)
+                            else None)
+    key = signing.load_private(key_file) if key_file else None
+    evaluations = spec.load(args.paths, overrides)
+    if not evaluations:
+        raise UsageError("no Evaluation found under " + ", ".join(map(str, args.paths)),
+                         "NO_EVALUATION")
+    unknown = set(overrides) - {name for e in evaluations for name in e.inputs}
+    if unknown:
+        raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
+                         "UNKNOWN_INPUT")
+    dests = _destinations(evaluations, args.out)
+    results = [execute(e, d, key) for e, d in zip(evaluations, dests, strict=True)]
+    worst = max(r.exit_code for r in results)
+    if args.json:
+        print(json.dumps({"exit_code": worst, "evaluations": [_summary(r) for r in results]},
+                         indent=2))
+    else:
+        for result in results:
+            _print_result(result, key is not None)
+    return worst
+
+
+def _summary(result: Result) -> dict[str, Any]:
+    return {"evaluation": result.evaluation, "decision": result.decision,
+            "overall_pass": result.decision == "PASS", "exit_code": result.exit_code,
+            "overall": result.overall, "out": str(result.out),
+            "scorecard_sha256": result.scorecard_sha256, "reasons": result.reasons}
+
+
+def _print_result(result: Result, signed: bool) -> None:
+    score = "" if result.overall is None else f" (overall {result.overall:.4f})"
+    print(f"{result.evaluation}: {result.decision}{score}")
+    for reason in result.reasons:
+        print(f"  {reason['decision']:<10} {reason['code']}: {reason['message']}  "
+              f"[{reason['spec_path']}]")
+    print(f"  evidence: {spec.display(result.out.resolve())}"
+          f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
+    print(f"  scorecard sha256: {result.scorecard_sha256}")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    evaluations = spec.load(args.paths)
+    for e in evaluations:
+        print(f"ok: {e.name} (policy {e.policy.name} {e.policy.version}, "
+              f"suite {e.suite.name} {e.suite.version})")
+    if not evaluations:
+        print("ok: no Evaluation found (nothing to run)")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    trusted = signing.load_public(args.trusted_key) if args.trusted_key else None
+    try:
+        result = verify(args.scorecard, trusted)
+    except VerifyError as exc:
+        print(f"INVALID {exc.code}: {exc}")
+        return 1
+    if not result.trusted:
+        print(f"INTEGRITY OK, AUTHORSHIP UNVERIFIED: sha256 {result.scorecard_sha256}, "
+              "the signature matches the key shipped with the evidence; pin the signer's key "
+              "with --trusted-key to verify who signed")
+        return 1
+    print(f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, signed by "
+          "the pinned key")
+    return 0
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    private, public = signing.keygen(args.out_dir)
+    print(f"wrote {private} (mode 600, keep it secret) and {public}")
+    return 0
+
+
+def cmd_hash(args: argparse.Namespace) -> int:
+    for e in spec.load(args.paths):
+        print(f"{e.name}\tpolicy_sha256 {e.policy.sha256}\tsuite_sha256 {e.suite.sha256}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
+            "keygen": cmd_keygen, "hash": cmd_hash}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``engine`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except SpecErrors as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s); nothing was run", file=sys.stderr)
+        return EXIT_SPEC
+    except EngineError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"engine: {exc.code}: {exc}", file=sys.stderr)
+        return EXIT_SPEC
+    except KeyboardInterrupt:
+        print("engine: interrupted; no partial evidence was kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

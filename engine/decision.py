@@ -1,0 +1,173 @@
+"""The decision lattice (DESIGN §7): the precedence is code, the parameters are data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .aggregate import Counts, Tally
+from .errors import FormulaError
+from .formula import Z_KEY, evaluate
+from .spec import Evaluation
+from .stats import wilson
+
+SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS = "SELF_TEST", "TRIAGE", "INCOMPLETE", "FAIL", "PASS"
+ORDER = (SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS)
+EXIT_CODES = {PASS: 0, FAIL: 1, INCOMPLETE: 3, TRIAGE: 4, SELF_TEST: 4}
+_PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "PURPOSE_TRIAGE")}
+
+
+@dataclass
+class Reason:
+    """One condition that holds, with the decision it forces and the spec path behind it."""
+
+    decision: str
+    code: str
+    spec_path: str
+    message: str
+    category: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The scorecard form."""
+        out = {"code": self.code, "decision": self.decision, "spec_path": self.spec_path,
+               "message": self.message}
+        if self.category is not None:
+            out["category"] = self.category
+        return out
+
+
+def _category(evaluation: Evaluation, name: str, counts: Counts,
+              reasons: list[Reason]) -> dict[str, Any]:
+    cat = evaluation.policy.categories[name]
+    n, path = counts.n, cat.spec_path
+    rate = counts.passed / n if n else None
+    bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
+    lower, upper = bounds if bounds else (None, None)
+    statistic = lower if cat.gate_on == "wilson_lower" else rate
+    state, met = "MET", True
+
+    def hold(decision: str, code: str, where: str, message: str) -> None:
+        reasons.append(Reason(decision, code, where, message, name))
+
+    if counts.attempted == 0:
+        state, met = ("MISSING", None) if cat.required else ("NOT_INCLUDED", None)
+        if cat.required:
+            hold(INCOMPLETE, "REQUIRED_CATEGORY_MISSING", path, f"no rows for '{name}'")
+    elif counts.skipped == counts.attempted:
+        state, met = "SKIPPED", None
+        hold(INCOMPLETE, "CATEGORY_SKIPPED", path, f"every row of '{name}' was skipped")
+    elif n == 0 or counts.errors or counts.abstained or n < cat.min_n:
+        state, met = "UNRESOLVED", None
+        if counts.errors or counts.abstained:
+            hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
+                 f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
+        if n < cat.min_n:
+            hold(INCOMPLETE, "BELOW_MIN_N", f"{path}.min_n",
+                 f"'{name}' has {n} scored rows, fewer than min_n {cat.min_n}")
+    if state == "MET" and cat.threshold is not None and statistic is not None \
+            and not statistic >= cat.threshold:
+        state, met = "NOT_MET", False
+        hold(FAIL, "BELOW_THRESHOLD", f"{path}.threshold",
+             f"'{name}' {cat.gate_on} {statistic:.6g} is below the threshold {cat.threshold}")
+    if state in ("MET", "NOT_MET") and cat.minimum is not None and rate is not None \
+            and not rate >= cat.minimum:
+        state, met = "NOT_MET", False
+        hold(FAIL, "BELOW_MINIMUM", f"{path}.minimum",
+             f"'{name}' rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
+    return {
+        "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
+        "abstained": counts.abstained, "skipped": counts.skipped,
+        "attempted": counts.attempted, "rate": rate, "wilson_lower": lower,
+        "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
+        "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
+        "state": state, "met": met,
+    }
+
+
+def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> float | None:
+    """Weighted mean of the rates of included categories with weight > 0; null if one is."""
+    total = weight = 0.0
+    for name, cat in evaluation.policy.categories.items():
+        result = categories[name]
+        if cat.weight > 0 and result["attempted"] > 0:
+            if result["rate"] is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
+                return None
+            total += cat.weight * result["rate"]
+            weight += cat.weight
+    return total / weight if weight else None
+
+
+def _formula(formula: Any, env: dict[str, Any], reasons: list[Reason], path: str) -> Any:
+    try:
+        return evaluate(formula, env)
+    except FormulaError as exc:
+        reasons.append(Reason(INCOMPLETE, "GATE_ERROR", path, f"{exc.code}: {exc}"))
+        return None
+
+
+def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
+    """Categories, overall score, conditions, reasons and the decision for one tally."""
+    policy, reasons = evaluation.policy, []
+    if policy.purpose in _PURPOSE:
+        decision, code = _PURPOSE[policy.purpose]
+        reasons.append(Reason(decision, code, "policy:spec.gate.purpose",
+                              f"purpose is {policy.purpose}: this run can never PASS"))
+    reasons += _coverage(evaluation, tally)
+    categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
+                                  reasons) for name in policy.categories}
+    if not any(c["attempted"] for c in categories.values()):
+        reasons.append(Reason(INCOMPLETE, "NO_CATEGORIES", "policy:spec.categories",
+                              "no category has any rows"))
+    env: dict[str, Any] = {Z_KEY: policy.wilson_z, "weighted": _weighted(evaluation, categories)}
+    for name, result in categories.items():
+        env[name] = result["rate"] if result["state"] in ("MET", "NOT_MET") else None
+        for count in ("n", "passed", "failed", "errors"):
+            env[f"{count}_{name}"] = result[count]
+    overall = None
+    if policy.overall is not None:
+        score = _formula(policy.overall, env, reasons, "policy:spec.overall.formula")
+        met = None if score is None or policy.overall_threshold is None else \
+            score >= policy.overall_threshold
+        if score is None and policy.overall_threshold is not None:
+            reasons.append(Reason(INCOMPLETE, "GATE_NULL", "policy:spec.overall.formula",
+                                  "the overall score is null: some category it needs has no "
+                                  "resolved rate"))
+        elif met is False:
+            reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD", "policy:spec.overall.threshold",
+                                  f"overall score {score:.6g} is below {policy.overall_threshold}"))
+        overall = {"score": score, "threshold": policy.overall_threshold, "met": met,
+                   "formula": policy.overall.source}
+        env["overall"] = score
+    else:
+        env["overall"] = env["weighted"]
+    conditions = []
+    for cond in policy.conditions:
+        value = _formula(cond.formula, env, reasons, cond.spec_path)
+        if value is None:
+            reasons.append(Reason(INCOMPLETE, "GATE_NULL", cond.spec_path,
+                                  f"condition '{cond.id}' is null: evidence it needs is missing"))
+        elif value is False:
+            reasons.append(Reason(FAIL, "CONDITION_FALSE", cond.spec_path,
+                                  cond.message or f"condition '{cond.id}' does not hold"))
+        conditions.append({"id": cond.id, "formula": cond.formula.source, "value": value})
+    decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
+    reasons.sort(key=lambda r: ORDER.index(r.decision))
+    return {"decision": decision, "overall_pass": decision == PASS, "categories": categories,
+            "overall": overall, "conditions": conditions,
+            "reasons": [r.as_json() for r in reasons]}
+
+
+def _coverage(evaluation: Evaluation, tally: Tally) -> list[Reason]:
+    reasons = []
+    source = evaluation.inputs[evaluation.unit_input].spec_path
+    for code, count in sorted(tally.record_problems.items()):
+        reasons.append(Reason(INCOMPLETE, code, source,
+                              f"{count} record(s) of input '{evaluation.unit_input}' could "
+                              "not be used (see coverage.record_problems)"))
+    short = [(case, tally.case_units[case], want)
+             for case, want in evaluation.suite.trials.items() if tally.case_units[case] < want]
+    if short:
+        listed = ", ".join(f"{c} ({got}/{want})" for c, got, want in short[:10])
+        reasons.append(Reason(INCOMPLETE, "CASE_MISSING", "suite:spec.cases",
+                              f"{len(short)} suite case(s) have fewer runs than trials: {listed}"))
+    return reasons

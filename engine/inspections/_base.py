@@ -1,0 +1,139 @@
+"""What every inspection primitive shares: outcomes, the primitive row, value helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PASS, FAIL, ERROR, ABSTAIN, SKIPPED = "PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED"
+STATUSES = (PASS, FAIL, ERROR, ABSTAIN, SKIPPED)
+MAX_EVIDENCE = 500  # characters of any one string kept as evidence
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a primitive found for one unit; it does not know where it is."""
+
+    status: str
+    expected: Any = None
+    observed: Any = None
+    message: str = ""
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a primitive may read besides the unit and its parameters."""
+
+    wilson_z: float
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+Run = Callable[[Mapping[str, Any], Mapping[str, Any], Context], Outcome]
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One row of the inspection table: its function, parameter schema and a summary.
+
+    Parameters marked in the schema with ``x-jmespath``, ``x-regex``, ``x-formula`` or
+    ``x-schema`` are compiled once when the spec loads; ``run`` receives compiled values.
+    """
+
+    run: Run
+    schema: Mapping[str, Any]
+    summary: str
+
+
+class Missing:
+    """Selected nothing: the evidence is not there."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING = Missing()
+
+
+def select(expr: Any, unit: Mapping[str, Any]) -> Any:
+    """Apply a compiled JMESPath expression; null and absent both become MISSING."""
+    value = expr.search(unit)
+    return MISSING if value is None else value
+
+
+def missing(params: Mapping[str, Any], key: str = "actual") -> Outcome:
+    """The ERROR outcome for a selector that found nothing."""
+    source = params.get(f"{key}_source", key)
+    return Outcome(ERROR, observed=None, message=f"'{source}' selected nothing",
+                   code="MISSING_VALUE")
+
+
+def operand(params: Mapping[str, Any], unit: Mapping[str, Any], key: str) -> Any:
+    """A literal parameter ``key`` or the value selected by ``key_from``."""
+    if f"{key}_from" in params:
+        return select(params[f"{key}_from"], unit)
+    return params[key]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equality where types matter: 1 != 1.0, true != 1, objects and arrays recursive."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null, empty text, list and object are false."""
+    if value is None or value is False:
+        return False
+    return len(value) > 0 if isinstance(value, str | list | dict) else True
+
+
+def is_number(v: Any) -> bool:
+    """A JSON number (booleans are not numbers)."""
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def clip(value: Any) -> Any:
+    """Evidence small enough for a row: long strings are shortened and say so."""
+    if isinstance(value, str) and len(value) > MAX_EVIDENCE:
+        return value[:MAX_EVIDENCE] + f"... [{len(value) - MAX_EVIDENCE} more characters]"
+    if isinstance(value, list):
+        return [clip(v) for v in value[:50]]
+    if isinstance(value, dict):
+        return {k: clip(v) for k, v in list(value.items())[:50]}
+    return value
+
+
+def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcome:
+    """PASS or FAIL with evidence."""
+    return Outcome(PASS if ok else FAIL, clip(expected), clip(observed), message)
+
+
+# Schema fragments the primitives share.
+SELECTOR = {"type": "string", "minLength": 1, "x-jmespath": True,
+            "description": "JMESPath expression selecting a value from the unit"}
+FLAG = {"type": "boolean"}
+
+
+def literal_or_selected(key: str, literal: Mapping[str, Any], description: str) -> dict[str, Any]:
+    """Properties for a parameter given either literally (``key``) or selected (``key_from``)."""
+    return {
+        key: {**literal, "description": description},
+        f"{key}_from": {**SELECTOR, "description": f"JMESPath selecting {description}"},
+    }
+
+
+def params_schema(properties: Mapping[str, Any], required: list[str],
+                  one_of: list[str] | None = None) -> dict[str, Any]:
+    """A closed object schema; ``one_of`` names a literal/selected pair of which one is needed."""
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties),
+                              "required": required, "additionalProperties": False}
+    if one_of:
+        schema["oneOf"] = [{"required": [k]} for k in one_of]
+    return schema

@@ -1,0 +1,92 @@
+"""Input formats -> records, streamed. A bad line becomes a located record problem."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._yaml import MAX_INT
+
+
+@dataclass(frozen=True)
+class Record:
+    """One parsed record and the line it came from."""
+
+    line: int
+    data: Any
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A line that is not a usable record."""
+
+    line: int
+    code: str
+    message: str
+
+
+class _Refuse(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refuse(f"{name} is not JSON")
+
+
+def _int(text: str) -> int:
+    value = int(text)
+    if abs(value) > MAX_INT:
+        raise _Refuse("an integer beyond 2**53 loses precision")
+    return value
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refuse(f"key '{key}' appears twice")
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int,
+                            object_pairs_hook=_object)
+
+
+def parse_line(raw: bytes, line: int) -> Record | BadRecord:
+    """One JSONL line as a record (an object), or why it is not one."""
+    if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        return BadRecord(line, "INVALID_RECORD", "starts with a byte-order mark")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return BadRecord(line, "INVALID_RECORD", f"not UTF-8 (byte {exc.start})")
+    try:
+        data, end = _DECODER.raw_decode(text.strip())
+        if end != len(text.strip()):
+            raise _Refuse("extra data after the JSON value")
+    except _Refuse as exc:
+        return BadRecord(line, "INVALID_RECORD", str(exc))
+    except json.JSONDecodeError as exc:
+        return BadRecord(line, "INVALID_RECORD", f"not JSON: {exc.msg} at column {exc.colno}")
+    except RecursionError:
+        return BadRecord(line, "INVALID_RECORD", "nested too deeply")
+    if not isinstance(data, dict):
+        return BadRecord(line, "INVALID_RECORD", "a record must be a JSON object")
+    return Record(line, data)
+
+
+def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+    """Stream the records of a JSONL file (blank lines skipped), hashing the bytes read."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if digest is not None:
+                digest.update(raw)
+            if raw.strip():
+                yield parse_line(raw, number)
+
+
+FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {"jsonl": read_jsonl}
