@@ -130,6 +130,10 @@ def _scalar(node: Any, path: Path, doc: Document, loader: _Loader,
 def _build(node: Any, path: Path, doc: Document, loader: _Loader,
            problems: list[Problem]) -> Any:
     doc.places[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    plain = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+    if type(node) in plain and node.tag != plain[type(node)]:
+        problems.append(doc.problem(path, "YAML_TAG", f"tag '{node.tag}' is not allowed"))
+        return None
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:

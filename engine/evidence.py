@@ -115,6 +115,7 @@ class Staging:
 
     def commit(self) -> Path:
         """Move the finished folder into place atomically; refuse if someone got there first."""
+        self.path.chmod(0o755)  # mkdtemp makes it private; evidence is for readers
         try:
             os.rename(self.path, self.dest)
         except OSError:

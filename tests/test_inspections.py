@@ -1,0 +1,64 @@
+"""Inspection primitives, run from data cases through the same compile path as specs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine import _schema, _yaml
+from engine._compile import compile_params
+from engine.inspections import TABLE, Context, Outcome
+from engine.runner import inspect
+from engine.spec import Inspection
+from engine.stats import DEFAULT_Z
+
+CASES = yaml.safe_load((Path(__file__).parent / "data" / "primitives.yaml").read_text())
+
+
+def build(kind: str, params: dict[str, Any]) -> Inspection:
+    primitive = TABLE[kind]
+    doc = _yaml.Document("t.yaml", params)
+    assert _schema.problems(doc, _schema.validator_for(primitive.schema), params) == []
+    problems: list[Any] = []
+    compiled = compile_params(doc, (), primitive.schema, params, problems,
+                              lambda rel, at: None)
+    assert problems == []
+    return Inspection("t", kind, primitive, compiled, None, "policy:spec.inspections[0]")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['type']}-{c['want']}")
+def test_primitive(case: dict[str, Any]) -> None:
+    outcome = inspect(build(case["type"], case["params"]), case["unit"], Context(DEFAULT_Z))
+    assert outcome.status == case["want"], outcome
+    assert outcome.code == case.get("code", "")
+
+
+def test_every_type_has_cases_for_pass_and_fail() -> None:
+    seen = {(c["type"], c["want"]) for c in CASES}
+    for kind in TABLE:
+        assert (kind, "PASS") in seen and (kind, "FAIL") in seen, kind
+
+
+def test_a_crashing_primitive_is_an_error_row_not_a_crash() -> None:
+    def boom(unit: Any, params: Any, ctx: Any) -> Outcome:
+        raise RuntimeError("kaput")
+
+    def nothing(unit: Any, params: Any, ctx: Any) -> None:
+        return None
+
+    base = TABLE["equals"]
+    for run, code in ((boom, "INSPECTION_FAILED"), (nothing, "NO_OUTCOME")):
+        primitive = type(base)(run, base.schema, "test")  # type: ignore[arg-type]
+        inspection = Inspection("t", "x", primitive, {}, None, "p")
+        outcome = inspect(inspection, {}, Context(DEFAULT_Z))
+        assert (outcome.status, outcome.code) == ("ERROR", code)
+
+
+def test_long_evidence_is_clipped() -> None:
+    outcome = inspect(build("equals", {"actual": "a", "expected": "x"}), {"a": "y" * 5000},
+                      Context(DEFAULT_Z))
+    assert outcome.status == "FAIL"
+    assert len(outcome.observed) < 600 and outcome.observed.endswith("more characters]")
