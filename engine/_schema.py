@@ -74,7 +74,7 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
         names = " or ".join("'" + "', '".join(o) + "'" for o in options)
         yield doc.problem(path, "ONE_OF", f"give exactly one of {names}", rank=rank)
         return
-    if kw == "propertyNames":
+    if "propertyNames" in err.relative_schema_path and isinstance(err.instance, str):
         yield doc.problem(path + (err.instance,), "BAD_NAME",
                           f"'{err.instance}' is not a valid name", "use lower-case letters, "
                           "digits and '_'", key=True, rank=rank)

@@ -130,6 +130,7 @@ class _Loader:
         self.root = root.resolve()
         self.problems: list[Problem] = []
         self.docs: dict[Path, _yaml.Document | None] = {}
+        self.valid: dict[tuple[Path, str], _yaml.Document | None] = {}
 
     def read(self, file: Path) -> _yaml.Document | None:
         """Parse one file once (cached); envelope-check it."""
@@ -156,7 +157,12 @@ class _Loader:
         return data.get("kind") if isinstance(data, dict) else None
 
     def checked(self, file: Path, kind: str) -> _yaml.Document | None:
-        """The document in ``file`` if it is a valid ``kind`` spec; else record why not."""
+        """The document in ``file`` if it is a valid ``kind`` spec; else record why not (once)."""
+        if (file.resolve(), kind) not in self.valid:
+            self.valid[file.resolve(), kind] = self._check(file, kind)
+        return self.valid[file.resolve(), kind]
+
+    def _check(self, file: Path, kind: str) -> _yaml.Document | None:
         doc = self.read(file)
         if doc is None:
             return None
@@ -208,7 +214,9 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
                 evaluation = _evaluation(loader, file, overrides or {})
                 if evaluation is not None:
                     evaluations.append(evaluation)
-            elif doc is not None and loader.kind(doc) not in ("Policy", "Suite", None):
+            elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
+                loader.checked(file, str(loader.kind(doc)))
+            elif doc is not None and loader.kind(doc) is not None:
                 loader.problems.append(doc.problem(("kind",), "UNKNOWN_KIND",
                                                    f"'{loader.kind(doc)}' is not a spec kind",
                                                    did_you_mean(str(loader.kind(doc)),
