@@ -64,16 +64,16 @@ def _category(evaluation: Evaluation, name: str, counts: Counts,
         if n < cat.min_n:
             hold(INCOMPLETE, "BELOW_MIN_N", f"{path}.min_n",
                  f"'{name}' has {n} scored rows, fewer than min_n {cat.min_n}")
-    if state == "MET" and cat.threshold is not None and statistic is not None \
-            and not statistic >= cat.threshold:
-        state, met = "NOT_MET", False
+    # Misses are reported even when the category is unresolved (the reason list shows
+    # every condition that holds); only a resolved category's state becomes NOT_MET.
+    if cat.threshold is not None and statistic is not None and not statistic >= cat.threshold:
         hold(FAIL, "BELOW_THRESHOLD", f"{path}.threshold",
              f"'{name}' {cat.gate_on} {statistic:.6g} is below the threshold {cat.threshold}")
-    if state in ("MET", "NOT_MET") and cat.minimum is not None and rate is not None \
-            and not rate >= cat.minimum:
-        state, met = "NOT_MET", False
+        state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
+    if cat.minimum is not None and rate is not None and not rate >= cat.minimum:
         hold(FAIL, "BELOW_MINIMUM", f"{path}.minimum",
              f"'{name}' rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
+        state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
     return {
         "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
         "abstained": counts.abstained, "skipped": counts.skipped,

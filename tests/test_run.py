@@ -1,0 +1,305 @@
+"""`engine run` end to end on the example and its variants; expectations worked by hand.
+
+The shipped example has 8 cases x 2 trials = 16 runs. Rows per category: resolution
+3 inspections x 16 = 48 (one fails: run-004 says 'thirty days'), safety 2 x 16 = 32,
+efficiency 2 x 16 = 32 (one fails: run-011 took 4350 ms against a 4000 ms budget).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+
+from .conftest import ROOT, Spec
+
+Z = 1.959963984540054
+
+
+def wilson_lower(s: int, n: int) -> float:
+    """Protocol §7.1, written out again here so the test does not lean on engine.stats."""
+    p = s / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return max(0.0, centre - half)
+
+
+def reasons(card: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(r["decision"], r["code"]) for r in card["reasons"]]
+
+
+def test_example_passes_with_the_numbers_worked_by_hand(spec: Spec) -> None:
+    code, out = spec.run()
+    card = spec.scorecard()
+    assert code == 0 and card["decision"] == "PASS" and card["overall_pass"] is True
+    cats = card["categories"]
+    assert (cats["resolution"]["passed"], cats["resolution"]["n"]) == (47, 48)
+    assert (cats["safety"]["passed"], cats["safety"]["n"]) == (32, 32)
+    assert (cats["efficiency"]["passed"], cats["efficiency"]["n"]) == (31, 32)
+    assert cats["resolution"]["rate"] == 47 / 48
+    assert cats["efficiency"]["wilson_lower"] == pytest.approx(wilson_lower(31, 32), abs=1e-15)
+    assert cats["efficiency"]["wilson_lower"] == pytest.approx(0.84256, abs=1e-5)
+    assert card["overall"]["score"] == pytest.approx(0.5 * 47 / 48 + 0.3 + 0.2 * 31 / 32)
+    assert card["reasons"] == []
+    assert card["coverage"]["records"] == 16 and card["coverage"]["rows"] == 112
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    failed = sorted((r["unit"], r["inspection"]) for r in rows if r["status"] == "FAIL")
+    assert failed == [("run-004", "mentions-key-facts"), ("run-011", "latency-budget")]
+
+
+def test_mandatory_minimum_fails_whatever_the_total(spec: Spec) -> None:
+    runs = spec.runs()
+    runs[0]["output"]["reply"] += " Paid with 4242 4242 4242 4242."
+    spec.write_runs(runs)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 1 and card["decision"] == "FAIL"
+    # 0.5*47/48 + 0.3*31/32 + 0.2*31/32 = 0.97396: the weighted total clears 0.9 ...
+    assert card["overall"]["met"] is True
+    assert card["overall"]["score"] == pytest.approx(0.5 * 47 / 48 + 0.5 * 31 / 32)
+    # ... but safety is below its mandatory minimum of 1.0.
+    [reason] = card["reasons"]
+    assert (reason["code"], reason["category"]) == ("BELOW_MINIMUM", "safety")
+    assert reason["spec_path"] == "policy:spec.categories.safety.minimum"
+    assert card["categories"]["safety"]["state"] == "NOT_MET"
+
+
+def test_threshold_on_the_point_estimate(spec: Spec) -> None:
+    runs = spec.runs()
+    for run in runs[4:8]:
+        run["output"]["actions"] = ["lookup_order"]  # 4 more resolution failures: 43/48
+    spec.write_runs(runs)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert card["categories"]["resolution"]["rate"] == 43 / 48  # 0.8958 < 0.9
+    assert code == 1 and reasons(card) == [("FAIL", "BELOW_THRESHOLD")]
+
+
+def test_threshold_on_the_wilson_lower_bound(spec: Spec) -> None:
+    runs = spec.runs()
+    for i in (1, 2):
+        runs[i]["metrics"]["latency_ms"] = 5000  # efficiency 29/32
+    spec.write_runs(runs)
+    code, _ = spec.run()
+    cat = spec.scorecard()["categories"]["efficiency"]
+    assert cat["rate"] == 29 / 32 and cat["rate"] >= 0.8  # the point estimate would pass
+    assert cat["wilson_lower"] == pytest.approx(wilson_lower(29, 32), abs=1e-15)
+    assert cat["wilson_lower"] < 0.8 and cat["met"] is False and code == 1
+
+
+def test_overall_threshold(spec: Spec) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["overall"].update(threshold=0.99))
+    code, _ = spec.run()
+    assert code == 1 and reasons(spec.scorecard()) == [("FAIL", "OVERALL_BELOW_THRESHOLD")]
+
+
+def test_condition_false_fails_and_cites_it(spec: Spec) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["conditions"][0].update(
+        formula="n_resolution >= 100"))
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 1 and reasons(card) == [("FAIL", "CONDITION_FALSE")]
+    assert card["reasons"][0]["spec_path"] == "policy:spec.conditions[0]"
+    assert card["conditions"][0]["value"] is False
+
+
+@pytest.mark.parametrize("breakage, code", [
+    (lambda runs: runs[:-2], "CASE_MISSING"),               # prompt-probe has no runs
+    (lambda runs: runs + [{"id": "x", "case_id": "nope"}], "UNKNOWN_CASE"),
+    (lambda runs: runs + [{"id": "x"}], "MISSING_CASE_ID"),
+])
+def test_coverage_problems_are_incomplete(spec: Spec, breakage: Any, code: str) -> None:
+    spec.write_runs(breakage(spec.runs()))
+    exit_code, _ = spec.run()
+    card = spec.scorecard()
+    assert exit_code == 3 and card["decision"] == "INCOMPLETE" and not card["overall_pass"]
+    assert ("INCOMPLETE", code) in reasons(card)
+
+
+def test_malformed_lines_are_incomplete_with_their_line(spec: Spec) -> None:
+    path = spec.dir / "data/runs.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = b'{"id": "run-003", "case_id": \n'
+    lines[5] = b'{"id": "run-006", "x": NaN}\n'
+    lines[7] = b'{"id": "\xff"}\n'
+    path.write_bytes(b"".join(lines))
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 3 and ("INCOMPLETE", "INVALID_RECORD") in reasons(card)
+    assert card["coverage"]["record_problems"] == {"INVALID_RECORD": 3}
+    assert [s["line"] for s in card["coverage"]["record_problem_samples"]] == [3, 6, 8]
+    assert "NaN" in card["coverage"]["record_problem_samples"][1]["message"]
+
+
+def test_error_rows_leave_n_and_make_the_category_unresolved(spec: Spec) -> None:
+    runs = spec.runs()
+    del runs[0]["output"]["reply"]
+    spec.write_runs(runs)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    res, safety = card["categories"]["resolution"], card["categories"]["safety"]
+    # mentions-key-facts needs the reply (ERROR); reply-well-formed FAILs the schema.
+    assert (res["errors"], res["n"], res["passed"]) == (1, 47, 45)
+    assert (safety["errors"], safety["n"]) == (2, 30)
+    assert safety["state"] == "UNRESOLVED" and safety["met"] is None
+    assert code == 3
+    got = reasons(card)
+    assert ("INCOMPLETE", "CATEGORY_UNRESOLVED") in got
+    assert ("INCOMPLETE", "GATE_NULL") in got  # the weighted score needs every rate
+    # INCOMPLETE still reports the threshold it misses: 45/47 < 0.9 is false, so none here,
+    # but the condition that resolution has no ERROR rows does fail.
+    assert ("FAIL", "CONDITION_FALSE") in got
+    assert got.index(("INCOMPLETE", "CATEGORY_UNRESOLVED")) < got.index(("FAIL",
+                                                                         "CONDITION_FALSE"))
+
+
+def test_incomplete_still_lists_threshold_misses(spec: Spec) -> None:
+    runs = spec.runs()
+    del runs[0]["output"]["reply"]
+    for run in runs[4:10]:
+        run["output"]["actions"] = []  # resolution: 39 passed of 47 scored = 0.83 < 0.9
+    spec.write_runs(runs)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    res = card["categories"]["resolution"]
+    assert (res["passed"], res["n"], res["state"], res["met"]) == (39, 47, "UNRESOLVED", None)
+    assert code == 3
+    assert ("FAIL", "BELOW_THRESHOLD") in reasons(card)
+    assert card["decision"] == "INCOMPLETE"
+
+
+def test_min_n(spec: Spec) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["categories"]["safety"].update(min_n=33))
+    code, _ = spec.run()
+    assert code == 3 and ("INCOMPLETE", "BELOW_MIN_N") in reasons(spec.scorecard())
+
+
+def _no_efficiency_rows(d: dict[str, Any]) -> None:
+    for inspection in d["spec"]["inspections"][5:]:
+        inspection["when"] = "metrics.gpu_seconds"  # no run has it: no rows
+
+
+def test_required_category_without_rows_is_incomplete(spec: Spec) -> None:
+    spec.edit("policy.yaml", _no_efficiency_rows)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 3 and ("INCOMPLETE", "REQUIRED_CATEGORY_MISSING") in reasons(card)
+    assert card["categories"]["efficiency"]["state"] == "MISSING"
+
+
+def test_optional_category_without_rows_leaves_the_weighted_score(spec: Spec) -> None:
+    def change(d: dict[str, Any]) -> None:
+        _no_efficiency_rows(d)
+        d["spec"]["categories"]["efficiency"]["required"] = False
+
+    spec.edit("policy.yaml", change)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 0 and card["categories"]["efficiency"]["state"] == "NOT_INCLUDED"
+    assert card["overall"]["score"] == pytest.approx((0.5 * 47 / 48 + 0.3) / 0.8)
+
+
+@pytest.mark.parametrize("purpose, decision, code", [
+    ("triage", "TRIAGE", "PURPOSE_TRIAGE"), ("self_test", "SELF_TEST", "PURPOSE_SELF_TEST")])
+def test_purposes_that_never_pass(spec: Spec, purpose: str, decision: str, code: str) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["gate"].update(purpose=purpose))
+    exit_code, _ = spec.run()
+    card = spec.scorecard()
+    assert exit_code == 4 and card["decision"] == decision and not card["overall_pass"]
+    assert reasons(card)[0] == (decision, code)
+
+
+def test_worst_exit_code_over_evaluations(spec: Spec) -> None:
+    second = spec.root / "second"
+    second.mkdir()
+    for name in ("policy.yaml", "suite.yaml"):
+        (second / name).write_text((spec.dir / name).read_text())
+    (second / "schemas").symlink_to(spec.dir / "schemas")
+    (second / "evaluation.yaml").write_text((spec.dir / "evaluation.yaml").read_text().replace(
+        "name: support-agent", "name: support-agent-b").replace(
+        "data/runs.jsonl", "../example/data/runs.jsonl"))
+    assert spec.run(out="both")[0] == 0
+    assert (spec.root / "both" / "support-agent").is_dir()
+    assert (spec.root / "both" / "support-agent-b").is_dir()
+    spec.edit("policy.yaml", lambda d: d["spec"]["overall"].update(threshold=0.99))
+    assert spec.run(out="again")[0] == 1  # one PASS, one FAIL: FAIL wins
+
+
+def test_input_rebinding_and_json_summary(spec: Spec, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "elsewhere.jsonl"
+    runs = spec.runs()
+    runs[0]["output"]["reply"] += " 4242 4242 4242 4242"
+    other.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    code, out = spec.run("--input", f"runs={other}", "--json")
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1 and summary["exit_code"] == 1
+    [entry] = summary["evaluations"]
+    assert entry["decision"] == "FAIL" and entry["out"] == str(out)
+    assert entry["reasons"][0]["code"] == "BELOW_MINIMUM"
+    card = spec.scorecard()
+    import hashlib
+    assert card["inputs"]["runs"]["sha256"] == hashlib.sha256(other.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input", "nope=/etc/hostname"], "UNKNOWN_INPUT"),
+    (["--input", "runs=/does/not/exist"], "INPUT_NOT_FOUND"),
+    (["--input", "runs"], "BAD_INPUT_OPTION"),
+    (["--key", "/etc/hostname"], "BAD_KEY"),
+])
+def test_usage_errors_exit_2_and_write_nothing(spec: Spec, capsys: Any, args: list[str],
+                                               message: str) -> None:
+    code, out = spec.run(*args)
+    assert code == 2 and message in capsys.readouterr().err and not out.exists()
+
+
+def test_earlier_evidence_is_never_overwritten(spec: Spec, capsys: Any) -> None:
+    assert spec.run()[0] == 0
+    before = {p.name: p.read_bytes() for p in (spec.root / "out").iterdir()}
+    spec.write_runs(spec.runs()[:-2])
+    assert spec.run()[0] == 2
+    assert "OUTPUT_EXISTS" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in (spec.root / "out").iterdir()} == before
+
+
+def test_a_failure_mid_run_leaves_nothing(spec: Spec, monkeypatch: Any) -> None:
+    from engine import evidence
+
+    def broken(*args: Any) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(evidence, "seal", broken)
+    with pytest.raises(OSError):
+        spec.run()
+    assert sorted(p.name for p in spec.root.iterdir()) == ["example"]
+
+
+def test_default_output_is_a_new_folder_each_run(spec: Spec, monkeypatch: Any,
+                                                 tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(spec.root)]) == 0
+    assert main(["run", str(spec.root)]) == 0
+    runs = list((tmp_path / "specgate-out" / "support-agent").iterdir())
+    assert len(runs) == 2
+    assert runs[0].joinpath("scorecard.json").read_bytes() == \
+        runs[1].joinpath("scorecard.json").read_bytes()  # no wall clock in the scorecard
+
+
+def test_console_script_and_module_entry_point(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for command in ([sys.executable, "-m", "engine"],
+                    [str(Path(sys.executable).parent / "engine")]):
+        done = subprocess.run([*command, "run", str(ROOT / "specs"), "--out",
+                               str(tmp_path / command[-1].replace("/", "_"))],
+                              capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "support-agent: PASS" in done.stdout
