@@ -1,0 +1,266 @@
+"""Evidence: canonical bytes, schema, digests, mergeable aggregates, signatures."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import rfc8785
+import yaml
+
+from engine import evidence, runner
+from engine.cli import main
+from engine.decision import decide
+from engine.spec import load
+
+from .conftest import ROOT, Spec
+
+SCHEMA = json.loads((ROOT / "schemas" / "scorecard.schema.json").read_text())
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Path:
+    folder = tmp_path / "keys"
+    assert main(["keygen", "--out-dir", str(folder)]) == 0
+    return folder
+
+
+def signed_run(spec: Spec, keys: Path, out: str = "out") -> Path:
+    code, dest = spec.run("--key", str(keys / "private.pem"), out=out)
+    assert code == 0
+    return dest
+
+
+def test_scorecard_is_canonical_and_matches_its_schema(spec: Spec) -> None:
+    code, out = spec.run()
+    data = (out / "scorecard.json").read_bytes()
+    assert data == rfc8785.dumps(json.loads(data)) and not data.endswith(b"\n")
+    jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(data))
+    rows = (out / "rows.jsonl").read_bytes()
+    assert hashlib.sha256(rows).hexdigest() == json.loads(data)["rows_sha256"]
+    for line in rows.splitlines():
+        assert line == rfc8785.dumps(json.loads(line))
+
+
+def test_incomplete_scorecard_matches_its_schema(spec: Spec) -> None:
+    runs = spec.runs()
+    del runs[0]["output"]["reply"]
+    spec.write_runs(runs[:-2] + [{"id": "bad"}])
+    assert spec.run()[0] == 3
+    jsonschema.Draft202012Validator(SCHEMA).validate(spec.scorecard())
+
+
+def test_fixed_top_level_names(spec: Spec) -> None:
+    spec.run()
+    card = spec.scorecard()
+    for name in ("decision", "overall_pass", "policy_sha256", "suite_sha256", "categories",
+                 "reasons", "rows_sha256"):
+        assert name in card
+    for cat in card["categories"].values():
+        assert {"n", "passed", "failed", "errors", "abstained", "rate", "wilson_lower",
+                "wilson_upper", "threshold", "met"} <= set(cat)
+
+
+def independent_digest(path: Path) -> str:
+    return hashlib.sha256(rfc8785.dumps(yaml.safe_load(path.read_text()))).hexdigest()
+
+
+def test_spec_digests_ignore_format_and_follow_values(spec: Spec) -> None:
+    spec.run(out="a")
+    first = spec.scorecard("a")
+    assert first["policy_sha256"] == independent_digest(spec.dir / "policy.yaml")
+    assert first["suite_sha256"] == independent_digest(spec.dir / "suite.yaml")
+    # Reformat: comments gone, flow style, keys reordered. Same meaning, same digest.
+    data = spec.data("policy.yaml")
+    (spec.dir / "policy.yaml").write_text(
+        "# reformatted\n" + yaml.safe_dump(dict(reversed(list(data.items()))),
+                                           default_flow_style=True, width=60))
+    spec.run(out="b")
+    assert spec.scorecard("b")["policy_sha256"] == first["policy_sha256"]
+    # Any value change changes it.
+    spec.edit("policy.yaml", lambda d: d["spec"]["categories"]["safety"].update(weight=0.31))
+    spec.run(out="c")
+    assert spec.scorecard("c")["policy_sha256"] != first["policy_sha256"]
+    assert spec.scorecard("c")["suite_sha256"] == first["suite_sha256"]
+
+
+def test_split_and_merged_aggregates_give_the_identical_scorecard(spec: Spec,
+                                                                  tmp_path: Path) -> None:
+    spec.write_runs(spec.runs()[:-1] + [{"id": "odd", "case_id": "nope"}])
+    [evaluation] = load([spec.root])
+    items = list(runner.records(evaluation))
+    rows: list[bytes] = []
+
+    def sink(row: dict[str, Any]) -> None:
+        rows.append(rfc8785.dumps(row) + b"\n")
+
+    whole = runner.run(evaluation, items, sink)
+    whole_rows = b"".join(rows)
+    rows.clear()
+    merged = runner.run(evaluation, items[:7], sink).merge(runner.run(evaluation, items[7:], sink))
+    assert b"".join(rows) == whole_rows
+    inputs = {"runs": {"format": "jsonl", "sha256": "0" * 64, "records": len(items)}}
+    sha = hashlib.sha256(whole_rows).hexdigest()
+    cards = [evidence.canonical(evidence.scorecard(evaluation, tally, decide(evaluation, tally),
+                                                  sha, inputs)) for tally in (whole, merged)]
+    assert cards[0] == cards[1]
+    assert json.loads(cards[0])["decision"] == "INCOMPLETE"
+
+
+def test_keygen_modes_and_refusal(keys: Path, capsys: Any) -> None:
+    assert stat.S_IMODE((keys / "private.pem").stat().st_mode) == 0o600
+    assert b"BEGIN PRIVATE KEY" in (keys / "private.pem").read_bytes()
+    assert b"BEGIN PUBLIC KEY" in (keys / "public.pem").read_bytes()
+    before = (keys / "private.pem").read_bytes()
+    assert main(["keygen", "--out-dir", str(keys)]) == 2
+    assert "KEY_EXISTS" in capsys.readouterr().err
+    assert (keys / "private.pem").read_bytes() == before
+
+
+def test_signed_run_writes_the_evidence_set(spec: Spec, keys: Path) -> None:
+    out = signed_run(spec, keys)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "rows.jsonl", "scorecard.intoto.jsonl", "scorecard.json", "scorecard.json.sig",
+        "signer.pub.pem"]
+    assert len((out / "scorecard.json.sig").read_bytes()) == 64
+
+
+def test_signing_key_from_the_environment(spec: Spec, keys: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("SPECGATE_SIGNING_KEY", str(keys / "private.pem"))
+    code, out = spec.run()
+    assert code == 0 and (out / "scorecard.json.sig").exists()
+
+
+def test_openssl_verifies_the_raw_signature(spec: Spec, keys: Path) -> None:
+    out = signed_run(spec, keys)
+    command = ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", str(keys / "public.pem"),
+               "-rawin", "-in", str(out / "scorecard.json"), "-sigfile",
+               str(out / "scorecard.json.sig")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0 and "Signature Verified Successfully" in done.stdout
+    data = bytearray((out / "scorecard.json").read_bytes())
+    data[10] ^= 1
+    (out / "scorecard.json").write_bytes(bytes(data))
+    assert subprocess.run(command, capture_output=True).returncode != 0
+
+
+def test_openssl_verifies_the_dsse_envelope(spec: Spec, keys: Path, tmp_path: Path) -> None:
+    out = signed_run(spec, keys)
+    envelope = json.loads((out / "scorecard.intoto.jsonl").read_text())
+    body = base64.b64decode(envelope["payload"])
+    kind = envelope["payloadType"].encode()
+    assert kind == b"application/vnd.in-toto+json"
+    pae = b"DSSEv1 " + str(len(kind)).encode() + b" " + kind + b" " + \
+        str(len(body)).encode() + b" " + body
+    (tmp_path / "pae").write_bytes(pae)
+    (tmp_path / "sig").write_bytes(base64.b64decode(envelope["signatures"][0]["sig"]))
+    done = subprocess.run(["openssl", "pkeyutl", "-verify", "-pubin", "-inkey",
+                           str(keys / "public.pem"), "-rawin", "-in", str(tmp_path / "pae"),
+                           "-sigfile", str(tmp_path / "sig")], capture_output=True)
+    assert done.returncode == 0
+    statement = json.loads(body)
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    card = (out / "scorecard.json").read_bytes()
+    assert subjects["scorecard.json"] == hashlib.sha256(card).hexdigest()
+    assert subjects["rows.jsonl"] == json.loads(card)["rows_sha256"]
+    assert statement["predicate"]["policy_sha256"] == json.loads(card)["policy_sha256"]
+
+
+def verify(out: Path, key: Path | None, capsys: Any) -> tuple[int, str]:
+    args = ["verify", str(out / "scorecard.json")] + (["--trusted-key", str(key)] if key else [])
+    capsys.readouterr()  # drop what earlier commands printed
+    code = main(args)
+    return code, capsys.readouterr().out
+
+
+def test_verify_pinned_and_unpinned(spec: Spec, keys: Path, capsys: Any) -> None:
+    out = signed_run(spec, keys)
+    code, text = verify(out, keys / "public.pem", capsys)
+    assert code == 0 and text.startswith("VALID")
+    code, text = verify(out, None, capsys)
+    assert code == 1 and "AUTHORSHIP UNVERIFIED" in text
+
+
+def test_verify_fails_after_any_one_byte_change(spec: Spec, keys: Path, capsys: Any) -> None:
+    out = signed_run(spec, keys)
+    original = (out / "scorecard.json").read_bytes()
+    seen = set()
+    for index in range(0, len(original), max(1, len(original) // 60)):
+        data = bytearray(original)
+        data[index] = ord("7") if data[index] != ord("7") else ord("8")
+        (out / "scorecard.json").write_bytes(bytes(data))
+        code, text = verify(out, keys / "public.pem", capsys)
+        assert code == 1, (index, text)
+        seen.add(text.split()[1].rstrip(":"))
+    assert seen <= {"NOT_CANONICAL", "DIGEST_MISMATCH"} and "DIGEST_MISMATCH" in seen
+
+
+@pytest.mark.parametrize("tamper, code", [
+    (lambda out: (out / "scorecard.json").write_bytes(
+        json.dumps(json.loads((out / "scorecard.json").read_bytes()), indent=1).encode()),
+     "NOT_CANONICAL"),
+    (lambda out: (out / "rows.jsonl").write_bytes((out / "rows.jsonl").read_bytes() + b"{}\n"),
+     "DIGEST_MISMATCH"),
+    (lambda out: (out / "rows.jsonl").unlink(), "DIGEST_MISMATCH"),
+    (lambda out: (out / "scorecard.json.sig").write_bytes(bytes(64)), "BAD_SIGNATURE"),
+    (lambda out: (out / "scorecard.json.sig").unlink(), "UNSIGNED"),
+    (lambda out: (out / "scorecard.intoto.jsonl").write_text("not json\n"), "BAD_ENVELOPE"),
+])
+def test_verify_codes(spec: Spec, keys: Path, capsys: Any, tamper: Any, code: str) -> None:
+    out = signed_run(spec, keys)
+    tamper(out)
+    exit_code, text = verify(out, keys / "public.pem", capsys)
+    assert exit_code == 1 and text.startswith(f"INVALID {code}:"), text
+    assert len(text.strip().splitlines()) == 1
+
+
+def test_verify_wrong_pinned_key(spec: Spec, keys: Path, tmp_path: Path, capsys: Any) -> None:
+    out = signed_run(spec, keys)
+    main(["keygen", "--out-dir", str(tmp_path / "other")])
+    capsys.readouterr()
+    code, text = verify(out, tmp_path / "other" / "public.pem", capsys)
+    assert code == 1 and text.startswith("INVALID KEY_NOT_TRUSTED")
+
+
+def test_verify_resigned_by_an_impostor(spec: Spec, keys: Path, tmp_path: Path,
+                                        capsys: Any) -> None:
+    """Someone re-runs with their own key and swaps the whole folder: not the pinned key."""
+    impostor = tmp_path / "impostor"
+    main(["keygen", "--out-dir", str(impostor)])
+    out = signed_run(spec, impostor)
+    capsys.readouterr()
+    code, text = verify(out, keys / "public.pem", capsys)
+    assert code == 1 and "KEY_NOT_TRUSTED" in text
+
+
+def test_verify_envelope_naming_another_scorecard(spec: Spec, keys: Path, capsys: Any) -> None:
+    first = signed_run(spec, keys, out="first")
+    spec.edit("policy.yaml", lambda d: d["spec"]["overall"].update(threshold=0.95))
+    second = signed_run(spec, keys, out="second")
+    shutil.copy(first / "scorecard.intoto.jsonl", second / "scorecard.intoto.jsonl")
+    code, text = verify(second, keys / "public.pem", capsys)
+    assert code == 1 and "DIGEST_MISMATCH" in text
+
+
+def test_trusted_key_that_is_not_a_key(spec: Spec, keys: Path, capsys: Any) -> None:
+    out = signed_run(spec, keys)
+    (keys / "junk.pem").write_text("hello")
+    assert main(["verify", str(out / "scorecard.json"), "--trusted-key",
+                 str(keys / "junk.pem")]) == 2
+    assert "BAD_KEY" in capsys.readouterr().err
+
+
+def test_hash_command(spec: Spec, capsys: Any) -> None:
+    assert main(["hash", str(spec.root)]) == 0
+    text = capsys.readouterr().out
+    assert independent_digest(spec.dir / "policy.yaml") in text
+    assert independent_digest(spec.dir / "suite.yaml") in text
