@@ -1,0 +1,38 @@
+"""The public surface, the generated reference, and the README's promises."""
+
+from __future__ import annotations
+
+import engine
+from engine import reference
+
+from .conftest import ROOT
+
+
+def test_public_names_are_pinned() -> None:
+    assert engine.__all__ == sorted(engine.__all__)
+    assert engine.__all__ == [
+        "EngineError", "Evaluation", "FormulaError", "Problem", "Result", "SpecErrors",
+        "UsageError", "VerifyError", "__version__", "compile_formula", "execute", "load",
+        "verify"]
+
+
+def test_reference_is_up_to_date() -> None:
+    on_disk = (ROOT / "docs" / "reference.md").read_text()
+    assert on_disk == reference.render(), \
+        "docs/reference.md is stale: python -m engine.reference > docs/reference.md"
+
+
+def test_reference_covers_every_inspection_type() -> None:
+    text = reference.render()
+    for name in engine.inspections.TABLE:
+        assert f"### `{name}`" in text
+
+
+def test_ci_runs_the_readme_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith("python3 -m venv")]
+    assert len(commands) == 2 and "engine run specs/" in commands[0]
+    assert "pytest" in commands[1]
+    for command in commands:
+        assert command in ci.splitlines()
