@@ -35,7 +35,7 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -
         with (staging.path / "rows.jsonl").open("wb") as handle:
             writer = evidence.RowWriter(handle)
             tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer)
-        inputs = {}
+        inputs: dict[str, dict[str, Any]] = {}
         for name, source in sorted(evaluation.inputs.items()):
             sha = unit_digest.hexdigest() if name == evaluation.unit_input else \
                 evidence.sha256_file(source.path)

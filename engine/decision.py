@@ -44,7 +44,8 @@ def _category(evaluation: Evaluation, name: str, counts: Counts,
     bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
     lower, upper = bounds if bounds else (None, None)
     statistic = lower if cat.gate_on == "wilson_lower" else rate
-    state, met = "MET", True
+    state: str = "MET"
+    met: bool | None = True
 
     def hold(decision: str, code: str, where: str, message: str) -> None:
         reasons.append(Reason(decision, code, where, message, name))

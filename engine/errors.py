@@ -33,7 +33,8 @@ class Problem:
     rank: int = 0  # lower is more useful when several problems share a place
 
     def __str__(self) -> str:
-        text = f"{self.file}:{self.line}:{self.col}: {self.code}: {self.path or '$'}: {self.message}"
+        where = f"{self.file}:{self.line}:{self.col}"
+        text = f"{where}: {self.code}: {self.path or '$'}: {self.message}"
         return f"{text} ({self.hint})" if self.hint else text
 
 

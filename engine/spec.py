@@ -205,7 +205,8 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
     problems: list[Problem] = []
     for path in paths:
         if not path.exists():
-            problems.append(Problem(str(path), 1, 1, "FILE_NOT_FOUND", "", "no such file or folder"))
+            problems.append(Problem(str(path), 1, 1, "FILE_NOT_FOUND", "",
+                                    "no such file or folder"))
             continue
         loader = _Loader(path if path.is_dir() else path.parent)
         for file in spec_files(path):
@@ -302,7 +303,8 @@ def _policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         if gate_on == "wilson_lower" and cat.get("threshold") == 1:
             loader.problems.append(doc.problem(
                 where + ("threshold",), "UNATTAINABLE_GATE",
-                "the Wilson lower bound never reaches 1.0", "lower the threshold or gate_on: point"))
+                "the Wilson lower bound never reaches 1.0",
+                "lower the threshold or use gate_on: point"))
         categories[name] = Category(name, cat.get("weight", 1), cat.get("threshold"),
                                     cat.get("minimum"), gate_on,
                                     cat.get("min_n", gate.get("min_n", 1)),

@@ -34,7 +34,8 @@ class Spec:
         (self.dir / name).write_text(yaml.safe_dump(data, sort_keys=False))
 
     def runs(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in (self.dir / "data/runs.jsonl").read_text().splitlines()]
+        text = (self.dir / "data/runs.jsonl").read_text()
+        return [json.loads(line) for line in text.splitlines()]
 
     def write_runs(self, runs: list[dict[str, Any]]) -> None:
         (self.dir / "data/runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))

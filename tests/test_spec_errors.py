@@ -94,7 +94,8 @@ def test_meaning_problems_reported_sorted(spec: Spec, capsys: Any) -> None:
 @pytest.mark.parametrize("old, new, code, path", [
     ("inspections: [latency-budget, cost-budget]", "inspections: [latency-budget]",
      "UNUSED_INSPECTION", "spec.inspections[6].id"),
-    ("threshold: 0.8", "threshold: 1.0", "UNATTAINABLE_GATE", "spec.categories.efficiency.threshold"),
+    ("threshold: 0.8", "threshold: 1.0", "UNATTAINABLE_GATE",
+     "spec.categories.efficiency.threshold"),
     ("purpose: release", "purpose: ship-it", "UNKNOWN_PURPOSE", "spec.gate.purpose"),
     ("formula: cost <= 0.02 and tokens <= 3000", "formula: cost.__class__",
      "FORMULA_FORBIDDEN", "spec.inspections[6].formula"),

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from . import budget, structure, text
 from ._base import (
-    ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome, Primitive,
+    ABSTAIN,
+    ERROR,
+    FAIL,
+    PASS,
+    SKIPPED,
+    STATUSES,
+    Context,
+    Outcome,
+    Primitive,
 )
 
 TABLE: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE}

@@ -9,8 +9,20 @@ from .._yaml import MAX_INT
 from ..errors import FormulaError
 from ..formula import Z_KEY, evaluate
 from ._base import (
-    ERROR, MISSING, SELECTOR, Context, Outcome, Primitive, clip, is_number, literal_or_selected,
-    missing, operand, params_schema, select, verdict,
+    ERROR,
+    MISSING,
+    SELECTOR,
+    Context,
+    Outcome,
+    Primitive,
+    clip,
+    is_number,
+    literal_or_selected,
+    missing,
+    operand,
+    params_schema,
+    select,
+    verdict,
 )
 
 

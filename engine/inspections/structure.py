@@ -8,8 +8,18 @@ from typing import Any
 import jsonschema
 
 from ._base import (
-    MISSING, SELECTOR, Context, Outcome, Primitive, clip, missing, params_schema, same,
-    select, truthy, verdict,
+    MISSING,
+    SELECTOR,
+    Context,
+    Outcome,
+    Primitive,
+    clip,
+    missing,
+    params_schema,
+    same,
+    select,
+    truthy,
+    verdict,
 )
 
 MAX_SCHEMA_ERRORS = 5

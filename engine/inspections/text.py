@@ -6,8 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._base import (
-    ERROR, FLAG, MISSING, SELECTOR, Context, Outcome, Primitive, clip, literal_or_selected,
-    missing, operand, params_schema, same, select, verdict,
+    ERROR,
+    FLAG,
+    MISSING,
+    SELECTOR,
+    Context,
+    Outcome,
+    Primitive,
+    clip,
+    literal_or_selected,
+    missing,
+    operand,
+    params_schema,
+    same,
+    select,
+    verdict,
 )
 
 
