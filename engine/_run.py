@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from . import evidence, runner
 from .decision import decide
-from .spec import Evaluation
+from .spec import Evaluation, display
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Result:
     scorecard_sha256: str
     reasons: list[dict[str, Any]]
     overall: float | None
+    record_problems: list[str]
 
 
 def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -> Result:
@@ -52,5 +53,8 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -
         staging.discard()
         raise
     overall = card["overall"]["score"] if card["overall"] else None
+    where = display(evaluation.inputs[evaluation.unit_input].path)
+    located = [f"{where}:{s['line']}: {s['code']}: {s['message']}"
+               for s in card["coverage"]["record_problem_samples"]]
     return Result(evaluation.name, card["decision"], card["exit_code"], out, digest,
-                  card["reasons"], overall)
+                  card["reasons"], overall, located)

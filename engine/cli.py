@@ -110,6 +110,8 @@ def _print_result(result: Result, signed: bool) -> None:
     for reason in result.reasons:
         print(f"  {reason['decision']:<10} {reason['code']}: {reason['message']}  "
               f"[{reason['spec_path']}]")
+    for located in result.record_problems:
+        print(f"  {located}")
     print(f"  evidence: {spec.display(result.out.resolve())}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")

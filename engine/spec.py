@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,6 @@ class Evaluation:
     unit_id: Any
     unit_case: Any
     sha256: str
-    sources: dict[str, str] = field(default_factory=dict)
 
 
 def digest(data: Any) -> str:
@@ -265,9 +264,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
         return None
     meta = doc.data["metadata"]
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
-                      unit_id, unit_case, digest(doc.data),
-                      {"policy": display(policy_file), "suite": display(suite_file)}
-                      if policy_file and suite_file else {})
+                      unit_id, unit_case, digest(doc.data))
 
 
 def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:

@@ -124,7 +124,7 @@ def test_coverage_problems_are_incomplete(spec: Spec, breakage: Any, code: str) 
     assert ("INCOMPLETE", code) in reasons(card)
 
 
-def test_malformed_lines_are_incomplete_with_their_line(spec: Spec) -> None:
+def test_malformed_lines_are_incomplete_with_their_line(spec: Spec, capsys: Any) -> None:
     path = spec.dir / "data/runs.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = b'{"id": "run-003", "case_id": \n'
@@ -137,6 +137,9 @@ def test_malformed_lines_are_incomplete_with_their_line(spec: Spec) -> None:
     assert card["coverage"]["record_problems"] == {"INVALID_RECORD": 3}
     assert [s["line"] for s in card["coverage"]["record_problem_samples"]] == [3, 6, 8]
     assert "NaN" in card["coverage"]["record_problem_samples"][1]["message"]
+    printed = capsys.readouterr().out
+    assert "example/data/runs.jsonl:3: INVALID_RECORD: not JSON" in printed
+    assert "example/data/runs.jsonl:8: INVALID_RECORD: not UTF-8" in printed
 
 
 def test_error_rows_leave_n_and_make_the_category_unresolved(spec: Spec) -> None:

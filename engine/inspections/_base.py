@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 PASS, FAIL, ERROR, ABSTAIN, SKIPPED = "PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED"
@@ -27,7 +27,6 @@ class Context:
     """What a primitive may read besides the unit and its parameters."""
 
     wilson_z: float
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 Run = Callable[[Mapping[str, Any], Mapping[str, Any], Context], Outcome]
