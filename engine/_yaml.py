@@ -15,7 +15,7 @@ import yaml
 
 from .errors import Problem
 
-MAX_INT = 2**53
+MAX_INT = 2**53 - 1  # the largest integer RFC 8785 (I-JSON) accepts
 MAX_DEPTH = 64
 MAX_NODES = 200_000
 

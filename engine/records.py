@@ -56,6 +56,27 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int,
                             object_pairs_hook=_object)
 
 
+def _int_or_double(text: str) -> int | float:
+    value = int(text)
+    return value if abs(value) <= MAX_INT else float(text)
+
+
+# RFC 8785 numbers are doubles: a large integral double is written as an integer literal.
+_JCS_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int_or_double,
+                                object_pairs_hook=_object)
+
+
+def parse_jcs(data: bytes) -> Any:
+    """Parse bytes that claim to be RFC 8785 JSON; ValueError if they are not JSON at all."""
+    try:
+        value, end = _JCS_DECODER.raw_decode(data.decode("utf-8"))
+    except (_Refuse, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+    if end != len(data.decode("utf-8")):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
 def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     """One JSONL line as a record (an object), or why it is not one."""
     if line == 1 and raw.startswith(b"\xef\xbb\xbf"):

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from . import signing
 from .errors import VerifyError
 from .evidence import sha256_file
-from .records import BadRecord, parse_line
+from .records import parse_jcs
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,14 @@ class Verified:
 
 
 def _canonical(data: bytes) -> dict[str, Any]:
-    parsed = parse_line(data, 2)  # strict JSON: no NaN, no duplicate keys, ints within 2**53
-    if isinstance(parsed, BadRecord) or rfc8785.dumps(parsed.data) != data:
+    try:
+        value = parse_jcs(data)
+        canonical = rfc8785.dumps(value) == data and isinstance(value, dict)
+    except (ValueError, rfc8785.CanonicalizationError):
+        canonical = False
+    if not canonical:
         raise VerifyError("the scorecard bytes are not RFC 8785 canonical JSON", "NOT_CANONICAL")
-    return dict(parsed.data)
+    return dict(value)
 
 
 def _statement_digest(envelope_file: Path) -> tuple[dict[str, Any], str | None]:

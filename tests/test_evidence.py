@@ -251,6 +251,17 @@ def test_verify_envelope_naming_another_scorecard(spec: Spec, keys: Path, capsys
     assert code == 1 and "DIGEST_MISMATCH" in text
 
 
+def test_verify_scorecard_with_a_large_integral_double(spec: Spec, keys: Path,
+                                                        capsys: Any) -> None:
+    """JCS writes 9.8e19 as an integer literal; the verifier must read it back as a double."""
+    spec.edit("policy.yaml", lambda d: d["spec"]["overall"].update(formula="weighted * 1e+20",
+                                                                   threshold=0.5))
+    out = signed_run(spec, keys)
+    assert b'"score":98333333333333330000' in (out / "scorecard.json").read_bytes()
+    code, text = verify(out, keys / "public.pem", capsys)
+    assert code == 0, text
+
+
 def test_trusted_key_that_is_not_a_key(spec: Spec, keys: Path, capsys: Any) -> None:
     out = signed_run(spec, keys)
     (keys / "junk.pem").write_text("hello")

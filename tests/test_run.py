@@ -130,12 +130,13 @@ def test_malformed_lines_are_incomplete_with_their_line(spec: Spec, capsys: Any)
     lines[2] = b'{"id": "run-003", "case_id": \n'
     lines[5] = b'{"id": "run-006", "x": NaN}\n'
     lines[7] = b'{"id": "\xff"}\n'
+    lines[9] = b'{"id": "run-010", "n": 9007199254740992}\n'  # 2**53: not canonical JSON
     path.write_bytes(b"".join(lines))
     code, _ = spec.run()
     card = spec.scorecard()
     assert code == 3 and ("INCOMPLETE", "INVALID_RECORD") in reasons(card)
-    assert card["coverage"]["record_problems"] == {"INVALID_RECORD": 3}
-    assert [s["line"] for s in card["coverage"]["record_problem_samples"]] == [3, 6, 8]
+    assert card["coverage"]["record_problems"] == {"INVALID_RECORD": 4}
+    assert [s["line"] for s in card["coverage"]["record_problem_samples"]] == [3, 6, 8, 10]
     assert "NaN" in card["coverage"]["record_problem_samples"][1]["message"]
     printed = capsys.readouterr().out
     assert "example/data/runs.jsonl:3: INVALID_RECORD: not JSON" in printed

@@ -1,0 +1,103 @@
+"""Properties that must hold for all inputs, checked with hypothesis (derandomized)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import FormulaError, compile_formula
+from engine.aggregate import Counts, Tally
+from engine.formula import NUMBER, evaluate
+from engine.records import parse_jcs
+from engine.stats import wilson
+
+PROFILE = settings(max_examples=300, derandomize=True, deadline=None)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53 - 1), 2**53 - 1) |
+    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=4),
+    max_leaves=20)
+
+
+@PROFILE
+@given(json_values)
+def test_canonical_json_round_trip_and_idempotence(value: Any) -> None:
+    data = rfc8785.dumps(value)
+    again = parse_jcs(data)
+    assert rfc8785.dumps(again) == data  # idempotent
+    assert again == value  # the same value (numbers compared as numbers)
+
+
+@PROFILE
+@given(st.integers(0, 500), st.integers(0, 500))
+def test_wilson_bounds_inside_unit_interval_and_around_the_rate(a: int, b: int) -> None:
+    passed, n = min(a, b), max(a, b)
+    bounds = wilson(passed, n)
+    if n == 0:
+        assert bounds is None
+        return
+    assert bounds is not None
+    lower, upper = bounds
+    assert 0.0 <= lower <= passed / n + 1e-12 and passed / n - 1e-12 <= upper <= 1.0
+
+
+@PROFILE
+@given(st.integers(1, 500), st.data())
+def test_wilson_lower_is_monotone_in_passes(n: int, data: st.DataObject) -> None:
+    passed = data.draw(st.integers(0, n - 1))
+    low_a = wilson(passed, n)
+    low_b = wilson(passed + 1, n)
+    assert low_a is not None and low_b is not None
+    assert low_a[0] <= low_b[0] and low_a[1] <= low_b[1]
+
+
+statuses = st.sampled_from(["PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED"])
+
+
+@PROFILE
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["i", "j"]), statuses)),
+       st.integers(0, 50))
+def test_merging_split_tallies_equals_the_unsplit_tally(rows: list[Any], cut: int) -> None:
+    def tally(part: list[Any]) -> Tally:
+        t = Tally()
+        for category, inspection, status in part:
+            t.count_row(category, inspection, status)
+        return t
+
+    whole = tally(rows)
+    merged = tally(rows[:cut]).merge(tally(rows[cut:]))
+    assert merged == whole
+    assert all(isinstance(c, Counts) for c in merged.categories.values())
+
+
+atoms = st.sampled_from(["x", "y", "0", "1", "2.5", "null", "true", "'s'", "-x", "(x)"])
+operators = st.sampled_from([" + ", " - ", " * ", " / ", " < ", " == ", " and ", " or ",
+                             " if ", " else ", ", "])
+calls = st.sampled_from(["", "min(", "max(", "sqrt(", "log(", "round(", "coalesce(",
+                         "wilson_lower(", "not "])
+
+
+@PROFILE
+@given(st.lists(st.tuples(calls, atoms, operators), min_size=1, max_size=8),
+       st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-10, 10), st.text(max_size=3),
+                 st.booleans()))
+def test_formula_evaluation_raises_only_coded_errors(parts: list[Any], x: Any) -> None:
+    source = "".join(call + atom + op for call, atom, op in parts)[:-2]
+    source += ")" * source.count("(")
+    try:
+        formula = compile_formula(source, {"x": "any", "y": NUMBER})
+    except FormulaError as exc:
+        assert exc.code.startswith("FORMULA_") and exc.col >= 1
+        return
+    try:
+        value = evaluate(formula, {"x": x, "y": 3})
+    except FormulaError as exc:
+        assert exc.code.startswith("FORMULA_")
+        return
+    assert not (isinstance(value, float) and not math.isfinite(value))
