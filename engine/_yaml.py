@@ -118,13 +118,24 @@ def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
     return (None if problems else doc), problems
 
 
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _scalar(node: Any, path: Path, doc: Document, loader: _Loader,
             problems: list[Problem]) -> Any:
     try:
-        return loader.construct_object(node, deep=True)
+        value = loader.construct_object(node, deep=True)
     except yaml.constructor.ConstructorError:
         problems.append(doc.problem(path, "YAML_TAG", f"tag '{node.tag}' is not allowed"))
         return None
+    if isinstance(value, str) and not value.isascii() and _lone_surrogate(value):
+        problems.append(doc.problem(path, "BAD_SCALAR", "a lone UTF-16 surrogate is not text"))
+    return value
 
 
 def _build(node: Any, path: Path, doc: Document, loader: _Loader,

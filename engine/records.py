@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,27 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
         return BadRecord(line, "INVALID_RECORD", "nested too deeply")
     if not isinstance(data, dict):
         return BadRecord(line, "INVALID_RECORD", "a record must be a JSON object")
+    if _ESCAPED_SURROGATE.search(raw) and _has_lone_surrogate(data):
+        return BadRecord(line, "INVALID_RECORD", "a string holds a lone UTF-16 surrogate")
     return Record(line, data)
+
+
+_ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """True if any string (key or value) cannot be encoded as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
 
 
 def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:

@@ -131,12 +131,15 @@ def test_malformed_lines_are_incomplete_with_their_line(spec: Spec, capsys: Any)
     lines[5] = b'{"id": "run-006", "x": NaN}\n'
     lines[7] = b'{"id": "\xff"}\n'
     lines[9] = b'{"id": "run-010", "n": 9007199254740992}\n'  # 2**53: not canonical JSON
+    lines[11] = b'{"id": "run-012", "t": "\\ud800"}\n'  # a lone surrogate is not text
     path.write_bytes(b"".join(lines))
     code, _ = spec.run()
     card = spec.scorecard()
     assert code == 3 and ("INCOMPLETE", "INVALID_RECORD") in reasons(card)
-    assert card["coverage"]["record_problems"] == {"INVALID_RECORD": 4}
-    assert [s["line"] for s in card["coverage"]["record_problem_samples"]] == [3, 6, 8, 10]
+    assert card["coverage"]["record_problems"] == {"INVALID_RECORD": 5}
+    samples = card["coverage"]["record_problem_samples"]
+    assert [s["line"] for s in samples] == [3, 6, 8, 10, 12]
+    assert "surrogate" in samples[4]["message"]
     assert "NaN" in card["coverage"]["record_problem_samples"][1]["message"]
     printed = capsys.readouterr().out
     assert "example/data/runs.jsonl:3: INVALID_RECORD: not JSON" in printed

@@ -28,6 +28,7 @@ def test_values_and_places() -> None:
     ("a: !!python/object/apply:os.system [ls]\n", [(1, 4, "YAML_TAG")]),
     ("a: .nan\nb: -.inf\n", [(1, 4, "NON_FINITE"), (2, 4, "NON_FINITE")]),
     ("a: 9007199254740992\n", [(1, 4, "INTEGER_RANGE")]),
+    ('a: "\\ud800"\n', [(1, 4, "BAD_SCALAR")]),
     ("a: [1, 2\n", [(2, 1, "YAML_SYNTAX")]),
     ("", [(1, 1, "EMPTY_SPEC")]),
     ("a: " + "[" * 100 + "]" * 100 + "\n", [(1, 67, "SPEC_TOO_DEEP")]),
