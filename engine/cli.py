@@ -19,6 +19,7 @@ from .errors import EngineError, SpecErrors, UsageError, VerifyError
 from .verify import verify
 
 EXIT_SPEC = 2
+EXIT_INTERNAL = 3  # no decision could be reached: like INCOMPLETE, never PASS or FAIL
 KEY_VARIABLE = "SPECGATE_SIGNING_KEY"
 DEFAULT_OUT = Path("specgate-out")
 
@@ -178,6 +179,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("engine: interrupted; no partial evidence was kept", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if args.debug:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"engine: IO_ERROR: {where}{exc.strerror or exc}; no partial evidence was kept",
+              file=sys.stderr)
+        return EXIT_SPEC
+    except Exception as exc:  # noqa: BLE001 - a bug must not look like a PASS or a FAIL
+        if args.debug:
+            traceback.print_exc()
+        print(f"engine: INTERNAL_ERROR: {type(exc).__name__}: {exc} (a bug in specgate; rerun "
+              "with --debug for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

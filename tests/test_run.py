@@ -278,15 +278,28 @@ def test_earlier_evidence_is_never_overwritten(spec: Spec, capsys: Any) -> None:
     assert {p.name: p.read_bytes() for p in (spec.root / "out").iterdir()} == before
 
 
-def test_a_failure_mid_run_leaves_nothing(spec: Spec, monkeypatch: Any) -> None:
+def test_a_failure_mid_run_leaves_nothing(spec: Spec, monkeypatch: Any, capsys: Any) -> None:
     from engine import evidence
 
-    def broken(*args: Any) -> str:
+    def full_disk(*args: Any) -> str:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(evidence, "seal", broken)
-    with pytest.raises(OSError):
-        spec.run()
+    monkeypatch.setattr(evidence, "seal", full_disk)
+    assert spec.run()[0] == 2
+    assert "IO_ERROR: No space left on device; no partial evidence was kept" in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in spec.root.iterdir()) == ["example"]
+
+
+def test_a_bug_is_never_a_decision(spec: Spec, monkeypatch: Any, capsys: Any) -> None:
+    from engine import runner
+
+    def bug(*args: Any) -> Any:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(runner, "run", bug)
+    assert spec.run()[0] == 3
+    assert "INTERNAL_ERROR: KeyError" in capsys.readouterr().err
     assert sorted(p.name for p in spec.root.iterdir()) == ["example"]
 
 
