@@ -375,7 +375,7 @@ def _overall(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
 
 def condition_names(categories: dict[str, Category]) -> dict[str, str]:
     """Names a policy condition may use: rates by category name, counts, and 'overall'."""
-    names = {"overall": NUMBER}
+    names = {"overall": NUMBER, "weighted": NUMBER}
     for name in categories:
         names[name] = NUMBER
         for count in ("n", "passed", "failed", "errors"):
@@ -387,10 +387,9 @@ def _conditions(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
                 categories: dict[str, Category]) -> list[Condition]:
     out = []
     names = condition_names(categories)
-    clashes = {n for n in categories if n in names and names is not None and (
-        any(n == f"{c}_{o}" for o in categories for c in ("n", "passed", "failed", "errors"))
-        or n == "overall")}
-    for name in sorted(clashes):
+    derived = {"overall", "weighted"} | {f"{count}_{c}" for c in categories
+                                          for count in ("n", "passed", "failed", "errors")}
+    for name in sorted(set(categories) & derived):
         loader.problems.append(doc.problem(("spec", "categories", name), "NAME_CLASH",
                                            f"category '{name}' clashes with a formula name",
                                            key=True))

@@ -116,6 +116,7 @@ def test_meaning_problems_reported_sorted(spec: Spec, capsys: Any) -> None:
     ("apiVersion: specgate/v1", "apiVersion: specgate/v2", "BAD_VALUE", "apiVersion"),
     ("      weight: 0.5", "      weight: -1", "OUT_OF_RANGE", "spec.categories.resolution.weight"),
     ("  resolution:", "  Resolution:", "BAD_NAME", "spec.categories.Resolution"),
+    ("  efficiency:", "  n_safety:", "NAME_CLASH", "spec.categories.n_safety"),
 ])
 def test_policy_problem(spec: Spec, capsys: Any, old: str, new: str, code: str,
                         path: str) -> None:
