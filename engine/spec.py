@@ -130,6 +130,16 @@ class _Loader:
         self.problems: list[Problem] = []
         self.docs: dict[Path, _yaml.Document | None] = {}
         self.valid: dict[tuple[Path, str], _yaml.Document | None] = {}
+        self.compiled: dict[str, Any] = {}  # file -> compiled Policy or Suite (or None)
+
+    def compile(self, file: Path, kind: str) -> Any:
+        """A checked Policy or Suite, compiled once however often it is referenced."""
+        doc = self.checked(file, kind)
+        if doc is None:
+            return None
+        if doc.file not in self.compiled:
+            self.compiled[doc.file] = (_policy if kind == "Policy" else _suite)(self, doc)
+        return self.compiled[doc.file]
 
     def read(self, file: Path) -> _yaml.Document | None:
         """Parse one file once (cached); envelope-check it."""
@@ -215,7 +225,7 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
                 if evaluation is not None:
                     evaluations.append(evaluation)
             elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
-                loader.checked(file, str(loader.kind(doc)))
+                loader.compile(file, str(loader.kind(doc)))
             elif doc is not None and loader.kind(doc) is not None:
                 loader.problems.append(doc.problem(("kind",), "UNKNOWN_KIND",
                                                    f"'{loader.kind(doc)}' is not a spec kind",
@@ -236,11 +246,8 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     before = len(loader.problems)
     policy_file = loader.path(doc, ("spec", "policy"), spec["policy"])
     suite_file = loader.path(doc, ("spec", "suite"), spec["suite"])
-    policy = suite = None
-    if policy_file is not None and (pdoc := loader.checked(policy_file, "Policy")):
-        policy = _policy(loader, pdoc)
-    if suite_file is not None and (sdoc := loader.checked(suite_file, "Suite")):
-        suite = _suite(loader, sdoc)
+    policy = loader.compile(policy_file, "Policy") if policy_file else None
+    suite = loader.compile(suite_file, "Suite") if suite_file else None
     inputs: dict[str, Input] = {}
     for name, decl in spec["inputs"].items():
         where = ("spec", "inputs", name, "path")

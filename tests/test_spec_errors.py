@@ -173,6 +173,13 @@ def test_validate_command(spec: Spec, capsys: Any) -> None:
     assert main(["validate", str(spec.root)]) == 2
 
 
+def test_a_policy_no_evaluation_uses_is_still_checked(spec: Spec, capsys: Any) -> None:
+    text = (spec.dir / "policy.yaml").read_text().replace("type: at_most", "type: at_mst")
+    (spec.dir / "draft-policy.yaml").write_text(text)
+    [p] = problems(spec, capsys)
+    assert p["file"].endswith("draft-policy.yaml") and p["code"] == "UNKNOWN_INSPECTION"
+
+
 def test_load_raises_with_problems(spec: Spec) -> None:
     set_text(spec, "policy.yaml", "type: equals" if False else "type: at_most", "type: at_mist")
     with pytest.raises(SpecErrors) as caught:
