@@ -20,6 +20,7 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from . import signing
+from ._canonical import canonical
 from ._version import __version__
 from .aggregate import Tally
 from .decision import EXIT_CODES
@@ -79,11 +80,6 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
         "judge": None,
         "rows_sha256": rows_sha256,
     }
-
-
-def canonical(value: Any) -> bytes:
-    """RFC 8785 bytes of a JSON value."""
-    return rfc8785.dumps(value)
 
 
 def sha256_file(path: Path) -> str:

@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ._canonical import canonical
 from .errors import UsageError, VerifyError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -82,7 +82,7 @@ def pae(payload_type: str, body: bytes) -> bytes:
 
 def envelope(key: Ed25519PrivateKey, statement: dict[str, Any]) -> dict[str, Any]:
     """A DSSE envelope over the JCS bytes of an in-toto statement."""
-    body = rfc8785.dumps(statement)
+    body = canonical(statement)
     keyid = hashlib.sha256(raw_public(key.public_key())).hexdigest()
     return {"payload": base64.b64encode(body).decode(), "payloadType": PAYLOAD_TYPE,
             "signatures": [{"keyid": keyid,

@@ -1,0 +1,195 @@
+"""Compile a Policy: inspections, categories, overall score and conditions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import _schema, _yaml
+from ._canonical import digest
+from ._compile import compile_checked_formula, compile_params, compile_selector
+from .errors import did_you_mean
+from .formula import BOOLEAN, NUMBER, Formula
+from .inspections import TABLE, Primitive
+from .stats import DEFAULT_Z
+
+if TYPE_CHECKING:
+    from .spec import _Loader
+
+COMMON_KEYS = {"id", "type", "description", "when"}
+
+
+@dataclass
+class Inspection:
+    """One compiled inspection entry."""
+
+    id: str
+    type: str
+    primitive: Primitive
+    params: dict[str, Any]
+    when: Any
+    spec_path: str
+
+
+@dataclass
+class Category:
+    """One category: a pass rate over the rows of its inspections."""
+
+    name: str
+    weight: float
+    threshold: float | None
+    minimum: float | None
+    gate_on: str
+    min_n: int
+    required: bool
+    inspections: list[str]
+    spec_path: str
+
+
+@dataclass
+class Condition:
+    """An extra gate condition: false fails, null is INCOMPLETE."""
+
+    id: str
+    formula: Formula
+    message: str
+    spec_path: str
+
+
+@dataclass
+class Policy:
+    """A compiled Policy."""
+
+    name: str
+    version: str
+    scoring_version: str
+    purpose: str
+    wilson_z: float
+    categories: dict[str, Category]
+    inspections: dict[str, Inspection]
+    overall: Formula | None
+    overall_threshold: float | None
+    conditions: list[Condition]
+    sha256: str
+
+
+def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
+    spec, meta = doc.data["spec"], doc.data["metadata"]
+    before = len(loader.problems)
+    gate = spec.get("gate", {})
+    inspections = _inspections(loader, doc, spec["inspections"])
+    categories: dict[str, Category] = {}
+    used: set[str] = set()
+    for name, cat in spec["categories"].items():
+        where = ("spec", "categories", name)
+        for j, ref in enumerate(cat["inspections"]):
+            used.add(ref)
+            if ref not in {i["id"] for i in spec["inspections"]}:
+                loader.problems.append(doc.problem(
+                    where + ("inspections", j), "UNKNOWN_INSPECTION_ID",
+                    f"no inspection has id '{ref}'",
+                    did_you_mean(ref, [i["id"] for i in spec["inspections"]])))
+        gate_on = cat.get("gate_on", gate.get("gate_on", "point"))
+        if gate_on == "wilson_lower" and cat.get("threshold") == 1:
+            loader.problems.append(doc.problem(
+                where + ("threshold",), "UNATTAINABLE_GATE",
+                "the Wilson lower bound never reaches 1.0",
+                "lower the threshold or use gate_on: point"))
+        categories[name] = Category(name, cat.get("weight", 1), cat.get("threshold"),
+                                    cat.get("minimum"), gate_on,
+                                    cat.get("min_n", gate.get("min_n", 1)),
+                                    cat.get("required", True), cat["inspections"],
+                                    f"policy:spec.categories.{name}")
+    for i, entry in enumerate(spec["inspections"]):
+        if entry["id"] not in used:
+            loader.problems.append(doc.problem(
+                ("spec", "inspections", i, "id"), "UNUSED_INSPECTION",
+                f"inspection '{entry['id']}' is in no category, so its rows would count nowhere"))
+    overall, threshold = _overall(loader, doc, spec, categories)
+    conditions = _conditions(loader, doc, spec, categories)
+    if len(loader.problems) > before:
+        return None
+    return Policy(meta["name"], meta["version"], spec["scoring_version"],
+                  gate.get("purpose", "release"),
+                  spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), categories, inspections,
+                  overall, threshold, conditions, digest(doc.data))
+
+
+def _inspections(loader: _Loader, doc: _yaml.Document,
+                 entries: list[dict[str, Any]]) -> dict[str, Inspection]:
+    out: dict[str, Inspection] = {}
+    for i, entry in enumerate(entries):
+        where: _yaml.Path = ("spec", "inspections", i)
+        kind = entry["type"]
+        if entry["id"] in out:
+            loader.problems.append(doc.problem(where + ("id",), "DUPLICATE_ID",
+                                               f"inspection id '{entry['id']}' is used twice"))
+        primitive = TABLE.get(kind)
+        if primitive is None:
+            loader.problems.append(doc.problem(
+                where + ("type",), "UNKNOWN_INSPECTION", f"'{kind}' is not a known type",
+                did_you_mean(kind, TABLE)))
+            continue
+        params = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
+        found = _schema.problems(doc, _schema.validator_for(primitive.schema), params, where)
+        loader.problems.extend(found)
+        if found:
+            continue
+        compiled = compile_params(doc, where, primitive.schema, params, loader.problems,
+                                  lambda rel, at: loader.path(doc, at, rel))
+        when = (compile_selector(doc, where + ("when",), entry["when"], loader.problems)
+                if "when" in entry else None)
+        out[entry["id"]] = Inspection(entry["id"], kind, primitive, compiled, when,
+                                      f"policy:spec.inspections[{i}]")
+    return out
+
+
+def _formula(loader: _Loader, doc: _yaml.Document, where: _yaml.Path, source: str,
+             names: dict[str, str], want: str) -> Formula | None:
+    formula: Formula | None = compile_checked_formula(doc, where, source, names, want,
+                                                      loader.problems)
+    return formula
+
+
+def _overall(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+             categories: dict[str, Category]) -> tuple[Formula | None, float | None]:
+    block = spec.get("overall")
+    if block is None:
+        return None, None
+    names = {name: NUMBER for name in categories} | {"weighted": NUMBER}
+    source = block.get("formula", "weighted")
+    formula = _formula(loader, doc, ("spec", "overall", "formula"), source, names, NUMBER)
+    if "weighted" in (formula.names if formula else ()) and not any(
+            c.weight > 0 for c in categories.values()):
+        loader.problems.append(doc.problem(("spec", "overall"), "NO_WEIGHT",
+                                           "the weighted score needs a category with weight > 0"))
+    return formula, block.get("threshold")
+
+
+def condition_names(categories: dict[str, Category]) -> dict[str, str]:
+    """Names a policy condition may use: rates by category name, counts, and 'overall'."""
+    names = {"overall": NUMBER, "weighted": NUMBER}
+    for name in categories:
+        names[name] = NUMBER
+        for count in ("n", "passed", "failed", "errors"):
+            names[f"{count}_{name}"] = NUMBER
+    return names
+
+
+def _conditions(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                categories: dict[str, Category]) -> list[Condition]:
+    out = []
+    names = condition_names(categories)
+    derived = {"overall", "weighted"} | {f"{count}_{c}" for c in categories
+                                          for count in ("n", "passed", "failed", "errors")}
+    for name in sorted(set(categories) & derived):
+        loader.problems.append(doc.problem(("spec", "categories", name), "NAME_CLASH",
+                                           f"category '{name}' clashes with a formula name",
+                                           key=True))
+    for i, cond in enumerate(spec.get("conditions", [])):
+        where = ("spec", "conditions", i, "formula")
+        formula = _formula(loader, doc, where, cond["formula"], names, BOOLEAN)
+        if formula is not None:
+            out.append(Condition(cond["id"], formula, cond.get("message", ""),
+                                 f"policy:spec.conditions[{i}]"))
+    return out
