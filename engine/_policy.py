@@ -74,6 +74,7 @@ class Policy:
 
 
 def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
+    """The compiled Policy of a schema-valid document, or None with its problems recorded."""
     spec, meta = doc.data["spec"], doc.data["metadata"]
     before = len(loader.problems)
     gate = spec.get("gate", {})
@@ -144,13 +145,6 @@ def _inspections(loader: _Loader, doc: _yaml.Document,
     return out
 
 
-def _formula(loader: _Loader, doc: _yaml.Document, where: _yaml.Path, source: str,
-             names: dict[str, str], want: str) -> Formula | None:
-    formula: Formula | None = compile_checked_formula(doc, where, source, names, want,
-                                                      loader.problems)
-    return formula
-
-
 def _overall(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
              categories: dict[str, Category]) -> tuple[Formula | None, float | None]:
     block = spec.get("overall")
@@ -158,7 +152,8 @@ def _overall(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
         return None, None
     names = {name: NUMBER for name in categories} | {"weighted": NUMBER}
     source = block.get("formula", "weighted")
-    formula = _formula(loader, doc, ("spec", "overall", "formula"), source, names, NUMBER)
+    formula = compile_checked_formula(doc, ("spec", "overall", "formula"), source, names, NUMBER,
+                                      loader.problems)
     if "weighted" in (formula.names if formula else ()) and not any(
             c.weight > 0 for c in categories.values()):
         loader.problems.append(doc.problem(("spec", "overall"), "NO_WEIGHT",
@@ -188,7 +183,11 @@ def _conditions(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
                                            key=True))
     for i, cond in enumerate(spec.get("conditions", [])):
         where = ("spec", "conditions", i, "formula")
-        formula = _formula(loader, doc, where, cond["formula"], names, BOOLEAN)
+        if cond["id"] in {c.id for c in out}:
+            loader.problems.append(doc.problem(("spec", "conditions", i, "id"), "DUPLICATE_ID",
+                                               f"condition id '{cond['id']}' is used twice"))
+        formula = compile_checked_formula(doc, where, cond["formula"], names, BOOLEAN,
+                                          loader.problems)
         if formula is not None:
             out.append(Condition(cond["id"], formula, cond.get("message", ""),
                                  f"policy:spec.conditions[{i}]"))
