@@ -173,7 +173,7 @@ def condition_names(categories: dict[str, Category]) -> dict[str, str]:
 
 def _conditions(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
                 categories: dict[str, Category]) -> list[Condition]:
-    out = []
+    out: list[Condition] = []
     names = condition_names(categories)
     derived = {"overall", "weighted"} | {f"{count}_{c}" for c in categories
                                           for count in ("n", "passed", "failed", "errors")}
