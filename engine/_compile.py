@@ -15,10 +15,12 @@ from typing import Any
 import jmespath
 import jsonschema
 
+from . import _yaml
 from ._yaml import Document
 from ._yaml import Path as JPath
 from .errors import FormulaError, Problem
 from .formula import ANY, BOOLEAN, compile_formula
+from .inspections import LOADERS
 
 _REGEX_FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.DOTALL}
 
@@ -58,6 +60,11 @@ def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
             out[key] = _json_schema(doc, at, value, problems)
         elif prop.get("x-schema-file"):
             out["schema"] = _schema_file(doc, at, value, problems, resolve)
+        elif prop.get("x-jmespath-list"):
+            out[key] = [compile_selector(doc, at + (i,), src, problems)
+                        for i, src in enumerate(value)]
+        elif prop.get("x-load"):
+            out[key] = _data_file(doc, at, value, prop["x-load"], problems, resolve)
     for key, value in params.items():
         if props.get(key, {}).get("x-formula"):
             names = dict.fromkeys(params.get("bind", {}), ANY)
@@ -99,6 +106,28 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
         problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
         return None
     return _json_schema(doc, where, schema, problems)
+
+
+def _data_file(doc: Document, where: JPath, rel: str, kind: str, problems: list[Problem],
+               resolve: Callable[[str, JPath], Path | None]) -> Any:
+    """Load a YAML data table (lexicon, detector) and build it with the primitive's loader."""
+    target = resolve(rel, where)
+    if target is None:
+        return None
+    try:
+        text = target.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}' is not readable: {exc}"))
+        return None
+    table, found = _yaml.parse(text.removeprefix("\ufeff"), rel)
+    problems.extend(found)
+    if table is None:
+        return None
+    try:
+        return LOADERS[kind](table.data)
+    except ValueError as exc:
+        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
+        return None
 
 
 def compile_checked_formula(doc: Document, where: JPath, source: str, names: dict[str, str],

@@ -15,6 +15,7 @@ from engine.runner import inspect
 from engine.spec import Inspection
 from engine.stats import DEFAULT_Z
 
+DATA = Path(__file__).resolve().parent.parent / "specs" / "agent-release-gate"
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "primitives.yaml").read_text())
 
 
@@ -24,7 +25,7 @@ def build(kind: str, params: dict[str, Any]) -> Inspection:
     assert _schema.problems(doc, _schema.validator_for(primitive.schema), params) == []
     problems: list[Any] = []
     compiled = compile_params(doc, (), primitive.schema, params, problems,
-                              lambda rel, at: None)
+                              lambda rel, at: DATA / rel)
     assert problems == []
     return Inspection("t", kind, primitive, compiled, None, "policy:spec.inspections[0]")
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from . import budget, structure, text
+from collections.abc import Callable
+from typing import Any
+
+from . import budget, lexicon, pii, structure, text
 from ._base import (
     ABSTAIN,
     ERROR,
@@ -15,7 +18,11 @@ from ._base import (
     Primitive,
 )
 
-TABLE: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE}
+TABLE: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE,
+                               **pii.TABLE, **lexicon.TABLE}
+# Builders of the data tables some primitives read (``x-load`` in their parameter schema).
+LOADERS: dict[str, Callable[[Any], Any]] = {**pii.LOADERS, **lexicon.LOADERS}
 
-__all__ = ["ABSTAIN", "ERROR", "FAIL", "PASS", "SKIPPED", "STATUSES", "TABLE", "Context",
+__all__ = ["ABSTAIN", "ERROR", "FAIL", "LOADERS", "PASS", "SKIPPED", "STATUSES", "TABLE",
+           "Context",
            "Outcome", "Primitive"]
