@@ -42,9 +42,11 @@ def compile_selector(doc: Document, where: JPath, source: str,
 def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
                    params: dict[str, Any], problems: list[Problem],
                    resolve: Callable[[str, JPath], Path | None]) -> dict[str, Any]:
-    """Return ``params`` with every marked value compiled; record problems at their place."""
-    out = dict(params)
+    """Return ``params`` with defaults filled in and every marked value compiled; record
+    problems at their place."""
     props = schema.get("properties", {})
+    params = {k: v["default"] for k, v in props.items() if "default" in v} | params
+    out = dict(params)
     for key, value in params.items():
         prop, at = props.get(key, {}), where + (key,)
         if prop.get("x-jmespath"):

@@ -102,3 +102,68 @@ TABLE = {
                     "description": "boolean formula over the bound names"},
     }, ["bind", "formula"]), "a boolean formula over selected values is true"),
 }
+
+
+def _first_number(unit: Mapping[str, Any], selectors: list[Any]) -> Any:
+    for expr in selectors:
+        value = select(expr, unit)
+        if is_number(value):
+            return value
+    return MISSING
+
+
+def _budgeted(measured: Any, budget: Any, unit_name: str, what: str) -> Outcome:
+    if budget is MISSING:
+        return Outcome(ERROR, code="NO_BUDGET", message=f"no {what} budget")
+    if measured is MISSING:
+        return Outcome(ERROR, code="UNMEASURABLE", message=f"no {what} measurement")
+    return verdict(measured <= budget, {f"at_most_{unit_name}": budget}, measured)
+
+
+def cost(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
+    """Measured cost (cost_usd, else tokens x prices) is within the budget."""
+    budget = _first_number(unit, [params["budget_from"]])
+    budget = params["budget"] if budget is MISSING and "budget" in params else budget
+    measured = _first_number(unit, [params["cost"]])
+    usage = select(params["usage"], unit)
+    prices = (params.get("input_per_mtok"), params.get("output_per_mtok"))
+    if measured is MISSING and isinstance(usage, dict) and all(is_number(p) for p in prices):
+        tokens_in = usage.get("input_tokens", 0)
+        tokens_out = usage.get("output_tokens", 0)
+        if is_number(tokens_in) and is_number(tokens_out):
+            measured = tokens_in / 1e6 * prices[0] + tokens_out / 1e6 * prices[1]
+    return _budgeted(measured, budget, "usd", "cost")
+
+
+def latency(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
+    """Measured latency (latency_ms, duration_ms, elapsed_ms, else latency_s) is in budget."""
+    budget = _first_number(unit, [params["budget_from"]])
+    budget = params["budget"] if budget is MISSING and "budget" in params else budget
+    measured = _first_number(unit, params["milliseconds"])
+    if measured is MISSING:
+        seconds = _first_number(unit, [params["seconds"]])
+        measured = MISSING if seconds is MISSING else seconds * 1000
+    return _budgeted(measured, budget, "ms", "latency")
+
+
+def _default(selector: str) -> dict[str, Any]:
+    return {**SELECTOR, "default": selector}
+
+
+_MONEY = {"type": "number", "minimum": 0}
+TABLE |= {
+    "cost": Primitive(cost, params_schema({
+        "cost": _default("cost_usd"), "usage": _default("usage"),
+        "budget_from": _default("cost_budget_usd"),
+        "budget": {**_MONEY, "description": "USD budget when the row names none"},
+        "input_per_mtok": {**_MONEY, "description": "USD per million input tokens"},
+        "output_per_mtok": {**_MONEY, "description": "USD per million output tokens"},
+    }, []), "measured cost (cost_usd, else tokens x prices) <= budget"),
+    "latency": Primitive(latency, params_schema({
+        "milliseconds": {"type": "array", "items": SELECTOR, "x-jmespath-list": True,
+                         "default": ["latency_ms", "duration_ms", "elapsed_ms"],
+                         "description": "JMESPaths tried in order for a latency in ms"},
+        "seconds": _default("latency_s"), "budget_from": _default("latency_budget_ms"),
+        "budget": {**_MONEY, "description": "budget in ms when the row names none"},
+    }, []), "measured latency (ms fields, else seconds x 1000) <= budget"),
+}

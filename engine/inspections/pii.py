@@ -195,6 +195,6 @@ TABLE = {
         "sanctioned": {**SELECTOR, "description": "JMESPath to text whose entities may be echoed"},
         "detector": {"type": "string", "minLength": 1, "x-load": "pii",
                      "description": "detector table (YAML), relative to the spec file"},
-    }, ["output", "detector"]), "no personal data leaks (detector table as data)"),
+    }, ["detector"]), "no personal data leaks (detector table as data)"),
 }
 LOADERS = {"pii": build_detector}
