@@ -30,17 +30,19 @@ class BadRecord:
 
 
 class _Refuse(ValueError):
-    pass
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _no_constant(name: str) -> Any:
-    raise _Refuse(f"{name} is not JSON")
+    raise _Refuse("NON_FINITE_NUMBER", f"{name} is not a JSON number")
 
 
 def _int(text: str) -> int:
     value = int(text)
     if abs(value) > MAX_INT:
-        raise _Refuse("an integer beyond 2**53 loses precision")
+        raise _Refuse("NUMBER_OUT_OF_RANGE", "an integer beyond 2**53-1 loses precision")
     return value
 
 
@@ -48,7 +50,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Refuse(f"key '{key}' appears twice")
+            raise _Refuse("DUPLICATE_KEY", f"key '{key}' appears twice")
         out[key] = value
     return out
 
@@ -81,25 +83,25 @@ def parse_jcs(data: bytes) -> Any:
 def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     """One JSONL line as a record (an object), or why it is not one."""
     if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
-        return BadRecord(line, "INVALID_RECORD", "starts with a byte-order mark")
+        return BadRecord(line, "BYTE_ORDER_MARK", "starts with a byte-order mark")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return BadRecord(line, "INVALID_RECORD", f"not UTF-8 (byte {exc.start})")
+        return BadRecord(line, "NOT_UTF8", f"not UTF-8 (byte {exc.start})")
     try:
         data, end = _DECODER.raw_decode(text.strip())
         if end != len(text.strip()):
-            raise _Refuse("extra data after the JSON value")
+            raise _Refuse("INVALID_JSON", "extra data after the JSON value")
     except _Refuse as exc:
-        return BadRecord(line, "INVALID_RECORD", str(exc))
+        return BadRecord(line, exc.code, str(exc))
     except json.JSONDecodeError as exc:
-        return BadRecord(line, "INVALID_RECORD", f"not JSON: {exc.msg} at column {exc.colno}")
+        return BadRecord(line, "INVALID_JSON", f"not JSON: {exc.msg} at column {exc.colno}")
     except RecursionError:
-        return BadRecord(line, "INVALID_RECORD", "nested too deeply")
+        return BadRecord(line, "INVALID_JSON", "nested too deeply")
     if not isinstance(data, dict):
-        return BadRecord(line, "INVALID_RECORD", "a record must be a JSON object")
+        return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
     if _ESCAPED_SURROGATE.search(raw) and _has_lone_surrogate(data):
-        return BadRecord(line, "INVALID_RECORD", "a string holds a lone UTF-16 surrogate")
+        return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
     return Record(line, data)
 
 

@@ -80,7 +80,7 @@ def _problem(evaluation: Evaluation, item: Record | BadRecord) -> tuple[str, str
     if isinstance(item, BadRecord):
         return item.code, item.message
     if "case" in item.data:
-        return "INVALID_RECORD", "'case' is reserved: the engine binds the suite case there"
+        return "RESERVED_FIELD", "'case' is reserved: the engine binds the suite case there"
     case_id = evaluation.unit_case.search(item.data)
     if case_id is None:
         return "MISSING_CASE_ID", "the record names no case"
