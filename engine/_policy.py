@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _schema, _yaml
 from ._canonical import digest
 from ._compile import compile_checked_formula, compile_params, compile_selector
+from ._reasons import REASON_CODES
 from .errors import did_you_mean
 from .formula import BOOLEAN, NUMBER, Formula
 from .inspections import TABLE, Primitive
@@ -71,6 +72,15 @@ class Policy:
     overall_threshold: float | None
     conditions: list[Condition]
     sha256: str
+    budgets: dict[str, Any] = field(default_factory=dict)
+    validate: bool = True
+    strict: bool = True
+    controls: Any = None  # compiled JMESPath marking control units, or None
+    control_expect: str = "FAIL"
+    pass_k: int = 2
+    min_cases: int = 1
+    reliability_gates: dict[str, float | int] = field(default_factory=dict)
+    reason_codes: dict[str, str] = field(default_factory=dict)
 
 
 def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
@@ -108,12 +118,31 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                 f"inspection '{entry['id']}' is in no category, so its rows would count nowhere"))
     overall, threshold = _overall(loader, doc, spec, categories)
     conditions = _conditions(loader, doc, spec, categories)
+    controls = spec.get("controls", {})
+    when = compile_selector(doc, ("spec", "controls", "when"), controls["when"],
+                            loader.problems) if controls else None
+    for i, code in enumerate(spec.get("reason_codes", {})):
+        if code not in REASON_CODES:
+            loader.problems.append(doc.problem(
+                ("spec", "reason_codes", code), "UNKNOWN_REASON_CODE",
+                f"'{code}' is not a reason the engine gives", did_you_mean(code, REASON_CODES),
+                key=True, rank=i))
     if len(loader.problems) > before:
         return None
-    return Policy(meta["name"], meta["version"], spec["scoring_version"],
-                  gate.get("purpose", "release"),
+    purpose = gate.get("purpose", "release")
+    validation = spec.get("validation", {})
+    return Policy(meta["name"], meta["version"], spec["scoring_version"], purpose,
                   spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), categories, inspections,
-                  overall, threshold, conditions, digest(doc.data))
+                  overall, threshold, conditions, digest(doc.data),
+                  budgets=spec.get("budgets", {}),
+                  validate=purpose == "release" or validation.get("on_run", True),
+                  strict=purpose == "release" or validation.get("strict", False),
+                  controls=when, control_expect=controls.get("expect", "FAIL"),
+                  pass_k=spec.get("reliability", {}).get("pass_k", 2),
+                  min_cases=gate.get("min_cases", 1),
+                  reliability_gates={k: gate[k] for k in (
+                      "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
+                  reason_codes=spec.get("reason_codes", {}))
 
 
 def _inspections(loader: _Loader, doc: _yaml.Document,

@@ -56,12 +56,30 @@ class Tally:
     rows: int = 0
     record_problems: Counter[str] = field(default_factory=Counter)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    # category -> case -> [scored trials, passed trials], in order of first appearance
+    cases: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # validation: (dimension, class) -> rows; the rows with something to say; capture errors
+    validation: Counter[tuple[str, str]] = field(default_factory=Counter)
+    validation_rows: list[dict[str, Any]] = field(default_factory=list)
+    capture_errors: int = 0
+    # controls: counts of control rows by status, and the control rows themselves
+    controls: Counts = field(default_factory=Counts)
+    control_rows: list[dict[str, Any]] = field(default_factory=list)
+    # (id, inputs and assertions) of every row, for a suite digest derived from the records
+    suite_rows: list[tuple[str, Any]] = field(default_factory=list)
 
     def count_row(self, category: str, inspection: str, status: str) -> None:
         """Count one inspection row."""
         self.categories.setdefault(category, Counts()).add(status)
         self.inspections.setdefault(inspection, Counts()).add(status)
         self.rows += 1
+
+    def count_case(self, category: str, case: str, status: str) -> None:
+        """Count a scored trial of a case (PASS and FAIL only) for pass^k and consistency."""
+        if status in (PASS, FAIL):
+            counts = self.cases.setdefault(category, {}).setdefault(case, [0, 0])
+            counts[0] += 1
+            counts[1] += status == PASS
 
     def count_problem(self, code: str, sample: dict[str, Any]) -> None:
         """Count a record that could not be used, keeping the first few by place."""
@@ -81,4 +99,16 @@ class Tally:
         self.rows += other.rows
         self.record_problems.update(other.record_problems)
         self.samples = (self.samples + other.samples)[:MAX_SAMPLES]
+        for category, cases in other.cases.items():
+            mine_cases = self.cases.setdefault(category, {})
+            for case, (n, c) in cases.items():
+                trials = mine_cases.setdefault(case, [0, 0])
+                trials[0] += n
+                trials[1] += c
+        self.validation.update(other.validation)
+        self.validation_rows += other.validation_rows
+        self.capture_errors += other.capture_errors
+        self.controls.merge(other.controls)
+        self.control_rows += other.control_rows
+        self.suite_rows += other.suite_rows
         return self

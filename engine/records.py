@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import assevra
 from ._yaml import MAX_INT
 
 
@@ -133,4 +134,9 @@ def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                 yield parse_line(raw, number)
 
 
-FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {"jsonl": read_jsonl}
+FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {
+    "jsonl": read_jsonl,
+    "assevra-jsonl": read_jsonl,  # Assevra 0.6 datasets, read unchanged; validated per row
+}
+# Row validators by input format: (record, ids seen so far, policy budgets) -> verdict.
+VALIDATORS: dict[str, Callable[[Any, set[str], Any], Any]] = {"assevra-jsonl": assevra.classify}

@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .aggregate import Tally
-from .inspections import ERROR, STATUSES, Context, Outcome
+from .assevra import INVALID
+from .inspections import ERROR, FAIL, PASS, STATUSES, Context, Outcome
 from .inspections._base import clip, truthy
-from .records import FORMATS, BadRecord, Record
+from .records import FORMATS, VALIDATORS, BadRecord, Record
 from .spec import Evaluation, Inspection
 
 Row = dict[str, Any]
@@ -41,44 +42,124 @@ def _applies(inspection: Inspection, unit: dict[str, Any]) -> bool:
     return truthy(inspection.when.search(unit))
 
 
-def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink) -> Tally:
-    """Evaluate every record into rows (given to ``sink`` in order) and count them."""
-    policy, tally = evaluation.policy, Tally()
-    ctx = Context(policy.wilson_z)
-    source = evaluation.inputs[evaluation.unit_input].spec_path
-    for item in items:
-        tally.records += 1
-        problem = _problem(evaluation, item)
-        if problem is not None:
-            row = {"input": evaluation.unit_input, "line": item.line, "status": ERROR,
-                   "code": problem[0], "message": problem[1], "spec_path": source}
-            tally.count_problem(problem[0], {"line": item.line, "code": problem[0],
-                                             "message": problem[1]})
-            sink(row)
-            continue
-        assert isinstance(item, Record)
-        case_id = evaluation.unit_case.search(item.data)
-        unit = {**item.data, "case": evaluation.suite.cases[case_id]}
-        unit_id = evaluation.unit_id.search(item.data)
-        tally.case_units[case_id] += 1
+MEASURED = frozenset({"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
+                      "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s",
+                      "trace_id", "span_id", "trial_id"})
+
+
+def suite_part(row: dict[str, Any]) -> dict[str, Any]:
+    """A record's inputs and assertions: measured keys and keys starting with '_' removed."""
+    return {k: v for k, v in row.items() if k not in MEASURED and not k.startswith("_")}
+
+
+class _Runner:
+    """State of one pass over the records."""
+
+    def __init__(self, evaluation: Evaluation, sink: Sink) -> None:
+        self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
+        self.tally = Tally()
+        self.ctx = Context(self.policy.wilson_z, self.policy.budgets)
+        source = evaluation.inputs[evaluation.unit_input]
+        self.source = source.spec_path
+        self.validator = VALIDATORS.get(source.format) if self.policy.validate else None
+        self.seen: set[str] = set()
+
+    def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
+        row = {"input": self.evaluation.unit_input, "line": line, "status": ERROR,
+               "code": code, "message": message, "spec_path": self.source, **extra}
+        self.tally.count_problem(code, {"line": line, "code": code, "message": message})
+        self.sink(row)
+
+    def validate(self, item: Record) -> bool:
+        """Classify the record; False when it is INVALID and must not be scored."""
+        assert self.validator is not None
+        verdict = self.validator(item.data, self.seen, self.policy.budgets)
+        dimension = item.data.get("dimension")
+        dimension = dimension if isinstance(dimension, str) else ""
+        self.tally.validation[dimension, verdict.klass] += 1
+        if truthy(item.data.get("_capture_error")):
+            self.tally.capture_errors += 1
+            verdict.add("error", "CAPTURE_INCOMPLETE", "_capture_error",
+                        "the capture of this run failed")
+        if verdict.messages:
+            self.tally.validation_rows.append({
+                "line": item.line, "id": clip(item.data.get("id")), "dimension": dimension,
+                "class": verdict.klass, "messages": verdict.messages})
+        if verdict.klass == INVALID:
+            self.problem(item.line, verdict.code, verdict.messages[0]["message"],
+                         unit=clip(item.data.get("id")))
+            return False
+        return True
+
+    def record(self, item: Record | BadRecord) -> None:
+        self.tally.records += 1
+        if isinstance(item, BadRecord):
+            if self.validator is not None:
+                self.tally.validation["", "INVALID"] += 1
+                self.tally.validation_rows.append({"line": item.line, "id": None,
+                                                   "dimension": "", "class": "INVALID",
+                                                   "messages": [{"level": "error",
+                                                                 "code": item.code,
+                                                                 "field": "",
+                                                                 "message": item.message,
+                                                                 "hint": ""}]})
+            self.problem(item.line, item.code, item.message)
+            return
+        suite = self.evaluation.suite
+        if suite.derived:
+            self.tally.suite_rows.append((str(item.data.get("id", "")), suite_part(item.data)))
+        if self.validator is not None and not self.validate(item):
+            return
+        found = _problem(self.evaluation, item)
+        if found is not None:
+            self.problem(item.line, *found)
+            return
+        case_id = self.evaluation.unit_case.search(item.data)
+        unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
+        unit_id = self.evaluation.unit_id.search(item.data)
+        self.tally.case_units[str(case_id)] += 1
+        control = self.policy.controls is not None and truthy(self.policy.controls.search(unit))
         outcomes: dict[str, Outcome] = {}
-        for category in policy.categories.values():
+        for category in self.policy.categories.values():
             for inspection_id in category.inspections:
-                inspection = policy.inspections[inspection_id]
+                inspection = self.policy.inspections[inspection_id]
                 if inspection_id not in outcomes:
                     if not _applies(inspection, unit):
                         continue
-                    outcomes[inspection_id] = inspect(inspection, unit, ctx)
+                    outcomes[inspection_id] = inspect(inspection, unit, self.ctx)
                 outcome = outcomes[inspection_id]
-                tally.count_row(category.name, inspection_id, outcome.status)
-                sink(_row(evaluation, item, unit_id, case_id, category.name, inspection,
-                          outcome))
-    return tally
+                row = _row(self.evaluation, item, unit_id, str(case_id), category.name,
+                           inspection, outcome)
+                if control:
+                    self.control(row, outcome)
+                    continue
+                self.tally.count_row(category.name, inspection_id, outcome.status)
+                self.tally.count_case(category.name, str(case_id), outcome.status)
+                self.sink(row)
+
+    def control(self, row: Row, outcome: Outcome) -> None:
+        """A known-bad record: it PASSes when the inspection gives the expected verdict."""
+        expect = self.policy.control_expect
+        status = PASS if outcome.status == expect else (
+            FAIL if outcome.status in (PASS, FAIL) else outcome.status)
+        row = {**row, "control": True, "inspection_status": row["status"], "status": status}
+        self.tally.controls.add(status)
+        self.tally.control_rows.append({k: row[k] for k in (
+            "unit", "case", "category", "inspection", "status", "inspection_status")})
+        self.sink(row)
 
 
-def _problem(evaluation: Evaluation, item: Record | BadRecord) -> tuple[str, str] | None:
-    if isinstance(item, BadRecord):
-        return item.code, item.message
+def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink) -> Tally:
+    """Evaluate every record into rows (given to ``sink`` in order) and count them."""
+    runner = _Runner(evaluation, sink)
+    for item in items:
+        runner.record(item)
+    return runner.tally
+
+
+def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:
+    if evaluation.suite.derived:
+        return None
     if "case" in item.data:
         return "RESERVED_FIELD", "'case' is reserved: the engine binds the suite case there"
     case_id = evaluation.unit_case.search(item.data)

@@ -16,6 +16,8 @@ from ._compile import compile_selector
 from ._policy import Category, Condition, Inspection, Policy, compile_policy
 from .errors import Problem, SpecErrors, did_you_mean
 
+DERIVES_SUITE = ("assevra-jsonl",)
+
 
 @dataclass
 class Suite:
@@ -26,6 +28,7 @@ class Suite:
     cases: dict[str, dict[str, Any]]
     trials: dict[str, int]
     sha256: str
+    derived: bool = False  # cases and digest come from the records (assevra-jsonl)
 
 
 @dataclass
@@ -183,7 +186,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     spec = doc.data["spec"]
     before = len(loader.problems)
     policy_file = loader.path(doc, ("spec", "policy"), spec["policy"])
-    suite_file = loader.path(doc, ("spec", "suite"), spec["suite"])
+    suite_file = loader.path(doc, ("spec", "suite"), spec["suite"]) if "suite" in spec else None
     policy = loader.compile(policy_file, "Policy") if policy_file else None
     suite = loader.compile(suite_file, "Suite") if suite_file else None
     inputs: dict[str, Input] = {}
@@ -205,6 +208,14 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                loader.problems)
     unit_case = compile_selector(doc, ("spec", "units", "case"), units.get("case", "case_id"),
                                  loader.problems)
+    if "suite" not in spec and unit_input is not None:
+        if spec["inputs"][unit_input].get("format", "jsonl") in DERIVES_SUITE:
+            suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
+                          derived=True)
+        else:
+            loader.problems.append(doc.problem(
+                ("spec",), "MISSING_KEY", "'suite' is required here",
+                "only an assevra-jsonl input derives its suite from its records"))
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None
     meta = doc.data["metadata"]

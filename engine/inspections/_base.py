@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PASS, FAIL, ERROR, ABSTAIN, SKIPPED = "PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED"
@@ -27,6 +27,7 @@ class Context:
     """What a primitive may read besides the unit and its parameters."""
 
     wilson_z: float
+    budgets: Mapping[str, Any] = field(default_factory=dict)
 
 
 Run = Callable[[Mapping[str, Any], Mapping[str, Any], Context], Outcome]
