@@ -45,8 +45,13 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -
         outcome = decide(evaluation, tally)
         rows_sha = writer.hash.hexdigest()
         card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
-        subjects = {"rows.jsonl": rows_sha} | {
-            f"inputs/{name}": meta["sha256"] for name, meta in inputs.items()}
+        subjects = {"rows.jsonl": rows_sha}
+        if outcome["validation"] is not None:
+            report = evidence.canonical(
+                evidence.validation_report(evaluation, tally, outcome["validation"]))
+            staging.write("validation.json", report)
+            subjects["validation.json"] = hashlib.sha256(report).hexdigest()
+        subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in inputs.items()}
         digest = evidence.seal(staging, card, key, subjects)
         out = staging.commit()
     except BaseException:

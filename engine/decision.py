@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
 from .aggregate import Counts, Tally
 from .errors import FormulaError
 from .formula import Z_KEY, evaluate
+from .records import VALIDATORS
 from .spec import Evaluation
-from .stats import wilson
+from .stats import pass_hat_k, wilson
 
-SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS = "SELF_TEST", "TRIAGE", "INCOMPLETE", "FAIL", "PASS"
+MAX_ROWS = 50  # control rows listed in the scorecard (all are in rows.jsonl)
 ORDER = (SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS)
 EXIT_CODES = {PASS: 0, FAIL: 1, INCOMPLETE: 3, TRIAGE: 4, SELF_TEST: 4}
 _PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "PURPOSE_TRIAGE")}
@@ -36,7 +38,7 @@ class Reason:
         return out
 
 
-def _category(evaluation: Evaluation, name: str, counts: Counts,
+def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
               reasons: list[Reason]) -> dict[str, Any]:
     cat = evaluation.policy.categories[name]
     n, path = counts.n, cat.spec_path
@@ -57,8 +59,13 @@ def _category(evaluation: Evaluation, name: str, counts: Counts,
     elif counts.skipped == counts.attempted:
         state, met = "SKIPPED", None
         hold(INCOMPLETE, "CATEGORY_SKIPPED", path, f"every row of '{name}' was skipped")
-    elif n == 0 or counts.errors or counts.abstained or n < cat.min_n:
+    elif n == 0 or counts.errors or counts.abstained or n < cat.min_n or \
+            cases < evaluation.policy.min_cases:
         state, met = "UNRESOLVED", None
+        if cases < evaluation.policy.min_cases:
+            hold(INCOMPLETE, "BELOW_MIN_CASES", "policy:spec.gate.min_cases",
+                 f"'{name}' has {cases} scored cases, fewer than min_cases "
+                 f"{evaluation.policy.min_cases}")
         if counts.errors or counts.abstained:
             hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
                  f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
@@ -78,7 +85,7 @@ def _category(evaluation: Evaluation, name: str, counts: Counts,
     return {
         "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
         "abstained": counts.abstained, "skipped": counts.skipped,
-        "attempted": counts.attempted, "rate": rate, "wilson_lower": lower,
+        "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
         "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
         "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
         "state": state, "met": met,
@@ -113,12 +120,50 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
         decision, code = _PURPOSE[policy.purpose]
         reasons.append(Reason(decision, code, "policy:spec.gate.purpose",
                               f"purpose is {policy.purpose}: this run can never PASS"))
-    reasons += _coverage(evaluation, tally)
+    validation = _validation(evaluation, tally, reasons)
+    if validation is not None and validation["failed"]:
+        return _result(evaluation, reasons, validation=validation)  # no metrics
+    reasons += _coverage(evaluation, tally, validation is not None)
     categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
-                                  reasons) for name in policy.categories}
-    if not any(c["attempted"] for c in categories.values()):
+                                  len(tally.cases.get(name, {})), reasons)
+                  for name in policy.categories}
+    included = [name for name, c in categories.items() if c["attempted"]]
+    if not included:
         reasons.append(Reason(INCOMPLETE, "NO_CATEGORIES", "policy:spec.categories",
                               "no category has any rows"))
+    controls = _controls(evaluation, tally, reasons)
+    reliability = {name: pass_hat_k(tally.cases.get(name, {}), policy.pass_k)
+                   for name in included}
+    _reliability_gates(evaluation, reliability, reasons)
+    overall, conditions = _formulas(evaluation, categories, reasons)
+    return _result(evaluation, reasons, validation=validation, categories=categories,
+                   overall=overall, conditions=conditions, controls=controls,
+                   reliability=reliability)
+
+
+def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
+    policy = evaluation.policy
+    decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
+    reasons.sort(key=lambda r: ORDER.index(r.decision))
+    categories = parts.get("categories", {})
+    required = [n for n, c in policy.categories.items() if c.required] or \
+        [n for n, c in categories.items() if c["attempted"]]
+    out = {"decision": decision, "overall_pass": decision == PASS, "categories": categories,
+           "overall": parts.get("overall"), "conditions": parts.get("conditions", []),
+           "required_categories": required,
+           "missing_categories": [n for n in required if n in categories and
+                                  not categories[n]["attempted"]],
+           "validation": parts.get("validation"), "controls": parts.get("controls"),
+           "reliability": parts.get("reliability", {}),
+           "reasons": [r.as_json() for r in reasons]}
+    for reason in out["reasons"]:
+        reason["code"] = policy.reason_codes.get(reason["code"], reason["code"])
+    return out
+
+
+def _formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
+              reasons: list[Reason]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    policy = evaluation.policy
     env: dict[str, Any] = {Z_KEY: policy.wilson_z, "weighted": _weighted(evaluation, categories)}
     for name, result in categories.items():
         env[name] = result["rate"] if result["state"] in ("MET", "NOT_MET") else None
@@ -134,7 +179,8 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
                                   "the overall score is null: some category it needs has no "
                                   "resolved rate"))
         elif met is False:
-            reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD", "policy:spec.overall.threshold",
+            reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD",
+                                  "policy:spec.overall.threshold",
                                   f"overall score {score:.6g} is below {policy.overall_threshold}"))
         overall = {"score": score, "threshold": policy.overall_threshold, "met": met,
                    "formula": policy.overall.source}
@@ -151,17 +197,74 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
             reasons.append(Reason(FAIL, "CONDITION_FALSE", cond.spec_path,
                                   cond.message or f"condition '{cond.id}' does not hold"))
         conditions.append({"id": cond.id, "formula": cond.formula.source, "value": value})
-    decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
-    reasons.sort(key=lambda r: ORDER.index(r.decision))
-    return {"decision": decision, "overall_pass": decision == PASS, "categories": categories,
-            "overall": overall, "conditions": conditions,
-            "reasons": [r.as_json() for r in reasons]}
+    return overall, conditions
 
 
-def _coverage(evaluation: Evaluation, tally: Tally) -> list[Reason]:
+def _validation(evaluation: Evaluation, tally: Tally,
+                reasons: list[Reason]) -> dict[str, Any] | None:
+    """Row classes by dimension; in strict mode any non-LABELED row fails validation."""
+    policy = evaluation.policy
+    source = evaluation.inputs[evaluation.unit_input]
+    if not policy.validate or source.format not in VALIDATORS:
+        return None
+    classes = {k: sum(n for (_, klass), n in tally.validation.items() if klass == k)
+               for k in ("LABELED", "UNLABELED", "INVALID")}
+    by_dimension: dict[str, dict[str, int]] = {}
+    for (dimension, klass), n in sorted(tally.validation.items()):
+        by_dimension.setdefault(dimension or "(none)", {})[klass] = n
+    bad = classes["INVALID"] + classes["UNLABELED"] + tally.capture_errors
+    failed = policy.strict and bad > 0
+    if failed:
+        reasons.append(Reason(INCOMPLETE, "VALIDATION_FAILED", source.spec_path,
+                              f"{classes['INVALID']} INVALID and {classes['UNLABELED']} "
+                              f"UNLABELED rows, {tally.capture_errors} failed captures; strict "
+                              "validation allows none (see validation.json)"))
+    return {"strict": policy.strict, "failed": failed, "rows": classes,
+            "capture_errors": tally.capture_errors, "by_dimension": by_dimension}
+
+
+def _controls(evaluation: Evaluation, tally: Tally,
+              reasons: list[Reason]) -> dict[str, Any] | None:
+    if evaluation.policy.controls is None:
+        return None
+    counts = tally.controls
+    broken = [r for r in tally.control_rows if r["status"] != "PASS"]
+    if broken:
+        listed = ", ".join(f"{r['unit']} ({r['inspection_status']})" for r in broken[:10])
+        reasons.append(Reason(INCOMPLETE, "CONTROL_FAILED", "policy:spec.controls",
+                              f"{len(broken)} control(s) did not catch their planted fault, "
+                              f"so the evaluator is broken: {listed}"))
+    return {"total": counts.attempted, "passed": counts.passed,
+            "failed": counts.attempted - counts.passed, "rows": tally.control_rows[:MAX_ROWS]}
+
+
+_GATES = {"min_pass_hat_k": ("pass_hat_k", "BELOW_PASS_HAT_K", lambda v, g: v >= g),
+          "min_consistency": ("consistency", "BELOW_CONSISTENCY", lambda v, g: v >= g),
+          "max_flaky_cases": ("flaky", "TOO_MANY_FLAKY", lambda v, g: v <= g)}
+
+
+def _reliability_gates(evaluation: Evaluation, reliability: dict[str, Any],
+                       reasons: list[Reason]) -> None:
+    for key, gate in evaluation.policy.reliability_gates.items():
+        stat, code, holds = _GATES[key]
+        path = f"policy:spec.gate.{key}"
+        for name, block in reliability.items():
+            value = None if block is None else (
+                len(block["flaky_cases"]) if stat == "flaky" else block[stat])
+            if value is None:
+                reasons.append(Reason(INCOMPLETE, "GATE_NULL", path,
+                                      f"'{name}' has no repeated cases to measure {stat}", name))
+            elif not holds(value, gate):
+                reasons.append(Reason(FAIL, code, path,
+                                      f"'{name}' {stat} {value:.6g} misses {key} {gate}", name))
+
+
+def _coverage(evaluation: Evaluation, tally: Tally, validated: bool) -> list[Reason]:
     reasons = []
     source = evaluation.inputs[evaluation.unit_input].spec_path
     for code, count in sorted(tally.record_problems.items()):
+        if validated and code not in ("UNKNOWN_CASE", "MISSING_CASE_ID", "RESERVED_FIELD"):
+            continue  # reported by validation, which the policy's strictness governs
         reasons.append(Reason(INCOMPLETE, code, source,
                               f"{count} record(s) of input '{evaluation.unit_input}' could "
                               "not be used (see coverage.record_problems)"))

@@ -20,7 +20,7 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from . import signing
-from ._canonical import canonical
+from ._canonical import canonical, digest
 from ._version import __version__
 from .aggregate import Tally
 from .decision import EXIT_CODES
@@ -59,27 +59,48 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
                    "scoring_version": policy.scoring_version},
         "suite": {"name": suite.name, "version": suite.version},
         "policy_sha256": policy.sha256,
-        "suite_sha256": suite.sha256,
+        "suite_sha256": suite_digest(evaluation, tally),
         "purpose": policy.purpose,
         "decision": outcome["decision"],
         "overall_pass": outcome["overall_pass"],
         "exit_code": EXIT_CODES[outcome["decision"]],
         "reasons": outcome["reasons"],
         "categories": outcome["categories"],
+        "required_categories": outcome["required_categories"],
+        "missing_categories": outcome["missing_categories"],
         "overall": outcome["overall"],
         "conditions": outcome["conditions"],
+        "reliability": outcome["reliability"],
+        "controls": outcome["controls"],
+        "validation": outcome["validation"],
         "coverage": {
             "records": tally.records, "rows": tally.rows, "cases": len(suite.cases),
             "cases_observed": sum(1 for c in suite.cases if tally.case_units[c]),
             "cases_short": short[:MAX_LISTED], "cases_short_count": len(short),
             "record_problems": dict(sorted(tally.record_problems.items())),
             "record_problem_samples": tally.samples,
+            "control_rows": tally.controls.attempted,
         },
         "inputs": inputs,
         "statistics": {"wilson_z": policy.wilson_z},
         "judge": None,
         "rows_sha256": rows_sha256,
     }
+
+
+def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
+    """The Suite's digest, or for a suite derived from records the digest of their inputs and
+    assertions, sorted by id (agent-release-gate §10)."""
+    if not evaluation.suite.derived:
+        return evaluation.suite.sha256
+    return digest([part for _, part in sorted(tally.suite_rows, key=lambda item: item[0])])
+
+
+def validation_report(evaluation: Evaluation, tally: Tally,
+                      summary: dict[str, Any]) -> dict[str, Any]:
+    """validation.json: every row that is not LABELED or carries a warning, with counts."""
+    return {"input": evaluation.unit_input, **summary,
+            "problems": sorted(tally.validation_rows, key=lambda r: r["line"])}
 
 
 def sha256_file(path: Path) -> str:

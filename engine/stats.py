@@ -1,8 +1,10 @@
-"""Statistics over counters: the Wilson score interval."""
+"""Statistics over counters: the Wilson score interval, pass^k and consistency."""
 
 from __future__ import annotations
 
 import math
+from math import comb
+from typing import Any
 
 DEFAULT_Z = 1.959963984540054  # two-sided 95%, agent-release-gate §7.1
 
@@ -19,3 +21,25 @@ def wilson(passed: int, n: int, z: float = DEFAULT_Z) -> tuple[float, float] | N
     centre = (p + z * z / (2 * n)) / d
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_hat_k(cases: dict[str, list[int]], k: int) -> dict[str, Any] | None:
+    """Repeated-trial statistics over cases given as case -> [scored trials, passes].
+
+    Per case, pass^k is C(c,k)/C(n,k) (the unbiased estimator), 0 when c < k, undefined when
+    n < k; ``pass_hat_k`` is the unweighted mean over cases where it is defined. A case is
+    repeated when n >= 2; ``consistency`` is the share of repeated cases whose trials all
+    agree. None unless some case is repeated.
+    """
+    repeated = [(case, n, c) for case, (n, c) in cases.items() if n >= 2]
+    if not repeated:
+        return None
+    defined = [comb(c, k) / comb(n, k) if c >= k else 0.0 for n, c in cases.values() if n >= k]
+    return {
+        "k": k,
+        "pass_hat_k": sum(defined) / len(defined) if defined else None,
+        "pass_hat_k_cases": len(defined),
+        "repeated_cases": len(repeated),
+        "consistency": sum(1 for _, n, c in repeated if c in (0, n)) / len(repeated),
+        "flaky_cases": sorted(case for case, n, c in repeated if 0 < c < n),
+    }
