@@ -32,7 +32,8 @@ def build(kind: str, params: dict[str, Any]) -> Inspection:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['type']}-{c['want']}")
 def test_primitive(case: dict[str, Any]) -> None:
-    outcome = inspect(build(case["type"], case["params"]), case["unit"], Context(DEFAULT_Z))
+    outcome = inspect(build(case["type"], case["params"]), case["unit"],
+                      Context(DEFAULT_Z, case.get("budgets", {})))
     assert outcome.status == case["want"], outcome
     assert outcome.code == case.get("code", "")
 

@@ -123,10 +123,12 @@ def _budgeted(measured: Any, budget: Any, unit_name: str, what: str) -> Outcome:
 def cost(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
     """Measured cost (cost_usd, else tokens x prices) is within the budget."""
     budget = _first_number(unit, [params["budget_from"]])
-    budget = params["budget"] if budget is MISSING and "budget" in params else budget
+    if budget is MISSING and is_number(ctx.budgets.get("cost_usd")):
+        budget = ctx.budgets["cost_usd"]
     measured = _first_number(unit, [params["cost"]])
     usage = select(params["usage"], unit)
-    prices = (params.get("input_per_mtok"), params.get("output_per_mtok"))
+    price = ctx.budgets.get("price") or {}
+    prices = (price.get("input_per_mtok"), price.get("output_per_mtok"))
     if measured is MISSING and isinstance(usage, dict) and all(is_number(p) for p in prices):
         tokens_in = usage.get("input_tokens", 0)
         tokens_out = usage.get("output_tokens", 0)
@@ -138,7 +140,8 @@ def cost(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Ou
 def latency(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
     """Measured latency (latency_ms, duration_ms, elapsed_ms, else latency_s) is in budget."""
     budget = _first_number(unit, [params["budget_from"]])
-    budget = params["budget"] if budget is MISSING and "budget" in params else budget
+    if budget is MISSING and is_number(ctx.budgets.get("latency_ms")):
+        budget = ctx.budgets["latency_ms"]
     measured = _first_number(unit, params["milliseconds"])
     if measured is MISSING:
         seconds = _first_number(unit, [params["seconds"]])
@@ -150,20 +153,17 @@ def _default(selector: str) -> dict[str, Any]:
     return {**SELECTOR, "default": selector}
 
 
-_MONEY = {"type": "number", "minimum": 0}
 TABLE |= {
     "cost": Primitive(cost, params_schema({
         "cost": _default("cost_usd"), "usage": _default("usage"),
         "budget_from": _default("cost_budget_usd"),
-        "budget": {**_MONEY, "description": "USD budget when the row names none"},
-        "input_per_mtok": {**_MONEY, "description": "USD per million input tokens"},
-        "output_per_mtok": {**_MONEY, "description": "USD per million output tokens"},
-    }, []), "measured cost (cost_usd, else tokens x prices) <= budget"),
+    }, []), "measured cost (cost_usd, else tokens x the policy's prices) <= budget (the "
+        "record's, else the policy's budgets.cost_usd)"),
     "latency": Primitive(latency, params_schema({
         "milliseconds": {"type": "array", "items": SELECTOR, "x-jmespath-list": True,
                          "default": ["latency_ms", "duration_ms", "elapsed_ms"],
                          "description": "JMESPaths tried in order for a latency in ms"},
         "seconds": _default("latency_s"), "budget_from": _default("latency_budget_ms"),
-        "budget": {**_MONEY, "description": "budget in ms when the row names none"},
-    }, []), "measured latency (ms fields, else seconds x 1000) <= budget"),
+    }, []), "measured latency (ms fields, else seconds x 1000) <= budget (the record's, else "
+        "the policy's budgets.latency_ms)"),
 }
