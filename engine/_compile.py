@@ -66,7 +66,8 @@ def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
             out[key] = [compile_selector(doc, at + (i,), src, problems)
                         for i, src in enumerate(value)]
         elif prop.get("x-load"):
-            out[key] = _data_file(doc, at, value, prop["x-load"], problems, resolve)
+            out[key] = load_data_file(doc, at, value, LOADERS[prop["x-load"]], problems,
+                                      resolve)
     for key, value in params.items():
         if props.get(key, {}).get("x-formula"):
             names = dict.fromkeys(params.get("bind", {}), ANY)
@@ -110,9 +111,10 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
     return _json_schema(doc, where, schema, problems)
 
 
-def _data_file(doc: Document, where: JPath, rel: str, kind: str, problems: list[Problem],
-               resolve: Callable[[str, JPath], Path | None]) -> Any:
-    """Load a YAML data table (lexicon, detector) and build it with the primitive's loader."""
+def load_data_file(doc: Document, where: JPath, rel: str, build: Callable[[Any], Any],
+                   problems: list[Problem], resolve: Callable[[str, JPath], Path | None]) -> Any:
+    """Load a YAML data table (lexicon, detector, fixes) and build it; problems are located
+    at the spec key that names the file."""
     target = resolve(rel, where)
     if target is None:
         return None
@@ -126,7 +128,7 @@ def _data_file(doc: Document, where: JPath, rel: str, kind: str, problems: list[
     if table is None:
         return None
     try:
-        return LOADERS[kind](table.data)
+        return build(table.data)
     except ValueError as exc:
         problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
         return None

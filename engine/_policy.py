@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import _schema, _yaml
 from ._canonical import digest
-from ._compile import compile_checked_formula, compile_params, compile_selector
+from ._compile import compile_checked_formula, compile_params, compile_selector, load_data_file
+from ._findings import build_fixes
 from ._reasons import REASON_CODES
 from .errors import did_you_mean
 from .formula import BOOLEAN, NUMBER, Formula
 from .inspections import TABLE, Primitive
+from .inspections.pii import build_detector
 from .stats import DEFAULT_Z
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class Category:
     required: bool
     inspections: list[str]
     spec_path: str
+    severity: str = "high"
 
 
 @dataclass
@@ -81,6 +84,8 @@ class Policy:
     min_cases: int = 1
     reliability_gates: dict[str, float | int] = field(default_factory=dict)
     reason_codes: dict[str, str] = field(default_factory=dict)
+    fixes: dict[str, Any] = field(default_factory=dict)
+    mask: Any = None  # a pii Detector applied to all row evidence, or None
 
 
 def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
@@ -110,7 +115,8 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                                     cat.get("minimum"), gate_on,
                                     cat.get("min_n", gate.get("min_n", 1)),
                                     cat.get("required", True), cat["inspections"],
-                                    f"policy:spec.categories.{name}")
+                                    f"policy:spec.categories.{name}",
+                                    cat.get("severity", "high"))
     for i, entry in enumerate(spec["inspections"]):
         if entry["id"] not in used:
             loader.problems.append(doc.problem(
@@ -127,6 +133,16 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                 ("spec", "reason_codes", code), "UNKNOWN_REASON_CODE",
                 f"'{code}' is not a reason the engine gives", did_you_mean(code, REASON_CODES),
                 key=True, rank=i))
+    fixes: dict[str, Any] = {}
+    if "fixes" in spec.get("findings", {}):
+        fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],
+                               lambda data: build_fixes(data, set(categories)), loader.problems,
+                               lambda rel, at: loader.path(doc, at, rel)) or {}
+    mask = None
+    if "mask_with" in spec.get("evidence", {}):
+        mask = load_data_file(doc, ("spec", "evidence", "mask_with"),
+                              spec["evidence"]["mask_with"], build_detector, loader.problems,
+                              lambda rel, at: loader.path(doc, at, rel))
     if len(loader.problems) > before:
         return None
     purpose = gate.get("purpose", "release")
@@ -142,7 +158,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                   min_cases=gate.get("min_cases", 1),
                   reliability_gates={k: gate[k] for k in (
                       "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
-                  reason_codes=spec.get("reason_codes", {}))
+                  reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask)
 
 
 def _inspections(loader: _Loader, doc: _yaml.Document,

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _findings
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED
 
 MAX_SAMPLES = 20  # record problems listed by place in the scorecard; all are counted
@@ -67,6 +68,8 @@ class Tally:
     control_rows: list[dict[str, Any]] = field(default_factory=list)
     # (id, inputs and assertions) of every row, for a suite digest derived from the records
     suite_rows: list[tuple[str, Any]] = field(default_factory=list)
+    # (category, case) -> non-passing rows, for grouped findings
+    findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def count_row(self, category: str, inspection: str, status: str) -> None:
         """Count one inspection row."""
@@ -111,4 +114,5 @@ class Tally:
         self.controls.merge(other.controls)
         self.control_rows += other.control_rows
         self.suite_rows += other.suite_rows
+        _findings.merge(self.findings, other.findings)
         return self

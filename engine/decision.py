@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import _findings
 from ._reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
 from .aggregate import Counts, Tally
 from .errors import FormulaError
@@ -136,9 +137,12 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
                    for name in included}
     _reliability_gates(evaluation, reliability, reasons)
     overall, conditions = _formulas(evaluation, categories, reasons)
+    found = _findings.findings(list(policy.categories), tally.findings,
+                               {n: c.severity for n, c in policy.categories.items()},
+                               policy.fixes)
     return _result(evaluation, reasons, validation=validation, categories=categories,
                    overall=overall, conditions=conditions, controls=controls,
-                   reliability=reliability)
+                   reliability=reliability, findings=found, tally=tally)
 
 
 def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
@@ -156,9 +160,25 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
            "validation": parts.get("validation"), "controls": parts.get("controls"),
            "reliability": parts.get("reliability", {}),
            "reasons": [r.as_json() for r in reasons]}
+    out["findings"] = parts.get("findings", []) + _blockers(out, parts.get("tally"))
     for reason in out["reasons"]:
         reason["code"] = policy.reason_codes.get(reason["code"], reason["code"])
     return out
+
+
+def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:
+    """Findings that are not about agent rows: missing coverage, broken controls."""
+    blockers = [{"id": f"coverage:{name}", "category": name, "severity": "blocker",
+                 "message": f"required category '{name}' has no rows",
+                 "automation": "human_review_required"} for name in out["missing_categories"]]
+    for row in tally.control_rows if tally is not None else []:
+        if row["status"] != "PASS":
+            blockers.append({"id": f"control:{row['unit']}", "category": row["category"],
+                             "severity": "blocker",
+                             "message": f"control gave {row['inspection_status']}, expected "
+                                        "it to catch its planted fault: the evaluator is broken",
+                             "automation": "human_review_required"})
+    return blockers
 
 
 def _formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],

@@ -73,6 +73,7 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
         "reliability": outcome["reliability"],
         "controls": outcome["controls"],
         "validation": outcome["validation"],
+        "findings": outcome["findings"],
         "coverage": {
             "records": tally.records, "rows": tally.rows, "cases": len(suite.cases),
             "cases_observed": sum(1 for c in suite.cases if tally.case_units[c]),

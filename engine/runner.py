@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from . import _findings
 from .aggregate import Tally
 from .assevra import INVALID
-from .inspections import ERROR, FAIL, PASS, STATUSES, Context, Outcome
+from .inspections import ABSTAIN, ERROR, FAIL, PASS, STATUSES, Context, Outcome
 from .inspections._base import clip, truthy
 from .records import FORMATS, VALIDATORS, BadRecord, Record
 from .spec import Evaluation, Inspection
@@ -135,6 +136,9 @@ class _Runner:
                     continue
                 self.tally.count_row(category.name, inspection_id, outcome.status)
                 self.tally.count_case(category.name, str(case_id), outcome.status)
+                if outcome.status in (FAIL, ERROR, ABSTAIN):
+                    _findings.add(self.tally.findings, category.name, str(case_id), row,
+                                  self.evaluation.unit_trace.search(item.data))
                 self.sink(row)
 
     def control(self, row: Row, outcome: Outcome) -> None:
@@ -179,12 +183,26 @@ def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, categ
         "category": category, "inspection": inspection.id, "type": inspection.type,
         "status": outcome.status, "spec_path": inspection.spec_path,
     }
+    mask = evaluation.policy.mask
     if outcome.code:
         row["code"] = outcome.code
     if outcome.message:
-        row["message"] = outcome.message
+        row["message"] = _masked(outcome.message, mask)
     if outcome.expected is not None:
-        row["expected"] = outcome.expected
+        row["expected"] = _masked(outcome.expected, mask)
     if outcome.observed is not None:
-        row["observed"] = outcome.observed
+        row["observed"] = _masked(outcome.observed, mask)
     return row
+
+
+def _masked(value: Any, mask: Any) -> Any:
+    """Evidence with every value the policy's detector finds written as [REDACTED]."""
+    if mask is None:
+        return value
+    if isinstance(value, str):
+        return mask.mask(value)
+    if isinstance(value, list):
+        return [_masked(v, mask) for v in value]
+    if isinstance(value, dict):
+        return {k: _masked(v, mask) for k, v in value.items()}
+    return value

@@ -55,6 +55,7 @@ class Evaluation:
     unit_id: Any
     unit_case: Any
     sha256: str
+    unit_trace: Any = None
 
 
 def display(path: Path) -> str:
@@ -208,6 +209,8 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                loader.problems)
     unit_case = compile_selector(doc, ("spec", "units", "case"), units.get("case", "case_id"),
                                  loader.problems)
+    unit_trace = compile_selector(doc, ("spec", "units", "trace"),
+                                  units.get("trace", "trace_id"), loader.problems)
     if "suite" not in spec and unit_input is not None:
         if spec["inputs"][unit_input].get("format", "jsonl") in DERIVES_SUITE:
             suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
@@ -220,7 +223,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
         return None
     meta = doc.data["metadata"]
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
-                      unit_id, unit_case, digest(doc.data))
+                      unit_id, unit_case, digest(doc.data), unit_trace)
 
 
 def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:

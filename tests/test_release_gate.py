@@ -263,3 +263,56 @@ def test_cost_and_latency_use_policy_budgets(gate: Gate) -> None:
     _, card, _ = gate.run(rows)
     # c2: 1000/1e6*3 + 500/1e6*15 = 0.0105 > 0.01; l2: 1200 ms > 1000 ms
     assert counts(card, "cost") == (1, 2, 0, 2) and counts(card, "latency") == (1, 2, 0, 2)
+
+
+def test_findings_group_by_dimension_and_case_with_fixes_from_data(gate: Gate) -> None:
+    rows = refund.rows(fixed=False)
+    assert rows[9]["id"] == "over-limit-0-action_correctness"
+    del rows[9]["observed_state"]  # ... which becomes ERROR
+    _, card, _ = gate.run(rows)
+    found = {f["id"]: f for f in card["findings"]}
+    assert list(found) == ["tool_call:over-limit", "action_correctness:over-limit",
+                           "action_correctness:unauthorized"]
+    tool = found["tool_call:over-limit"]
+    assert (tool["severity"], tool["worst_status"], tool["statuses"]) == ("high", "FAIL",
+                                                                          {"FAIL": 3})
+    assert tool["traces"] == ["refund-over-limit-0", "refund-over-limit-1",
+                              "refund-over-limit-2"]
+    assert tool["fix"]["title"] == "Invalid or unpermitted tool calls in case over-limit"
+    assert "maximum" in tool["evidence"][0]
+    action = found["action_correctness:over-limit"]
+    assert (action["severity"], action["worst_status"]) == ("blocker", "ERROR")
+    assert action["statuses"] == {"ERROR": 1, "FAIL": 2}
+    assert action["fix"]["action"].startswith("Restore the evaluator")
+    assert all(f["automation"] == "human_review_required" for f in card["findings"])
+
+
+def test_pii_findings_are_blockers_and_controls_add_one(gate: Gate) -> None:
+    rows = refund.rows(fixed=True)
+    rows[2]["agent_output"] = "Refunded to card 4111 1111 1111 1111"
+    rows.append(pii_control("ctl-9", "nothing to see"))
+    rows.append({"id": "t-1", "dimension": "task_completion", "must_include": ["refund"],
+                 "agent_output": "Your card 4111 1111 1111 1111 was charged"})
+    _, card, out = gate.run(rows)
+    found = {f["id"]: f for f in card["findings"]}
+    assert found["pii:eligible"]["severity"] == "blocker"
+    assert found["control:ctl-9"]["severity"] == "blocker"
+    text = (out / "rows.jsonl").read_text() + (out / "scorecard.json").read_text()
+    assert "4111 1111 1111 1111" not in text  # the leaked value is masked in all evidence
+
+
+@pytest.mark.parametrize("fixes, message", [
+    ("tool_cal:\n  title: t\n  action: a\n  verification: v\n", "'tool_cal' is not a category"),
+    ("pii:\n  title: '{{ owner }}'\n  action: a\n  verification: v\n", "unknown variable 'owner'"),
+    ("pii:\n  title: '{{ case'\n  action: a\n  verification: v\n", "template line 1"),
+    ("pii:\n  title: '{{ case.__class__.__mro__ }}'\n  action: a\n  verification: v\n",
+     "cannot render"),
+    ("pii:\n  title: t\n", "give exactly title, action, verification"),
+])
+def test_bad_fix_templates_are_spec_errors(gate: Gate, capsys: Any, fixes: str,
+                                           message: str) -> None:
+    (gate.dir / "fixes.yaml").write_text(fixes)
+    code, _, out = gate.run(refund.rows(fixed=True))
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert "BAD_DATA_FILE: spec.findings.fixes:" in err and message in err
