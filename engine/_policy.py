@@ -86,6 +86,8 @@ class Policy:
     reason_codes: dict[str, str] = field(default_factory=dict)
     fixes: dict[str, Any] = field(default_factory=dict)
     mask: Any = None  # a pii Detector applied to all row evidence, or None
+    comparison_required: bool = False
+    comparison_rules: dict[str, Formula] = field(default_factory=dict)
 
 
 def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
@@ -143,6 +145,13 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         mask = load_data_file(doc, ("spec", "evidence", "mask_with"),
                               spec["evidence"]["mask_with"], build_detector, loader.problems,
                               lambda rel, at: loader.path(doc, at, rel))
+    comparison = gate.get("comparison", {})
+    names = dict.fromkeys(("rate", "baseline_rate", "baseline_lower", "baseline_upper"), NUMBER)
+    rules = {status: compile_checked_formula(
+        doc, ("spec", "gate", "comparison", f"{status}_when"),
+        comparison.get(f"{status}_when", default), names, BOOLEAN, loader.problems)
+        for status, default in (("regressed", "rate < baseline_lower"),
+                                ("improved", "rate > baseline_upper"))}
     if len(loader.problems) > before:
         return None
     purpose = gate.get("purpose", "release")
@@ -158,7 +167,9 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                   min_cases=gate.get("min_cases", 1),
                   reliability_gates={k: gate[k] for k in (
                       "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
-                  reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask)
+                  reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask,
+                  comparison_required=comparison.get("required", False),
+                  comparison_rules=rules)
 
 
 def _inspections(loader: _Loader, doc: _yaml.Document,

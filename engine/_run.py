@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from . import evidence, runner
-from .decision import decide
+from . import evidence, history, runner, signing
+from .decision import decide, with_comparison
 from .spec import Evaluation, display
 
 
@@ -28,8 +28,13 @@ class Result:
     record_problems: list[str]
 
 
-def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -> Result:
-    """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all."""
+def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
+            baseline: Path | None = None, trusted: list[Ed25519PublicKey] | None = None
+            ) -> Result:
+    """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all.
+
+    ``baseline`` and ``trusted`` add to the Evaluation's history settings (command line).
+    """
     staging = evidence.Staging(dest)
     try:
         unit_digest = hashlib.sha256()
@@ -43,6 +48,16 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None) -
             inputs[name] = {"format": source.format, "sha256": sha}
         inputs[evaluation.unit_input]["records"] = tally.records
         outcome = decide(evaluation, tally)
+        baseline = baseline or evaluation.baseline
+        keys = [signing.load_public(k) for k in evaluation.trusted_keys] + (trusted or [])
+        if baseline is not None or keys or evaluation.policy.comparison_required:
+            current = {"categories": outcome["categories"], "decision": outcome["decision"],
+                       "suite_sha256": evidence.suite_digest(evaluation, tally),
+                       "policy_sha256": evaluation.policy.sha256, "judge_sha256": None}
+            block = history.compare(current, baseline, keys, staging.path / "rows.jsonl",
+                                    evaluation.policy.comparison_rules,
+                                    evaluation.policy.wilson_z)
+            outcome = with_comparison(evaluation, outcome, block)
         rows_sha = writer.hash.hexdigest()
         card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
         subjects = {"rows.jsonl": rows_sha}

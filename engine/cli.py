@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="output folder (must be new or empty)")
     run.add_argument("--key", type=Path, help=f"Ed25519 private key (or ${KEY_VARIABLE})")
     run.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    run.add_argument("--baseline", type=Path, help="earlier signed scorecard to compare with")
+    run.add_argument("--trusted-key", action="append", default=[], type=Path,
+                     help="public key a baseline must be signed by (repeatable)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard")
@@ -87,7 +90,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
                          "UNKNOWN_INPUT")
     dests = _destinations(evaluations, args.out)
-    results = [execute(e, d, key) for e, d in zip(evaluations, dests, strict=True)]
+    if args.baseline and len(evaluations) > 1:
+        raise UsageError("--baseline needs a single Evaluation (name its folder or file)",
+                         "AMBIGUOUS_BASELINE")
+    trusted = [signing.load_public(p) for p in args.trusted_key]
+    results = [execute(e, d, key, args.baseline, trusted)
+               for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.json:
         print(json.dumps({"exit_code": worst, "evaluations": [_summary(r) for r in results]},

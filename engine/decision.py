@@ -152,7 +152,8 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
     categories = parts.get("categories", {})
     required = [n for n, c in policy.categories.items() if c.required] or \
         [n for n, c in categories.items() if c["attempted"]]
-    out = {"decision": decision, "overall_pass": decision == PASS, "categories": categories,
+    out = {"decision": decision, "metrics_decision": decision, "overall_pass": decision == PASS,
+           "categories": categories,
            "overall": parts.get("overall"), "conditions": parts.get("conditions", []),
            "required_categories": required,
            "missing_categories": [n for n in required if n in categories and
@@ -164,6 +165,43 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
     for reason in out["reasons"]:
         reason["code"] = policy.reason_codes.get(reason["code"], reason["code"])
     return out
+
+
+_BASELINE = {"missing": "BASELINE_MISSING", "untrusted": "BASELINE_UNTRUSTED",
+             "incompatible": "BASELINE_INCOMPATIBLE"}
+
+
+def with_comparison(evaluation: Evaluation, outcome: dict[str, Any],
+                    block: dict[str, Any]) -> dict[str, Any]:
+    """Bind a comparison into the outcome; when the policy requires it, it gates."""
+    policy = evaluation.policy
+    block["required"] = policy.comparison_required
+    outcome = {**outcome, "comparison": block}
+    if not policy.comparison_required:
+        return outcome
+    path = "policy:spec.gate.comparison.required"
+    extra = []
+    if block["status"] != "comparable":
+        extra.append(Reason(INCOMPLETE, _BASELINE[block["status"]], path,
+                            f"the required baseline is {block['status']}: "
+                            + "; ".join(block["reasons"])))
+    elif block["regressed"]:
+        worse = [n for n, c in block["categories"].items()
+                 if c["status"] in ("now failing", "regressed")]
+        extra.append(Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
+                            (f": {', '.join(worse)}" if worse else " (it was PASS)")))
+    if not extra:
+        return outcome
+    codes = {r.code: r.decision for r in extra}
+    reasons = [r for r in outcome["reasons"]] + [
+        {**r.as_json(), "code": policy.reason_codes.get(r.code, r.code)} for r in extra]
+    decisions = [r["decision"] for r in reasons] + list(codes.values())
+    decision = min(decisions, key=ORDER.index)
+    reasons.sort(key=lambda r: ORDER.index(r["decision"]))
+    blocker = {"id": "comparison:baseline", "severity": "blocker",
+               "message": extra[0].message, "automation": "human_review_required"}
+    return {**outcome, "decision": decision, "overall_pass": decision == PASS,
+            "reasons": reasons, "findings": outcome["findings"] + [blocker]}
 
 
 def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,8 @@ class Evaluation:
     unit_case: Any
     sha256: str
     unit_trace: Any = None
+    baseline: Path | None = None
+    trusted_keys: list[Path] = field(default_factory=list)
 
 
 def display(path: Path) -> str:
@@ -211,6 +213,17 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                  loader.problems)
     unit_trace = compile_selector(doc, ("spec", "units", "trace"),
                                   units.get("trace", "trace_id"), loader.problems)
+    history = spec.get("history", {})
+    baseline = None
+    if "baseline" in history:  # may not exist yet: a missing baseline is a status, not an error
+        baseline = (Path(doc.file).resolve().parent / history["baseline"]).resolve()
+        if not baseline.is_relative_to(loader.root):
+            loader.problems.append(doc.problem(("spec", "history", "baseline"),
+                                               "PATH_ESCAPES_ROOT",
+                                               f"'{history['baseline']}' leads outside the "
+                                               "spec root", "use --baseline for other places"))
+    keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
+            for i, rel in enumerate(history.get("trusted_keys", []))]
     if "suite" not in spec and unit_input is not None:
         if spec["inputs"][unit_input].get("format", "jsonl") in DERIVES_SUITE:
             suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
@@ -223,7 +236,8 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
         return None
     meta = doc.data["metadata"]
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
-                      unit_id, unit_case, digest(doc.data), unit_trace)
+                      unit_id, unit_case, digest(doc.data), unit_trace, baseline,
+                      [k for k in keys if k is not None])
 
 
 def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:

@@ -316,3 +316,101 @@ def test_bad_fix_templates_are_spec_errors(gate: Gate, capsys: Any, fixes: str,
     err = capsys.readouterr().err
     assert code == 2 and not out.exists()
     assert "BAD_DATA_FILE: spec.findings.fixes:" in err and message in err
+
+
+@pytest.fixture
+def signer(tmp_path: Path) -> Path:
+    keys = tmp_path / "keys"
+    assert main(["keygen", "--out-dir", str(keys)]) == 0
+    return keys
+
+
+def required_comparison(spec: dict[str, Any]) -> None:
+    spec["gate"]["comparison"] = {"required": True}
+
+
+def test_regression_against_a_signed_baseline_the_protocol_vector(gate: Gate,
+                                                                  signer: Path) -> None:
+    key = ["--key", str(signer / "private.pem")]
+    trust = ["--trusted-key", str(signer / "public.pem")]
+    gate.policy(required_comparison)
+    # Under a required comparison, a run without a baseline is INCOMPLETE; its metrics
+    # decision (PASS) is what lets it serve as the next run's baseline.
+    code, after, after_out = gate.run(refund.rows(fixed=True), *key)
+    assert code == 3 and after["comparison"]["status"] == "missing"
+    assert codes(after) == ["BASELINE_MISSING"] and after["metrics_decision"] == "PASS"
+    code, before, _ = gate.run(refund.rows(fixed=False), *key, *trust, "--baseline",
+                               str(after_out / "scorecard.json"))
+    comparison = before["comparison"]
+    assert comparison["status"] == "comparable" and comparison["regressed"] is True
+    statuses = {n: c["status"] for n, c in comparison["categories"].items()}
+    assert statuses == {"pii": "stable", "tool_call": "now failing",
+                        "action_correctness": "now failing"}
+    assert comparison["categories"]["tool_call"]["mcnemar"] == {"b": 3, "c": 0, "p": 0.25}
+    assert comparison["categories"]["action_correctness"]["mcnemar"] == {
+        "b": 6, "c": 0, "p": 0.03125}
+    assert code == 1 and before["decision"] == "FAIL" and "REGRESSED" in codes(before)
+    assert any(f["id"] == "comparison:baseline" for f in before["findings"])
+
+
+def test_baseline_trust_and_compatibility(gate: Gate, signer: Path, tmp_path: Path) -> None:
+    _, _, unsigned = gate.run(refund.rows(fixed=True))
+    _, _, signed = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
+    gate.policy(required_comparison)
+    main(["keygen", "--out-dir", str(tmp_path / "other")])
+    other = ["--trusted-key", str(tmp_path / "other" / "public.pem")]
+    trust = ["--trusted-key", str(signer / "public.pem")]
+    rows = refund.rows(fixed=True)
+    _, card, _ = gate.run(rows, *trust, "--baseline", str(unsigned / "scorecard.json"))
+    assert (card["comparison"]["status"], codes(card)) == ("untrusted", ["BASELINE_UNTRUSTED"])
+    _, card, _ = gate.run(rows, *other, "--baseline", str(signed / "scorecard.json"))
+    assert card["comparison"]["status"] == "untrusted"
+    _, card, _ = gate.run(rows, *trust, "--baseline", str(signed / "scorecard.json"))
+    # The baseline was signed under a policy without the comparison: another policy hash.
+    assert card["comparison"]["status"] == "incompatible"
+    assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
+    gate.policy(lambda s: s["gate"].pop("comparison"))
+    _, _, signed = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
+    _, card, _ = gate.run(rows, *trust, "--baseline", str(signed / "scorecard.json"))
+    assert card["comparison"]["status"] == "comparable" and card["decision"] == "PASS"
+    assert set(c["status"] for c in card["comparison"]["categories"].values()) == {"stable"}
+    gate.policy(required_comparison)
+    _, card, _ = gate.run(rows, *trust, "--baseline", str(signed / "scorecard.json"))
+    assert card["comparison"]["status"] == "incompatible"
+    assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
+    assert codes(card) == ["BASELINE_INCOMPATIBLE"] and card["decision"] == "INCOMPLETE"
+
+
+def test_a_comparison_not_required_is_reported_but_does_not_gate(gate: Gate,
+                                                                 signer: Path) -> None:
+    _, _, after = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
+    code, card, _ = gate.run(refund.rows(fixed=False), "--trusted-key",
+                             str(signer / "public.pem"), "--baseline",
+                             str(after / "scorecard.json"))
+    assert card["comparison"]["regressed"] is True and card["comparison"]["required"] is False
+    assert "REGRESSED" not in codes(card) and code == 1  # FAIL on thresholds alone
+
+
+def test_the_regression_rule_is_policy_data(gate: Gate, signer: Path) -> None:
+    """9/12 against a 12/12 baseline with thresholds lowered: both MET, so the rule decides."""
+    def lenient(rule: str) -> Any:
+        def change(spec: dict[str, Any]) -> None:
+            spec["categories"]["tool_call"]["threshold"] = 0.7
+            spec["categories"]["action_correctness"]["threshold"] = 0.5
+            spec["gate"]["comparison"] = {"required": False, "regressed_when": rule}
+        return change
+
+    def compare(rule: str) -> dict[str, Any]:
+        gate.policy(lenient(rule))
+        _, _, after = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
+        _, card, _ = gate.run(refund.rows(fixed=False), "--trusted-key",
+                              str(signer / "public.pem"), "--baseline",
+                              str(after / "scorecard.json"))
+        return card
+
+    # 0.75 < the baseline's lower bound 0.7575 -> regressed (the default rule)
+    card = compare("rate < baseline_lower")
+    assert card["comparison"]["categories"]["tool_call"]["status"] == "regressed"
+    assert card["comparison"]["regressed"] is True
+    card = compare("rate < 0.5")
+    assert card["comparison"]["categories"]["tool_call"]["status"] == "stable"
