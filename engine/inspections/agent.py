@@ -6,14 +6,12 @@ Semantics follow agent-release-gate §2.3 (tool calls), §4 (actions and final s
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 import jsonschema
-import rfc8785
 
 from ._base import (
     ERROR,
@@ -188,19 +186,14 @@ def call_arguments(call: Mapping[str, Any]) -> tuple[bool, Any]:
 
 
 @lru_cache(maxsize=1024)
-def _validator(canonical: bytes) -> jsonschema.Draft202012Validator:
+def _validator(text: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(
-        json.loads(canonical), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        json.loads(text), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
 def contract_validator(schema: Any) -> jsonschema.Draft202012Validator:
-    """One validator per distinct schema, cached by its canonical bytes."""
-    return _validator(rfc8785.dumps(schema))
-
-
-def schema_digest(schema: Any) -> str:
-    """SHA-256 of a schema's canonical bytes."""
-    return hashlib.sha256(rfc8785.dumps(schema)).hexdigest()
+    """One validator per distinct schema (keyed by its sorted JSON text), built once."""
+    return _validator(json.dumps(schema, sort_keys=True))
 
 
 def _contract_problems(name: str, args: dict[str, Any], contract: Any) -> list[str]:
