@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _schema, _yaml
@@ -10,6 +13,7 @@ from ._canonical import digest
 from ._compile import compile_checked_formula, compile_params, compile_selector, load_data_file
 from ._findings import build_fixes
 from ._reasons import REASON_CODES
+from ._version import SCORING_VERSION
 from .errors import did_you_mean
 from .formula import BOOLEAN, NUMBER, Formula
 from .inspections import TABLE, Primitive
@@ -87,7 +91,45 @@ class Policy:
     fixes: dict[str, Any] = field(default_factory=dict)
     mask: Any = None  # a pii Detector applied to all row evidence, or None
     comparison_required: bool = False
+    document: dict[str, Any] = field(default_factory=dict)  # what policy_sha256 digests
+    presentation_digests: dict[str, str] = field(default_factory=dict)
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
+
+
+class _DataFiles:
+    """The files a policy reads, by role, so that their content is bound into its digests:
+    scoring data (lexicons, detectors, schemas) into policy_sha256, presentation (fix
+    templates) into presentation_digests."""
+
+    def __init__(self, loader: _Loader, doc: _yaml.Document) -> None:
+        self.loader, self.doc = loader, doc
+        self.scoring: dict[str, Path] = {}
+        self.presentation: dict[str, Path] = {}
+
+    def resolver(self, table: dict[str, Path]) -> Callable[[str, _yaml.Path], Path | None]:
+        """A path resolver that also records what it resolved into ``table``."""
+        def resolve(rel: str, at: _yaml.Path) -> Path | None:
+            path = self.loader.path(self.doc, at, rel)
+            if path is not None:
+                table[rel] = path
+            return path
+        return resolve
+
+    @staticmethod
+    def digests(table: dict[str, Path]) -> dict[str, str]:
+        """Digest of each file's parsed content (JSON or YAML), by its path in the spec."""
+        out = {}
+        for rel, path in sorted(table.items()):
+            text = path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            if path.suffix == ".json":
+                try:
+                    out[rel] = digest(json.loads(text))
+                    continue
+                except ValueError:
+                    pass
+            parsed, _ = _yaml.parse(text, rel)
+            out[rel] = digest(parsed.data if parsed else text)
+        return out
 
 
 def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
@@ -95,7 +137,8 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
     spec, meta = doc.data["spec"], doc.data["metadata"]
     before = len(loader.problems)
     gate = spec.get("gate", {})
-    inspections = _inspections(loader, doc, spec["inspections"])
+    files = _DataFiles(loader, doc)
+    inspections = _inspections(loader, doc, spec["inspections"], files)
     categories: dict[str, Category] = {}
     used: set[str] = set()
     for name, cat in spec["categories"].items():
@@ -139,12 +182,12 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
     if "fixes" in spec.get("findings", {}):
         fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],
                                lambda data: build_fixes(data, set(categories)), loader.problems,
-                               lambda rel, at: loader.path(doc, at, rel)) or {}
+                               files.resolver(files.presentation)) or {}
     mask = None
     if "mask_with" in spec.get("evidence", {}):
         mask = load_data_file(doc, ("spec", "evidence", "mask_with"),
                               spec["evidence"]["mask_with"], build_detector, loader.problems,
-                              lambda rel, at: loader.path(doc, at, rel))
+                              files.resolver(files.scoring))
     comparison = gate.get("comparison", {})
     names = dict.fromkeys(("rate", "baseline_rate", "baseline_lower", "baseline_upper"), NUMBER)
     rules = {status: compile_checked_formula(
@@ -156,9 +199,11 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         return None
     purpose = gate.get("purpose", "release")
     validation = spec.get("validation", {})
+    document = {"policy": doc.data, "scoring_data": files.digests(files.scoring),
+                "scoring_version": SCORING_VERSION}
     return Policy(meta["name"], meta["version"], spec["scoring_version"], purpose,
                   spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), categories, inspections,
-                  overall, threshold, conditions, digest(doc.data),
+                  overall, threshold, conditions, digest(document),
                   budgets=spec.get("budgets", {}),
                   validate=purpose == "release" or validation.get("on_run", True),
                   strict=purpose == "release" or validation.get("strict", False),
@@ -169,11 +214,12 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                       "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
                   reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask,
                   comparison_required=comparison.get("required", False),
-                  comparison_rules=rules)
+                  comparison_rules=rules, document=document,
+                  presentation_digests=files.digests(files.presentation))
 
 
-def _inspections(loader: _Loader, doc: _yaml.Document,
-                 entries: list[dict[str, Any]]) -> dict[str, Inspection]:
+def _inspections(loader: _Loader, doc: _yaml.Document, entries: list[dict[str, Any]],
+                 files: _DataFiles) -> dict[str, Inspection]:
     out: dict[str, Inspection] = {}
     for i, entry in enumerate(entries):
         where: _yaml.Path = ("spec", "inspections", i)
@@ -193,7 +239,7 @@ def _inspections(loader: _Loader, doc: _yaml.Document,
         if found:
             continue
         compiled = compile_params(doc, where, primitive.schema, params, loader.problems,
-                                  lambda rel, at: loader.path(doc, at, rel))
+                                  files.resolver(files.scoring))
         when = (compile_selector(doc, where + ("when",), entry["when"], loader.problems)
                 if "when" in entry else None)
         out[entry["id"]] = Inspection(entry["id"], kind, primitive, compiled, when,

@@ -75,10 +75,22 @@ def independent_digest(path: Path) -> str:
     return hashlib.sha256(rfc8785.dumps(yaml.safe_load(path.read_text()))).hexdigest()
 
 
+def policy_digest(folder: Path) -> str:
+    """agent-release-gate §10: the digest of {policy, scoring_data, scoring_version}."""
+    schema = json.loads((folder / "schemas" / "reply.schema.json").read_text())
+    document = {"policy": yaml.safe_load((folder / "policy.yaml").read_text()),
+                "scoring_data": {"schemas/reply.schema.json": hashlib.sha256(
+                    rfc8785.dumps(schema)).hexdigest()},
+                "scoring_version": "specgate-primitives/1"}
+    return hashlib.sha256(rfc8785.dumps(document)).hexdigest()
+
+
 def test_spec_digests_ignore_format_and_follow_values(spec: Spec) -> None:
     spec.run(out="a")
     first = spec.scorecard("a")
-    assert first["policy_sha256"] == independent_digest(spec.dir / "policy.yaml")
+    assert first["policy_sha256"] == policy_digest(spec.dir)
+    assert first["policy_sha256"] == hashlib.sha256(
+        rfc8785.dumps(first["policy_document"])).hexdigest()  # recomputable from the card
     assert first["suite_sha256"] == independent_digest(spec.dir / "suite.yaml")
     # Reformat: comments gone, flow style, keys reordered. Same meaning, same digest.
     data = spec.data("policy.yaml")
@@ -92,6 +104,13 @@ def test_spec_digests_ignore_format_and_follow_values(spec: Spec) -> None:
     spec.run(out="c")
     assert spec.scorecard("c")["policy_sha256"] != first["policy_sha256"]
     assert spec.scorecard("c")["suite_sha256"] == first["suite_sha256"]
+    # Scoring data the policy reads is bound too: a changed schema file is a new policy.
+    schema = json.loads((spec.dir / "schemas" / "reply.schema.json").read_text())
+    schema["properties"]["reply"]["maxLength"] = 5000
+    (spec.dir / "schemas" / "reply.schema.json").write_text(json.dumps(schema, indent=4))
+    spec.run(out="d")
+    assert spec.scorecard("d")["policy_sha256"] == policy_digest(spec.dir)
+    assert spec.scorecard("d")["policy_sha256"] != spec.scorecard("c")["policy_sha256"]
 
 
 def test_split_and_merged_aggregates_give_the_identical_scorecard(spec: Spec,
@@ -278,5 +297,5 @@ def test_trusted_key_that_is_not_a_key(spec: Spec, keys: Path, capsys: Any) -> N
 def test_hash_command(spec: Spec, capsys: Any) -> None:
     assert main(["hash", str(spec.root)]) == 0
     text = capsys.readouterr().out
-    assert independent_digest(spec.dir / "policy.yaml") in text
+    assert policy_digest(spec.dir) in text
     assert independent_digest(spec.dir / "suite.yaml") in text

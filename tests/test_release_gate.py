@@ -414,3 +414,19 @@ def test_the_regression_rule_is_policy_data(gate: Gate, signer: Path) -> None:
     assert card["comparison"]["regressed"] is True
     card = compare("rate < 0.5")
     assert card["comparison"]["categories"]["tool_call"]["status"] == "stable"
+
+
+def test_lexicons_bind_the_policy_hash_and_fixes_do_not(gate: Gate) -> None:
+    _, first, _ = gate.run(refund.rows(fixed=True))
+    assert set(first["policy_document"]["scoring_data"]) == {
+        "detectors/pii-v1.yaml", "lexicons/refusal-v1.yaml", "lexicons/injection-flag-v1.yaml"}
+    assert set(first["presentation_digests"]) == {"fixes.yaml"}
+    fixes = gate.dir / "fixes.yaml"
+    fixes.write_text(fixes.read_text().replace("Personal data leaked", "PII leaked"))
+    _, second, _ = gate.run(refund.rows(fixed=True))
+    assert second["policy_sha256"] == first["policy_sha256"]
+    assert second["presentation_digests"] != first["presentation_digests"]
+    lexicon = gate.dir / "lexicons" / "refusal-v1.yaml"
+    lexicon.write_text(lexicon.read_text().replace("reach out to]", "reach out to, phone]"))
+    _, third, _ = gate.run(refund.rows(fixed=True))
+    assert third["policy_sha256"] != first["policy_sha256"]
