@@ -70,10 +70,13 @@ class Tally:
     suite_rows: list[tuple[str, Any]] = field(default_factory=list)
     # (category, case) -> non-passing rows, for grouped findings
     findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
-    def count_row(self, category: str, inspection: str, status: str) -> None:
-        """Count one inspection row."""
+    def count_row(self, category: str, inspection: str, status: str, code: str = "") -> None:
+        """Count one inspection row (and, for ERROR rows, its code)."""
         self.categories.setdefault(category, Counts()).add(status)
+        if status == ERROR:
+            self.error_codes[category, code] += 1
         self.inspections.setdefault(inspection, Counts()).add(status)
         self.rows += 1
 
@@ -114,5 +117,6 @@ class Tally:
         self.controls.merge(other.controls)
         self.control_rows += other.control_rows
         self.suite_rows += other.suite_rows
+        self.error_codes.update(other.error_codes)
         _findings.merge(self.findings, other.findings)
         return self

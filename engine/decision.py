@@ -40,9 +40,10 @@ class Reason:
 
 
 def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
-              reasons: list[Reason]) -> dict[str, Any]:
+              error_codes: Any, reasons: list[Reason]) -> dict[str, Any]:
     cat = evaluation.policy.categories[name]
     n, path = counts.n, cat.spec_path
+    no_judge = error_codes.get((name, "NO_JUDGE"), 0)
     rate = counts.passed / n if n else None
     bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
     lower, upper = bounds if bounds else (None, None)
@@ -60,6 +61,12 @@ def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
     elif counts.skipped == counts.attempted:
         state, met = "SKIPPED", None
         hold(INCOMPLETE, "CATEGORY_SKIPPED", path, f"every row of '{name}' was skipped")
+    elif counts.skipped + no_judge == counts.attempted:
+        # Nothing here could be judged (e.g. no canary anywhere and no judge): skipped, not
+        # unresolved, as agent-release-gate §2 says for injection.
+        state, met = "SKIPPED", None
+        hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
+             f"no row of '{name}' can be verified without a judge")
     elif n == 0 or counts.errors or counts.abstained or n < cat.min_n or \
             cases < evaluation.policy.min_cases:
         state, met = "UNRESOLVED", None
@@ -126,7 +133,7 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
         return _result(evaluation, reasons, validation=validation)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
     categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
-                                  len(tally.cases.get(name, {})), reasons)
+                                  len(tally.cases.get(name, {})), tally.error_codes, reasons)
                   for name in policy.categories}
     included = [name for name, c in categories.items() if c["attempted"]]
     if not included:

@@ -134,7 +134,7 @@ class _Runner:
                 if control:
                     self.control(row, outcome)
                     continue
-                self.tally.count_row(category.name, inspection_id, outcome.status)
+                self.tally.count_row(category.name, inspection_id, outcome.status, outcome.code)
                 self.tally.count_case(category.name, str(case_id), outcome.status)
                 if outcome.status in (FAIL, ERROR, ABSTAIN):
                     _findings.add(self.tally.findings, category.name, str(case_id), row,
