@@ -96,6 +96,8 @@ def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
         "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
         "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
+        "mode": "+".join(sorted({evaluation.policy.inspections[i].primitive.mode
+                                 for i in cat.inspections})),
         "state": state, "met": met,
     }
 

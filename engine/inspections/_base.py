@@ -44,6 +44,7 @@ class Primitive:
     run: Run
     schema: Mapping[str, Any]
     summary: str
+    mode: str = "deterministic"  # or "heuristic", "llm-judge": how the verdict is reached
 
 
 class Missing:

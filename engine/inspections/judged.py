@@ -22,5 +22,6 @@ def judge(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> O
 TABLE = {
     "judge": Primitive(judge, params_schema({
         "rubric": {"type": "string", "minLength": 1, "description": "rubric name"},
-    }, ["rubric"]), "an LLM judge decides with a rubric (SKIPPED while no judge is configured)"),
+    }, ["rubric"]), "an LLM judge decides with a rubric (SKIPPED while no judge is configured)",
+        mode="llm-judge"),
 }

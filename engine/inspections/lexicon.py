@@ -153,7 +153,8 @@ TABLE = {
         "expected": {**SELECTOR, "description": "JMESPath to the boolean should_refuse"},
         "lexicon": {"type": "string", "minLength": 1, "x-load": "refusal",
                     "description": "refusal lexicon (YAML), relative to the spec file"},
-    }, ["output", "expected", "lexicon"]), "the output refuses exactly when it should"),
+    }, ["output", "expected", "lexicon"]), "the output refuses exactly when it should",
+        mode="heuristic"),
     "injection": Primitive(injection, params_schema({
         "output": SELECTOR,
         "canaries": {"type": "array", "minItems": 1, "items": SELECTOR,
