@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -142,6 +143,18 @@ def _check_types(row: Mapping[str, Any], v: Verdict) -> None:
             v.add("error", bad, name, f"{name} must hold tool names (strings)")
 
 
+@lru_cache(maxsize=1024)
+def _schema_problem(text: str) -> str:
+    """Why a tool contract's JSON Schema is unusable ('' if it is fine); checked once per
+    distinct schema, not once per row."""
+    schema = json.loads(text)
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return str(exc.message)
+    return "only local $ref ('#...') may be used" if _non_local_ref(schema) else ""
+
+
 def _check_tools(row: Mapping[str, Any], v: Verdict) -> None:
     if "tool_calls" in row and row["tool_calls"] is not None:
         calls = _calls(row["tool_calls"])
@@ -161,12 +174,9 @@ def _check_tools(row: Mapping[str, Any], v: Verdict) -> None:
         if not isinstance(contract, dict):
             v.add("error", "BAD_TYPE", where, "a contract must be an object")
         elif "json_schema" in contract:
-            try:
-                jsonschema.Draft202012Validator.check_schema(contract["json_schema"])
-                if _non_local_ref(contract["json_schema"]):
-                    raise jsonschema.SchemaError("only local $ref ('#...') may be used")
-            except jsonschema.SchemaError as exc:
-                v.add("error", "UNUSABLE_SCHEMA", where, f"unusable JSON Schema: {exc.message}")
+            problem = _schema_problem(json.dumps(contract["json_schema"], sort_keys=True))
+            if problem:
+                v.add("error", "UNUSABLE_SCHEMA", where, f"unusable JSON Schema: {problem}")
         else:
             types = contract.get("types") or {}
             unknown = [t for t in types.values() if t not in COMPACT_TYPES] \

@@ -101,3 +101,22 @@ def test_formula_evaluation_raises_only_coded_errors(parts: list[Any], x: Any) -
         assert exc.code.startswith("FORMULA_")
         return
     assert not (isinstance(value, float) and not math.isfinite(value))
+
+
+field_names = st.sampled_from(["a", "b", "dimension"])
+documents = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) |
+                         st.sampled_from(["pii", "x", ""]),
+                         lambda inner: st.dictionaries(field_names, inner, max_size=3) |
+                         st.lists(inner, max_size=2), max_leaves=8)
+
+
+@PROFILE
+@given(st.sampled_from(["a", "a.b", "dimension", "a.dimension.b", "dimension == 'pii'",
+                        "a.b == 'x'", "a == ''"]), documents)
+def test_direct_selectors_agree_with_jmespath(source: str, document: Any) -> None:
+    import jmespath
+
+    from engine import _compile, _yaml
+    selector = _compile.compile_selector(_yaml.Document("t", None), (), source, [])
+    assert type(selector).__name__ == "_Direct"
+    assert selector.search(document) == jmespath.search(source, document)
