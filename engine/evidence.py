@@ -16,11 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from . import signing
-from ._canonical import canonical, digest
+from ._canonical import canonical, digest_list
 from ._version import __version__
 from .aggregate import Tally
 from .decision import EXIT_CODES
@@ -38,7 +37,7 @@ class RowWriter:
         self.handle, self.hash, self.count = handle, hashlib.sha256(), 0
 
     def __call__(self, row: dict[str, Any]) -> None:
-        line = rfc8785.dumps(row) + b"\n"
+        line = canonical(row) + b"\n"
         self.handle.write(line)
         self.hash.update(line)
         self.count += 1
@@ -99,7 +98,7 @@ def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
     assertions, sorted by id (agent-release-gate §10)."""
     if not evaluation.suite.derived:
         return evaluation.suite.sha256
-    return digest([part for _, part in sorted(tally.suite_rows, key=lambda item: item[0])])
+    return digest_list(part for _, part in sorted(tally.suite_rows, key=lambda item: item[0]))
 
 
 def validation_report(evaluation: Evaluation, tally: Tally,

@@ -120,3 +120,26 @@ def test_direct_selectors_agree_with_jmespath(source: str, document: Any) -> Non
     selector = _compile.compile_selector(_yaml.Document("t", None), (), source, [])
     assert type(selector).__name__ == "_Direct"
     assert selector.search(document) == jmespath.search(source, document)
+
+
+@PROFILE
+@given(json_values)
+def test_the_fast_canonical_path_gives_rfc8785_bytes(value: Any) -> None:
+    from engine._canonical import canonical
+    assert canonical(value) == rfc8785.dumps(value)
+
+
+def test_the_fast_path_handles_escapes_and_unicode_like_rfc8785() -> None:
+    from engine._canonical import canonical
+    value = {"b": "tab\t nl\n quote\" back\\ bell\u0007 del\u007f \u00e9 \u2028 \U0001f600",
+             "a": [1, -0, 2**53 - 1, True, None, {"z": "", "\u00e9": 1}], "c": {}}
+    assert canonical(value) == rfc8785.dumps(value)
+
+
+@PROFILE
+@given(st.lists(json_values, max_size=5))
+def test_a_list_digest_built_item_by_item_is_the_digest_of_the_list(items: list[Any]) -> None:
+    import hashlib
+
+    from engine._canonical import digest_list
+    assert digest_list(items) == hashlib.sha256(rfc8785.dumps(items)).hexdigest()
