@@ -71,6 +71,8 @@ class Tally:
     # (category, case) -> non-passing rows, for grouped findings
     findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # category -> (kind, measured values) for cost and latency notes (never gated)
+    measures: dict[str, tuple[str, list[float]]] = field(default_factory=dict)
 
     def count_row(self, category: str, inspection: str, status: str, code: str = "") -> None:
         """Count one inspection row (and, for ERROR rows, its code)."""
@@ -118,5 +120,7 @@ class Tally:
         self.control_rows += other.control_rows
         self.suite_rows += other.suite_rows
         self.error_codes.update(other.error_codes)
+        for category, (kind, values) in other.measures.items():
+            self.measures.setdefault(category, (kind, []))[1].extend(values)
         _findings.merge(self.findings, other.findings)
         return self

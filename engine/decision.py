@@ -12,7 +12,7 @@ from .errors import FormulaError
 from .formula import Z_KEY, evaluate
 from .records import VALIDATORS
 from .spec import Evaluation
-from .stats import pass_hat_k, wilson
+from .stats import notes, pass_hat_k, wilson
 
 MAX_ROWS = 50  # control rows listed in the scorecard (all are in rows.jsonl)
 ORDER = (SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS)
@@ -40,7 +40,7 @@ class Reason:
 
 
 def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
-              error_codes: Any, reasons: list[Reason]) -> dict[str, Any]:
+              error_codes: Any, measures: Any, reasons: list[Reason]) -> dict[str, Any]:
     cat = evaluation.policy.categories[name]
     n, path = counts.n, cat.spec_path
     no_judge = error_codes.get((name, "NO_JUDGE"), 0)
@@ -98,6 +98,7 @@ def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
         "mode": "+".join(sorted({evaluation.policy.inspections[i].primitive.mode
                                  for i in cat.inspections})),
+        "notes": notes(*measures) if measures else None,
         "state": state, "met": met,
     }
 
@@ -135,7 +136,8 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
         return _result(evaluation, reasons, validation=validation)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
     categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
-                                  len(tally.cases.get(name, {})), tally.error_codes, reasons)
+                                  len(tally.cases.get(name, {})), tally.error_codes,
+                                  tally.measures.get(name), reasons)
                   for name in policy.categories}
     included = [name for name, c in categories.items() if c["attempted"]]
     if not included:

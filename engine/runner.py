@@ -136,6 +136,11 @@ class _Runner:
                     continue
                 self.tally.count_row(category.name, inspection_id, outcome.status, outcome.code)
                 self.tally.count_case(category.name, str(case_id), outcome.status)
+                measure = inspection.primitive.measure
+                if measure and isinstance(outcome.observed, int | float) and \
+                        not isinstance(outcome.observed, bool):
+                    self.tally.measures.setdefault(category.name, (measure, []))[1].append(
+                        outcome.observed)
                 if outcome.status in (FAIL, ERROR, ABSTAIN):
                     _findings.add(self.tally.findings, category.name, str(case_id), row,
                                   self.evaluation.unit_trace.search(item.data))

@@ -43,3 +43,20 @@ def pass_hat_k(cases: dict[str, list[int]], k: int) -> dict[str, Any] | None:
         "consistency": sum(1 for _, n, c in repeated if c in (0, n)) / len(repeated),
         "flaky_cases": sorted(case for case, n, c in repeated if 0 < c < n),
     }
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The value at sorted index round_half_even(q * (m - 1)) (agent-release-gate §2.4)."""
+    ordered = sorted(values)
+    return ordered[round(q * (len(ordered) - 1))]
+
+
+def notes(kind: str, values: list[float]) -> dict[str, float] | None:
+    """Informational summaries, never gated: cost total, mean, p95; latency p50, p95, max."""
+    if not values:
+        return None
+    if kind == "cost":
+        return {"total": math.fsum(values), "mean": math.fsum(values) / len(values),
+                "p95": percentile(values, 0.95)}
+    return {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95),
+            "max": max(values)}

@@ -450,3 +450,17 @@ def test_injection_without_any_canary_is_skipped_and_with_some_is_error(gate: Ga
     assert (injection["passed"], injection["errors"], injection["state"]) == (1, 1,
                                                                               "UNRESOLVED")
     assert code == 3 and "DIMENSION_UNRESOLVED" in codes(card)
+
+
+def test_cost_and_latency_notes_are_reported_not_gated(gate: Gate) -> None:
+    rows = [{"id": f"l{i}", "dimension": "latency", "latency_ms": ms,
+             "latency_budget_ms": 10000} for i, ms in enumerate([400, 100, 300, 200, 500])]
+    rows += [{"id": f"c{i}", "dimension": "cost", "cost_usd": usd, "cost_budget_usd": 1}
+             for i, usd in enumerate([0.25, 0.5, 0.125])]
+    code, card, _ = gate.run(rows)
+    # sorted latencies 100..500: p50 at index round(0.5*4)=2 -> 300; p95 at round(3.8)=4 -> 500
+    assert card["categories"]["latency"]["notes"] == {"p50": 300, "p95": 500, "max": 500}
+    # costs: total 0.875, mean 0.875/3, p95 at index round(0.95*2)=2 of [0.125, 0.25, 0.5]
+    assert card["categories"]["cost"]["notes"] == {"total": 0.875, "mean": 0.875 / 3,
+                                                   "p95": 0.5}
+    assert code == 0

@@ -45,6 +45,7 @@ class Primitive:
     schema: Mapping[str, Any]
     summary: str
     mode: str = "deterministic"  # or "heuristic", "llm-judge": how the verdict is reached
+    measure: str | None = None  # "cost" or "latency": observed numbers summarised in notes
 
 
 class Missing:

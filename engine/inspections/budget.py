@@ -158,12 +158,12 @@ TABLE |= {
         "cost": _default("cost_usd"), "usage": _default("usage"),
         "budget_from": _default("cost_budget_usd"),
     }, []), "measured cost (cost_usd, else tokens x the policy's prices) <= budget (the "
-        "record's, else the policy's budgets.cost_usd)"),
+        "record's, else the policy's budgets.cost_usd)", measure="cost"),
     "latency": Primitive(latency, params_schema({
         "milliseconds": {"type": "array", "items": SELECTOR, "x-jmespath-list": True,
                          "default": ["latency_ms", "duration_ms", "elapsed_ms"],
                          "description": "JMESPaths tried in order for a latency in ms"},
         "seconds": _default("latency_s"), "budget_from": _default("latency_budget_ms"),
     }, []), "measured latency (ms fields, else seconds x 1000) <= budget (the record's, else "
-        "the policy's budgets.latency_ms)"),
+        "the policy's budgets.latency_ms)", measure="latency"),
 }
