@@ -1,0 +1,7 @@
+"""Judges: rubrics, HTTP transport, the content-addressed cache, replay, mock and panels."""
+
+from ._rubrics import Rubric, RubricError, load_rubric
+from ._runtime import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig, Runtime, combine
+
+__all__ = ["DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "JudgeConfig", "Rubric", "RubricError",
+           "Runtime", "combine", "load_rubric"]

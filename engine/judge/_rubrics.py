@@ -1,0 +1,118 @@
+"""Rubrics: sandboxed jinja2 prompt templates with a version and a verdict JSON Schema.
+
+A rubric is a YAML file (``name``, ``version``, ``template``, ``verdict_schema``, optional
+``repair``) found by name in the policy's ``rubrics/`` folder, else among the rubrics
+shipped in ``rubrics/``. Templates render with strict undefined variables in a sandbox;
+verdicts are validated strictly (an integer is an integer: 4.0 is not one).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jsonschema
+from jinja2 import meta
+from jinja2.sandbox import SandboxedEnvironment
+
+from .. import _yaml
+from .._canonical import digest
+from ..records import BadRecord, parse_line
+
+ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                           keep_trailing_newline=True)
+_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool))
+StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                               type_checker=_STRICT_TYPES)
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A loaded rubric."""
+
+    name: str
+    version: str
+    template: jinja2.Template
+    variables: frozenset[str]
+    validator: Any
+    fields: tuple[str, ...]
+    repair: bool
+    sha256: str
+
+    def render(self, values: dict[str, Any]) -> str:
+        """The prompt for one unit."""
+        return str(self.template.render(**values))
+
+    def verdict(self, text: str) -> tuple[dict[str, Any] | None, str]:
+        """(verdict, '') for text holding a valid verdict, else (None, why not)."""
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end < start:
+            return None, "the reply holds no JSON object"
+        parsed = parse_line(text[start:end + 1].encode("utf-8"), 2)
+        if isinstance(parsed, BadRecord):
+            return None, f"the reply is not a JSON object: {parsed.message}"
+        errors = sorted(self.validator.iter_errors(parsed.data),
+                        key=jsonschema.exceptions.relevance)
+        if errors:
+            where = "/".join(map(str, errors[0].absolute_path)) or "$"
+            return None, f"the verdict breaks the rubric's schema at {where}: {errors[0].message}"
+        return dict(parsed.data), ""
+
+
+class RubricError(ValueError):
+    """A rubric that cannot be used, with the reason."""
+
+
+def _locate(name: str, local: Path | None) -> tuple[Path | None, str]:
+    if local is not None and (local / f"{name}.yaml").is_file():
+        return local / f"{name}.yaml", (local / f"{name}.yaml").read_text("utf-8")
+    shipped = resources.files("engine") / "rubrics" / f"{name}.yaml"
+    if shipped.is_file():
+        return None, shipped.read_text("utf-8")
+    raise RubricError(f"no rubric named '{name}' (looked in the policy's rubrics/ folder "
+                      "and the shipped rubrics)")
+
+
+def load_rubric(name: str, local: Path | None = None) -> Rubric:
+    """Load and check a rubric by name; RubricError says what is wrong."""
+    path, text = _locate(name, local)
+    doc, problems = _yaml.parse(text, str(path or f"rubrics/{name}.yaml"))
+    if doc is None:
+        raise RubricError("; ".join(str(p) for p in problems))
+    data = doc.data
+    if not isinstance(data, dict) or not {"name", "version", "template",
+                                          "verdict_schema"} <= set(data):
+        raise RubricError(f"rubric '{name}' needs name, version, template and verdict_schema")
+    try:
+        source = str(data["template"])
+        variables = frozenset(meta.find_undeclared_variables(ENV.parse(source)))
+        template = ENV.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise RubricError(f"rubric '{name}': template line {exc.lineno}: {exc.message}"
+                          ) from None
+    schema = data["verdict_schema"]
+    try:
+        StrictValidator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise RubricError(f"rubric '{name}': verdict_schema is not a JSON Schema: "
+                          f"{exc.message}") from None
+    fields = tuple(sorted(schema.get("properties", {}))) if isinstance(schema, dict) else ()
+    return Rubric(str(data["name"]), str(data["version"]), template, variables,
+                  StrictValidator(schema), fields, bool(data.get("repair", False)),
+                  digest(data))
+
+
+def repair_prompt(prompt: str, reply: str, why: str) -> str:
+    """The single repair request a rubric may allow for a malformed verdict."""
+    return (f"{prompt}\n\nYour previous reply could not be used ({why}):\n{reply[:2000]}\n\n"
+            "Reply again with only the JSON object the instructions ask for.")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON for prompts' bound values that are not text."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)

@@ -1,0 +1,315 @@
+"""The judge runtime: requests, the content-addressed cache, replay, mock, panels.
+
+A run that uses judges makes two passes over its records. The first only collects the
+prompts judged inspections need; they are answered concurrently (from the cache, from a
+replay file, or over HTTP); the second pass scores every row with the answers in hand.
+Every answer becomes one line of ``judgements.jsonl`` whose content does not depend on
+where it came from, so a rerun from the cache or a replay reproduces the scorecard bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import statistics
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .._canonical import canonical, digest
+from ._rubrics import Rubric, repair_prompt
+from ._transport import CallFailed, Endpoint, Reply, call
+
+PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
+DEFAULT_KEYS = {"openai-compatible": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_URLS = {"openai-compatible": "https://api.openai.com/v1",
+                "anthropic": "https://api.anthropic.com"}
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The judge an Evaluation names (after command-line overrides)."""
+
+    provider: str = "none"
+    model: str = ""
+    base_url: str = ""
+    panel: tuple[str, ...] = ()
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 512
+    timeout_s: float = 60.0
+    concurrency: int = 4
+    retries: int = 3
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    disagreement: str = "annotate"
+    replay: Path | None = None
+    cache: Path | None = None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The panel, or the single model."""
+        return self.panel or (self.model,)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Sampling parameters that change what a judge answers."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens,
+                "seed": self.seed}
+
+    def identity(self, rubrics: dict[str, Rubric]) -> dict[str, Any]:
+        """What judge_sha256 digests (the endpoint URL is recorded, not hashed)."""
+        return {"provider": self.provider, "model": self.model,
+                "panel": sorted(self.panel), "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "seed": self.seed,
+                "rubrics": {n: r.sha256 for n, r in sorted(rubrics.items())}}
+
+
+@dataclass
+class Request:
+    """One prompt for one panel member."""
+
+    key: str
+    rubric: Rubric
+    model: str
+    prompt: str
+
+
+def request_key(config: JudgeConfig, rubric: Rubric, model: str, prompt: str) -> str:
+    """The content address of an answer: the whole identity plus the prompt's digest."""
+    return digest({"provider": config.provider, "model": model, "parameters": config.params,
+                   "rubric": rubric.sha256,
+                   "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()})
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def record(config: JudgeConfig, req: Request, reply: Reply | None, error: str,
+           attempts: int, repaired: bool = False) -> dict[str, Any]:
+    """One line of judgements.jsonl."""
+    verdict, why = (req.rubric.verdict(reply.text) if reply else (None, error))
+    return {"key": req.key, "provider": config.provider, "model": req.model,
+            "parameters": config.params,
+            "rubric": {"name": req.rubric.name, "version": req.rubric.version,
+                       "sha256": req.rubric.sha256},
+            "prompt_sha256": _sha(req.prompt),
+            "response": reply.text if reply else None,
+            "response_sha256": _sha(reply.text) if reply else None,
+            "verdict": verdict, "error": None if verdict is not None else why,
+            "usage": reply.usage if reply else None,
+            "latency_ms": reply.latency_ms if reply else None,
+            "attempts": attempts, "repaired": repaired}
+
+
+def _trusted(rec: Any, req: Request) -> dict[str, Any] | None:
+    """A stored record usable for ``req``: same key, response matching its digest, and the
+    verdict re-derived from the response (a stored verdict is never taken on trust)."""
+    if not isinstance(rec, dict) or rec.get("key") != req.key:
+        return None
+    response = rec.get("response")
+    if isinstance(response, str):
+        if rec.get("response_sha256") != _sha(response):
+            return None
+        verdict, why = req.rubric.verdict(response)
+        return {**rec, "verdict": verdict, "error": None if verdict is not None else why}
+    return rec if rec.get("verdict") is None and isinstance(rec.get("error"), str) else None
+
+
+class Cache:
+    """Answers by content address, one file each, written atomically."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, req: Request) -> dict[str, Any] | None:
+        """A trusted stored answer, or None."""
+        try:
+            return _trusted(json.loads(self._path(req.key).read_bytes()), req)
+        except (OSError, ValueError):
+            return None
+
+    def put(self, rec: dict[str, Any]) -> None:
+        """Store a successful answer (failures are retried next time, not cached)."""
+        if rec.get("verdict") is None:
+            return
+        path = self._path(rec["key"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(canonical(rec))
+        os.replace(tmp, path)
+
+
+def _mock_verdict(rubric: Rubric) -> str:
+    schema = rubric.validator.schema
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    out: dict[str, Any] = {}
+    for name, prop in props.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        out[name] = {"integer": prop.get("maximum", 5) if isinstance(prop, dict) else 5,
+                     "number": 1, "boolean": False, "string": "mock verdict"}.get(
+            str(kind), None)
+    return json.dumps(out)
+
+
+@dataclass
+class Runtime:
+    """Collects requests, answers them, and serves answers to the judge primitive."""
+
+    config: JudgeConfig
+    rubrics: dict[str, Rubric]
+    collecting: bool = True
+    requests: dict[str, Request] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=lambda: {"calls": 0, "cache_hits": 0,
+                                                            "replayed": 0, "errors": 0})
+    progress: Callable[[int, int], None] | None = None
+
+    def ask(self, rubric: Rubric, values: dict[str, Any]) -> list[str]:
+        """The keys of one judged row's requests (one per panel member)."""
+        prompt = rubric.render(values)
+        keys = []
+        for model in self.config.models:
+            key = request_key(self.config, rubric, model, prompt)
+            if self.collecting and key not in self.requests:
+                self.requests[key] = Request(key, rubric, model, prompt)
+            keys.append(key)
+        return keys
+
+    def answer_all(self) -> None:
+        """Answer every collected request (cache, replay, mock or HTTP)."""
+        self.collecting = False
+        pending = []
+        cache = Cache(self.config.cache) if self.config.cache else None
+        replayed = _load_replay(self.config.replay) if self.config.provider == "replay" else {}
+        for req in self.requests.values():
+            hit = cache.get(req) if cache else None
+            if hit is not None:
+                self.answers[req.key] = hit
+                self.stats["cache_hits"] += 1
+            elif self.config.provider == "replay":
+                rec = _trusted(replayed.get(req.key), req)
+                self.answers[req.key] = rec or record(
+                    self.config, req, None, "no recorded judgement for this prompt", 0)
+                self.stats["replayed"] += rec is not None
+            elif self.config.provider == "mock":
+                reply = Reply(_mock_verdict(req.rubric), {}, 0, 1)
+                self.answers[req.key] = record(self.config, req, reply, "", 1)
+            else:
+                pending.append(req)
+        if pending:
+            asyncio.run(self._call_all(pending, cache))
+        self.stats["errors"] = sum(1 for a in self.answers.values() if a["verdict"] is None)
+
+    async def _call_all(self, pending: list[Request], cache: Cache | None) -> None:
+        endpoint = Endpoint(self.config.provider, self.config.base_url,
+                            self.config.api_key_env, self.config.timeout_s,
+                            self.config.retries, self.config.backoff_s,
+                            self.config.max_backoff_s)
+        gate = asyncio.Semaphore(self.config.concurrency)
+        done = 0
+        limits = httpx.Limits(max_connections=self.config.concurrency)
+        async with httpx.AsyncClient(limits=limits, timeout=self.config.timeout_s) as client:
+            async def one(req: Request) -> None:
+                nonlocal done
+                async with gate:
+                    rec = await self._call(client, endpoint, req)
+                self.answers[req.key] = rec
+                if cache:
+                    cache.put(rec)
+                done += 1
+                if self.progress:
+                    self.progress(done, len(pending))
+
+            await asyncio.gather(*(one(req) for req in pending))
+
+    async def _call(self, client: httpx.AsyncClient, endpoint: Endpoint,
+                    req: Request) -> dict[str, Any]:
+        self.stats["calls"] += 1
+        try:
+            reply = await call(client, endpoint, req.model, req.prompt, self.config.params)
+        except CallFailed as exc:
+            return record(self.config, req, None, f"JUDGE_CALL_FAILED: {exc}", exc.attempts)
+        rec = record(self.config, req, reply, "", reply.attempts)
+        if rec["verdict"] is None and req.rubric.repair:
+            self.stats["calls"] += 1
+            fixed = Request(req.key, req.rubric, req.model,
+                            repair_prompt(req.prompt, reply.text, rec["error"]))
+            try:
+                again = await call(client, endpoint, req.model, fixed.prompt,
+                                   self.config.params)
+            except CallFailed as exc:
+                return {**rec, "error": f"{rec['error']}; repair failed: {exc}"}
+            repaired = record(self.config, req, again, "", reply.attempts + again.attempts,
+                              repaired=True)
+            return repaired if repaired["verdict"] is not None else {
+                **rec, "error": f"{rec['error']}; the repaired reply failed too"}
+        return rec
+
+    def lines(self) -> list[bytes]:
+        """judgements.jsonl, in the order requests were first made."""
+        return [canonical(self.answers[key]) + b"\n" for key in self.requests]
+
+
+def _load_replay(path: Path | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if path is None:
+        return out
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            if isinstance(rec, dict) and isinstance(rec.get("key"), str):
+                out[rec["key"]] = rec
+    return out
+
+
+def combine(records: list[dict[str, Any]], disagreement: str) -> tuple[dict[str, Any] | None,
+                                                                       str, str]:
+    """A panel's verdict: median for numbers, strict majority for booleans.
+
+    Returns (verdict, error code, note); a verdict of None comes with its error code.
+    """
+    if any(r["verdict"] is None for r in records):
+        bad = next(r for r in records if r["verdict"] is None)
+        code = "INCOMPLETE_PANEL" if len(records) > 1 else (
+            "JUDGE_CALL_FAILED" if str(bad["error"]).startswith("JUDGE_CALL_FAILED") else
+            "INVALID_VERDICT")
+        return None, code, str(bad["error"])
+    verdicts = [r["verdict"] for r in records]
+    if len(verdicts) == 1:
+        return verdicts[0], "", ""
+    if any(set(v) != set(verdicts[0]) for v in verdicts):
+        return None, "PANEL_FIELDS_DIFFER", "panel members answered with different fields"
+    out: dict[str, Any] = {}
+    notes = []
+    for name in verdicts[0]:
+        values = [v[name] for v in verdicts]
+        if all(isinstance(x, bool) for x in values):
+            yes = sum(values)
+            if yes * 2 == len(values):
+                return None, "PANEL_TIED", f"the panel is tied on {name}"
+            out[name] = yes * 2 > len(values)
+            if 0 < yes < len(values):
+                notes.append(f"split vote on {name}")
+        elif all(isinstance(x, int | float) and not isinstance(x, bool) for x in values):
+            out[name] = statistics.median(values)
+            if max(values) - min(values) >= 2:
+                notes.append(f"{name} spread {min(values)}-{max(values)}")
+        else:
+            out[name] = values[0]
+    note = "; ".join(notes)
+    if note and disagreement == "error":
+        return None, "PANEL_DISAGREED", note
+    return out, "", note
