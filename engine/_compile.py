@@ -119,9 +119,13 @@ def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
         elif prop.get("x-load"):
             out[key] = load_data_file(doc, at, value, LOADERS[prop["x-load"]], problems,
                                       resolve)
+        elif prop.get("x-rubric"):
+            out[key] = _rubric(doc, at, value, params.get("inputs", {}), problems)
     for key, value in params.items():
         if props.get(key, {}).get("x-formula"):
-            names = dict.fromkeys(params.get("bind", {}), ANY)
+            rubric = out.get("rubric")
+            names = dict.fromkeys([*params.get("bind", {}), *params.get("inputs", {}),
+                                   *(getattr(rubric, "fields", ()))], ANY)
             out[key] = compile_checked_formula(doc, where + (key,), value, names, BOOLEAN,
                                                problems)
     return out
@@ -160,6 +164,24 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
         problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
         return None
     return _json_schema(doc, where, schema, problems)
+
+
+def _rubric(doc: Document, where: JPath, name: str, inputs: Any,
+            problems: list[Problem]) -> Any:
+    """A rubric by name, checked against the variables the inspection provides."""
+    from .judge import RubricError, load_rubric
+
+    try:
+        rubric = load_rubric(name, Path(doc.file).resolve().parent / "rubrics")
+    except RubricError as exc:
+        problems.append(doc.problem(where, "BAD_RUBRIC", str(exc)))
+        return None
+    missing = sorted(rubric.variables - set(inputs))
+    if missing:
+        problems.append(doc.problem(where, "UNKNOWN_VARIABLE",
+                                    f"rubric '{name}' uses {missing}, which the inspection's "
+                                    "inputs do not provide"))
+    return rubric
 
 
 def load_data_file(doc: Document, where: JPath, rel: str, build: Callable[[Any], Any],

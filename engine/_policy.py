@@ -162,6 +162,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                                     cat.get("required", True), cat["inspections"],
                                     f"policy:spec.categories.{name}",
                                     cat.get("severity", "high"))
+    used |= {str(entry["fallback"]) for entry in spec["inspections"] if "fallback" in entry}
     for i, entry in enumerate(spec["inspections"]):
         if entry["id"] not in used:
             loader.problems.append(doc.problem(
@@ -178,6 +179,12 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                 ("spec", "reason_codes", code), "UNKNOWN_REASON_CODE",
                 f"'{code}' is not a reason the engine gives", did_you_mean(code, REASON_CODES),
                 key=True, rank=i))
+    for i, entry in enumerate(spec["inspections"]):
+        if "fallback" in entry and entry["fallback"] not in inspections:
+            loader.problems.append(doc.problem(
+                ("spec", "inspections", i, "fallback"), "UNKNOWN_INSPECTION_ID",
+                f"no inspection has id '{entry['fallback']}'",
+                did_you_mean(str(entry["fallback"]), inspections)))
     fixes: dict[str, Any] = {}
     if "fixes" in spec.get("findings", {}):
         fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from . import evidence, history, runner, signing
+from ._canonical import digest
 from .decision import decide, with_comparison
+from .judge import Runtime
+from .judge._runtime import recorded_identity
 from .spec import Evaluation, display
 
 
@@ -26,34 +30,47 @@ class Result:
     reasons: list[dict[str, Any]]
     overall: float | None
     record_problems: list[str]
+    judge_stats: dict[str, int] = field(default_factory=dict)
 
 
 def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
-            baseline: Path | None = None, trusted: list[Ed25519PublicKey] | None = None
-            ) -> Result:
+            baseline: Path | None = None, trusted: list[Ed25519PublicKey] | None = None,
+            cache: Path | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Result:
     """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all.
 
     ``baseline`` and ``trusted`` add to the Evaluation's history settings (command line).
     """
     staging = evidence.Staging(dest)
     try:
+        runtime = _judge_runtime(evaluation, cache, progress)
+        if runtime is not None:  # first pass: gather the prompts, then answer them all
+            runner.run(evaluation, runner.records(evaluation), lambda row: None, runtime)
+            runtime.answer_all()
         unit_digest = hashlib.sha256()
         with (staging.path / "rows.jsonl").open("wb") as handle:
             writer = evidence.RowWriter(handle)
-            tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer)
+            tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer,
+                               runtime)
         inputs: dict[str, dict[str, Any]] = {}
         for name, source in sorted(evaluation.inputs.items()):
             sha = unit_digest.hexdigest() if name == evaluation.unit_input else \
                 evidence.sha256_file(source.path)
             inputs[name] = {"format": source.format, "sha256": sha}
         inputs[evaluation.unit_input]["records"] = tally.records
-        outcome = decide(evaluation, tally)
+        judge = None
+        if runtime is not None:
+            lines = runtime.lines()
+            staging.write("judgements.jsonl", b"".join(lines))
+            judge = judge_block(evaluation, runtime, hashlib.sha256(b"".join(lines)).hexdigest())
+        outcome = decide(evaluation, tally, judge)
         baseline = baseline or evaluation.baseline
         keys = [signing.load_public(k) for k in evaluation.trusted_keys] + (trusted or [])
         if baseline is not None or keys or evaluation.policy.comparison_required:
             current = {"categories": outcome["categories"], "decision": outcome["decision"],
                        "suite_sha256": evidence.suite_digest(evaluation, tally),
-                       "policy_sha256": evaluation.policy.sha256, "judge_sha256": None}
+                       "policy_sha256": evaluation.policy.sha256,
+                       "judge_sha256": judge["judge_sha256"] if judge else None}
             block = history.compare(current, baseline, keys, staging.path / "rows.jsonl",
                                     evaluation.policy.comparison_rules,
                                     evaluation.policy.wilson_z)
@@ -61,6 +78,8 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         rows_sha = writer.hash.hexdigest()
         card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
         subjects = {"rows.jsonl": rows_sha}
+        if judge is not None:
+            subjects["judgements.jsonl"] = judge["judgements_sha256"]
         if outcome["validation"] is not None:
             report = evidence.canonical(
                 evidence.validation_report(evaluation, tally, outcome["validation"]))
@@ -76,5 +95,29 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
     where = display(evaluation.inputs[evaluation.unit_input].path)
     located = [f"{where}:{s['line']}: {s['code']}: {s['message']}"
                for s in card["coverage"]["record_problem_samples"]]
+    stats = dict(runtime.stats) if runtime is not None else {}
     return Result(evaluation.name, card["decision"], card["exit_code"], out, digest,
-                  card["reasons"], overall, located)
+                  card["reasons"], overall, located, stats)
+
+
+def _judge_runtime(evaluation: Evaluation, cache: Path | None,
+                   progress: Callable[[int, int], None] | None) -> Runtime | None:
+    """A judge runtime when the Evaluation configures a judge and the policy asks one."""
+    rubrics = {i.params["rubric"].name: i.params["rubric"]
+               for i in evaluation.policy.inspections.values()
+               if i.params.get("rubric") is not None and hasattr(i.params["rubric"], "sha256")}
+    if evaluation.judge.provider == "none" or not rubrics:
+        return None
+    config = replace(evaluation.judge, cache=cache)
+    if config.provider == "replay":
+        config = recorded_identity(config)
+    return Runtime(config, rubrics, progress=progress)
+
+
+def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -> dict[str, Any]:
+    """The scorecard's record of the judge: identity (hashed), endpoint (recorded only)."""
+    identity = runtime.config.identity(runtime.rubrics)
+    return {"identity": identity, "judge_sha256": digest(identity),
+            "base_url": runtime.config.base_url or None,
+            "judgements": len(runtime.requests), "errors": runtime.stats["errors"],
+            "judgements_sha256": judgements_sha}

@@ -9,6 +9,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,14 @@ from . import signing, spec
 from ._run import Result, execute
 from ._version import __version__
 from .errors import EngineError, SpecErrors, UsageError, VerifyError
+from .judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 from .verify import verify
 
 EXIT_SPEC = 2
 EXIT_INTERNAL = 3  # no decision could be reached: like INCOMPLETE, never PASS or FAIL
 KEY_VARIABLE = "SPECGATE_SIGNING_KEY"
 DEFAULT_OUT = Path("specgate-out")
+DEFAULT_CACHE = Path(".specgate-cache") / "judgements"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--baseline", type=Path, help="earlier signed scorecard to compare with")
     run.add_argument("--trusted-key", action="append", default=[], type=Path,
                      help="public key a baseline must be signed by (repeatable)")
+    run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
+    run.add_argument("--judge-base-url", help="override the judge endpoint")
+    run.add_argument("--judge-model", help="override the judge model")
+    run.add_argument("--judge-replay", type=Path, help="judgements.jsonl to replay")
+    run.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
+                     help=f"judgement cache folder (default {DEFAULT_CACHE})")
+    run.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard")
@@ -94,7 +104,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--baseline needs a single Evaluation (name its folder or file)",
                          "AMBIGUOUS_BASELINE")
     trusted = [signing.load_public(p) for p in args.trusted_key]
-    results = [execute(e, d, key, args.baseline, trusted)
+    for evaluation in evaluations:
+        evaluation.judge = _judge_overrides(evaluation.judge, args)
+    cache = None if args.no_judge_cache else args.judge_cache
+    progress = _progress if sys.stderr.isatty() else None
+    results = [execute(e, d, key, args.baseline, trusted, cache, progress)
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.json:
@@ -104,6 +118,39 @@ def cmd_run(args: argparse.Namespace) -> int:
         for result in results:
             _print_result(result, key is not None)
     return worst
+
+
+def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConfig:
+    changes: dict[str, Any] = {}
+    if args.judge_provider:
+        changes["provider"] = args.judge_provider
+        if args.judge_provider in DEFAULT_URLS and not args.judge_base_url and \
+                config.provider != args.judge_provider:
+            changes["base_url"] = DEFAULT_URLS[args.judge_provider]
+            changes["api_key_env"] = DEFAULT_KEYS[args.judge_provider]
+    if args.judge_base_url:
+        changes["base_url"] = args.judge_base_url
+    if args.judge_model:
+        changes["model"], changes["panel"] = args.judge_model, ()
+    if args.judge_replay:
+        if not args.judge_replay.is_file():
+            raise UsageError(f"--judge-replay: {args.judge_replay} is not a file",
+                             "INPUT_NOT_FOUND")
+        changes["replay"] = args.judge_replay.resolve()
+        changes.setdefault("provider", "replay")
+    config = replace(config, **changes)
+    if config.provider in ("openai-compatible", "anthropic") and not config.models[0]:
+        raise UsageError(f"judge provider {config.provider} needs a model (--judge-model)",
+                         "NO_JUDGE_MODEL")
+    if config.provider == "replay" and config.replay is None:
+        raise UsageError("judge provider replay needs --judge-replay FILE", "NO_REPLAY")
+    return config
+
+
+def _progress(done: int, total: int) -> None:
+    """Judge progress on a terminal (never in CI logs)."""
+    end = "\n" if done == total else ""
+    print(f"\r  judging {done}/{total}", end=end, file=sys.stderr, flush=True)
 
 
 def _summary(result: Result) -> dict[str, Any]:
@@ -124,6 +171,10 @@ def _print_result(result: Result, signed: bool) -> None:
     print(f"  evidence: {spec.display(result.out.resolve())}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")
+    if result.judge_stats:
+        s = result.judge_stats
+        print(f"  judge: {s['calls']} call(s), {s['cache_hits']} from the cache, "
+              f"{s['replayed']} replayed, {s['errors']} without a verdict")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -96,11 +96,23 @@ def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
         "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
         "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
-        "mode": "+".join(sorted({evaluation.policy.inspections[i].primitive.mode
-                                 for i in cat.inspections})),
+        "mode": _mode(evaluation, cat.inspections),
         "notes": notes(*measures) if measures else None,
         "state": state, "met": met,
     }
+
+
+def _mode(evaluation: Evaluation, ids: list[str]) -> str:
+    """How the category's verdicts are reached (a judged inspection without a judge falls
+    back to its fallback's mode)."""
+    modes = set()
+    for inspection_id in ids:
+        inspection = evaluation.policy.inspections[inspection_id]
+        fallback = inspection.params.get("fallback")
+        if fallback and evaluation.judge.provider == "none":
+            inspection = evaluation.policy.inspections[fallback]
+        modes.add(inspection.primitive.mode)
+    return "+".join(sorted(modes))
 
 
 def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> float | None:
@@ -124,16 +136,20 @@ def _formula(formula: Any, env: dict[str, Any], reasons: list[Reason], path: str
         return None
 
 
-def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
+def decide(evaluation: Evaluation, tally: Tally,
+           judge: dict[str, Any] | None = None) -> dict[str, Any]:
     """Categories, overall score, conditions, reasons and the decision for one tally."""
     policy, reasons = evaluation.policy, []
+    if judge is not None and judge["identity"]["provider"] == "mock":
+        reasons.append(Reason(SELF_TEST, "MOCK_JUDGE", "evaluation:spec.judge.provider",
+                              "a mock judge answered: simulated evidence can never PASS"))
     if policy.purpose in _PURPOSE:
         decision, code = _PURPOSE[policy.purpose]
         reasons.append(Reason(decision, code, "policy:spec.gate.purpose",
                               f"purpose is {policy.purpose}: this run can never PASS"))
     validation = _validation(evaluation, tally, reasons)
     if validation is not None and validation["failed"]:
-        return _result(evaluation, reasons, validation=validation)  # no metrics
+        return _result(evaluation, reasons, validation=validation, judge=judge)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
     categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
                                   len(tally.cases.get(name, {})), tally.error_codes,
@@ -153,7 +169,7 @@ def decide(evaluation: Evaluation, tally: Tally) -> dict[str, Any]:
                                policy.fixes)
     return _result(evaluation, reasons, validation=validation, categories=categories,
                    overall=overall, conditions=conditions, controls=controls,
-                   reliability=reliability, findings=found, tally=tally)
+                   reliability=reliability, findings=found, tally=tally, judge=judge)
 
 
 def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
@@ -163,7 +179,8 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
     categories = parts.get("categories", {})
     required = [n for n, c in policy.categories.items() if c.required] or \
         [n for n, c in categories.items() if c["attempted"]]
-    out = {"decision": decision, "metrics_decision": decision, "overall_pass": decision == PASS,
+    out = {"judge": parts.get("judge"),
+           "decision": decision, "metrics_decision": decision, "overall_pass": decision == PASS,
            "categories": categories,
            "overall": parts.get("overall"), "conditions": parts.get("conditions", []),
            "required_categories": required,

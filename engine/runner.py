@@ -14,6 +14,7 @@ from .records import FORMATS, VALIDATORS, BadRecord, Record
 from .spec import Evaluation, Inspection
 
 Row = dict[str, Any]
+JUDGED = frozenset({"judge", "injection"})  # types that may ask the judge
 Sink = Callable[[Row], None]
 
 
@@ -23,8 +24,13 @@ def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | Bad
     return FORMATS[source.format](source.path, digest)
 
 
-def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context) -> Outcome:
-    """Run one primitive; anything but a proper Outcome becomes a coded ERROR."""
+def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context,
+            inspections: dict[str, Inspection] | None = None) -> Outcome:
+    """Run one primitive; anything but a proper Outcome becomes a coded ERROR. A judged
+    inspection with a ``fallback`` hands the row to that inspection when no judge is set."""
+    fallback = inspection.params.get("fallback") if inspection.type == "judge" else None
+    if fallback and ctx.judge is None and inspections:
+        inspection = inspections[fallback]
     try:
         outcome = inspection.primitive.run(unit, inspection.params, ctx)
     except Exception as exc:  # noqa: BLE001 - a crashing primitive must not crash the run
@@ -56,10 +62,11 @@ def suite_part(row: dict[str, Any]) -> dict[str, Any]:
 class _Runner:
     """State of one pass over the records."""
 
-    def __init__(self, evaluation: Evaluation, sink: Sink) -> None:
+    def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None) -> None:
         self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
         self.tally = Tally()
-        self.ctx = Context(self.policy.wilson_z, self.policy.budgets)
+        self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge)
+        self.collecting = judge is not None and judge.collecting
         source = evaluation.inputs[evaluation.unit_input]
         self.source = source.spec_path
         self.validator = VALIDATORS.get(source.format) if self.policy.validate else None
@@ -125,9 +132,11 @@ class _Runner:
             for inspection_id in category.inspections:
                 inspection = self.policy.inspections[inspection_id]
                 if inspection_id not in outcomes:
-                    if not _applies(inspection, unit):
+                    if not _applies(inspection, unit) or (
+                            self.collecting and inspection.type not in JUDGED):
                         continue
-                    outcomes[inspection_id] = inspect(inspection, unit, self.ctx)
+                    outcomes[inspection_id] = inspect(inspection, unit, self.ctx,
+                                                      self.policy.inspections)
                 outcome = outcomes[inspection_id]
                 row = _row(self.evaluation, item, unit_id, str(case_id), category.name,
                            inspection, outcome)
@@ -158,9 +167,11 @@ class _Runner:
         self.sink(row)
 
 
-def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink) -> Tally:
-    """Evaluate every record into rows (given to ``sink`` in order) and count them."""
-    runner = _Runner(evaluation, sink)
+def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
+        judge: Any = None) -> Tally:
+    """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
+    judge runtime that is still collecting, only judged inspections run, to gather prompts."""
+    runner = _Runner(evaluation, sink, judge)
     for item in items:
         runner.record(item)
     return runner.tally

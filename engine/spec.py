@@ -15,6 +15,7 @@ from ._canonical import digest
 from ._compile import compile_selector
 from ._policy import Category, Condition, Inspection, Policy, compile_policy
 from .errors import Problem, SpecErrors, did_you_mean
+from .judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 
 DERIVES_SUITE = ("assevra-jsonl",)
 
@@ -58,6 +59,7 @@ class Evaluation:
     unit_trace: Any = None
     baseline: Path | None = None
     trusted_keys: list[Path] = field(default_factory=list)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
 
 
 def display(path: Path) -> str:
@@ -224,6 +226,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                                "spec root", "use --baseline for other places"))
     keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
+    judge = _judge_config(loader, doc, spec.get("judge"))
     if "suite" not in spec and unit_input is not None:
         if spec["inputs"][unit_input].get("format", "jsonl") in DERIVES_SUITE:
             suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
@@ -237,7 +240,32 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     meta = doc.data["metadata"]
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
-                      [k for k in keys if k is not None])
+                      [k for k in keys if k is not None], judge)
+
+
+def _judge_config(loader: _Loader, doc: _yaml.Document,
+                  block: dict[str, Any] | None) -> JudgeConfig:
+    if not block:
+        return JudgeConfig()
+    provider = block["provider"]
+    replay = loader.path(doc, ("spec", "judge", "replay"), block["replay"]) \
+        if "replay" in block else None
+    if provider == "replay" and "replay" not in block:
+        loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",
+                                           "provider replay needs 'replay' (judgements.jsonl)",
+                                           "or pass --judge-replay FILE"))
+    if provider in ("openai-compatible", "anthropic") and "model" not in block \
+            and "panel" not in block:
+        loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",
+                                           f"provider {provider} needs a model or a panel"))
+    simple = {k: block[k] for k in ("model", "temperature", "seed", "max_tokens", "timeout_s",
+                                     "concurrency", "retries", "backoff_s", "max_backoff_s",
+                                     "disagreement") if k in block}
+    return JudgeConfig(provider=provider,
+                       base_url=block.get("base_url", DEFAULT_URLS.get(provider, "")),
+                       panel=tuple(block.get("panel", ())),
+                       api_key_env=block.get("api_key_env", DEFAULT_KEYS.get(provider)),
+                       replay=replay, **simple)
 
 
 def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:

@@ -28,6 +28,7 @@ class Context:
 
     wilson_z: float
     budgets: Mapping[str, Any] = field(default_factory=dict)
+    judge: Any = None  # the judge runtime, when the Evaluation configures a judge
 
 
 Run = Callable[[Mapping[str, Any], Mapping[str, Any], Context], Outcome]

@@ -16,7 +16,7 @@ import os
 import statistics
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -193,13 +193,13 @@ class Runtime:
         self.collecting = False
         pending = []
         cache = Cache(self.config.cache) if self.config.cache else None
-        replayed = _load_replay(self.config.replay) if self.config.provider == "replay" else {}
+        replayed = load_replay(self.config.replay) if self.config.replay else {}
         for req in self.requests.values():
             hit = cache.get(req) if cache else None
             if hit is not None:
                 self.answers[req.key] = hit
                 self.stats["cache_hits"] += 1
-            elif self.config.provider == "replay":
+            elif self.config.replay is not None:
                 rec = _trusted(replayed.get(req.key), req)
                 self.answers[req.key] = rec or record(
                     self.config, req, None, "no recorded judgement for this prompt", 0)
@@ -263,7 +263,8 @@ class Runtime:
         return [canonical(self.answers[key]) + b"\n" for key in self.requests]
 
 
-def _load_replay(path: Path | None) -> dict[str, Any]:
+def load_replay(path: Path | None) -> dict[str, Any]:
+    """Recorded judgements by key."""
     out: dict[str, Any] = {}
     if path is None:
         return out
@@ -273,6 +274,23 @@ def _load_replay(path: Path | None) -> dict[str, Any]:
             if isinstance(rec, dict) and isinstance(rec.get("key"), str):
                 out[rec["key"]] = rec
     return out
+
+
+def recorded_identity(config: JudgeConfig) -> JudgeConfig:
+    """For provider ``replay``: the identity the recorded judgements were made under, so a
+    replay keeps it (and reproduces the scorecard bytes)."""
+    records = list(load_replay(config.replay).values())
+    if not records:
+        return config
+    first = records[0]
+    models = list(dict.fromkeys(str(r.get("model", "")) for r in records))
+    params = first.get("parameters") or {}
+    return replace(config, provider=str(first.get("provider")),
+                   model=models[0] if len(models) == 1 else "",
+                   panel=tuple(models) if len(models) > 1 else (),
+                   temperature=params.get("temperature", config.temperature),
+                   max_tokens=params.get("max_tokens", config.max_tokens),
+                   seed=params.get("seed", config.seed))
 
 
 def combine(records: list[dict[str, Any]], disagreement: str) -> tuple[dict[str, Any] | None,
