@@ -14,6 +14,7 @@ from engine.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "specs" / "example"
+GATE = ROOT / "specs" / "agent-release-gate"
 
 
 class Spec:
@@ -52,3 +53,36 @@ class Spec:
 @pytest.fixture
 def spec(tmp_path: Path) -> Spec:
     return Spec(tmp_path)
+
+
+class Gate:
+    """A private copy of specs/agent-release-gate and helpers to run datasets through it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.dir = root / "agent-release-gate"
+        shutil.copytree(GATE, self.dir)
+        self.runs = 0
+
+    def policy(self, change: Any) -> None:
+        import yaml
+        path = self.dir / "policy.yaml"
+        data = yaml.safe_load(path.read_text())
+        change(data["spec"])
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    def run(self, rows: list[Any], *extra: str) -> tuple[int, dict[str, Any], Path]:
+        self.runs += 1
+        data = self.root / f"rows-{self.runs}.jsonl"
+        data.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
+                                for r in rows))
+        out = self.root / f"out-{self.runs}"
+        code = main(["run", str(self.dir), "--input", f"runs={data}", "--out", str(out),
+                     *extra])
+        card = json.loads((out / "scorecard.json").read_bytes()) if out.exists() else {}
+        return code, card, out
+
+
+@pytest.fixture
+def gate(tmp_path: Path) -> Gate:
+    return Gate(tmp_path)
