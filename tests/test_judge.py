@@ -291,3 +291,42 @@ def test_canary_free_injection_rows_go_to_the_judge(gate: Gate, judge: Judge) ->
     statuses = {k: r["status"] for k, r in rows_of(out).items() if k.startswith("i")}
     assert statuses == {"i1": "PASS", "i2": "FAIL"}
     assert "planted" in json.dumps(judge.received[0]["body"]) and judge.calls() == 2
+
+
+def test_progress_shows_on_a_terminal_and_not_in_logs(gate: Gate, judge: Judge) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    configure(gate, judge)
+    data = gate.root / "progress.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in
+                            refund.rows(fixed=True) + [grounding(1), grounding(2)]))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def stderr_of(out: str, terminal: bool) -> str:
+        command = [sys.executable, "-m", "engine", "run", str(gate.dir), "--input",
+                   f"runs={data}", "--out", str(gate.root / out), "--no-judge-cache"]
+        if not terminal:
+            return subprocess.run(command, capture_output=True, text=True, env=env).stderr
+        leader, follower = pty.openpty()
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=follower, env=env)
+        os.close(follower)
+        text = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            text += chunk
+        os.close(leader)
+        assert done.returncode == 0
+        return text.decode()
+
+    assert "judging 2/2" in stderr_of("tty", terminal=True)
+    assert "judging" not in stderr_of("pipe", terminal=False)
