@@ -1,0 +1,105 @@
+"""Strict JSON reading that keeps the lexical class of numbers (discovery protocol §2.7).
+
+A number token with no fraction and no exponent is an ``int``; any other number token is a
+``LexFloat`` (a ``float`` that remembers it was written as a float). NaN and infinities,
+numbers that overflow a double, duplicate member names, lone surrogates, a byte-order mark
+and any syntax error are refused with a code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+
+class LexFloat(float):
+    """A JSON number written with a fraction or an exponent (``5.0``, ``5e0``)."""
+
+
+class JsonError(ValueError):
+    """A JSON text the protocol refuses: ``code`` is JSON_PARSE or NONFINITE_JSON."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise JsonError("NONFINITE_JSON", f"number {token} overflows a double")
+    return LexFloat(value)
+
+
+def _constant(name: str) -> Any:
+    raise JsonError("NONFINITE_JSON", f"{name} is not a finite number")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise JsonError("JSON_PARSE", f"member name {key!r} appears twice")
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant,
+                            object_pairs_hook=_object)
+_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(v) for v in value)
+    return False
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse one JSON text by the protocol's rules; JsonError says why not."""
+    if isinstance(data, bytes):
+        if data.startswith(b"\xef\xbb\xbf"):
+            raise JsonError("JSON_PARSE", "the text starts with a byte-order mark")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonError("JSON_PARSE", f"not UTF-8 (byte {exc.start})") from None
+    else:
+        text = data
+    try:
+        value, end = _DECODER.raw_decode(text, len(text) - len(text.lstrip()))
+    except json.JSONDecodeError as exc:
+        raise JsonError("JSON_PARSE", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+                        ) from None
+    except RecursionError:
+        raise JsonError("JSON_PARSE", "nested too deeply") from None
+    if text[end:].strip():
+        raise JsonError("JSON_PARSE", "extra data after the JSON value")
+    if _SURROGATE.search(text) and _lone_surrogate(value):
+        raise JsonError("JSON_PARSE", "a string holds a lone surrogate")
+    return value
+
+
+def is_integer(value: Any) -> bool:
+    """An integer token (booleans and float-written numbers are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number (booleans are not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_scalar(value: Any) -> bool:
+    """A JSON string or number."""
+    return isinstance(value, str) or is_number(value)
