@@ -39,6 +39,7 @@ def compile_statistics(data: Mapping[str, Any]) -> dict[str, KindStatistics]:
     """Compile statistics.yaml: per kind, named counts and key formulas; ValueError if bad."""
     out = {}
     for kind, block in data["kinds"].items():
+        block = data["kinds"][block["same_as"]] if "same_as" in block else block
         names = dict.fromkeys(block["counts"], NUMBER)
         keys = [(row["key"], compile_formula(str(row["expr"]), names))
                 for row in block["keys"] + data["population_keys"]]
