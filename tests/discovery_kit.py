@@ -24,8 +24,9 @@ def corpus_rows() -> list[dict[str, Any]]:
         overheats = (i % 3 == 0) if i <= 15 else (i % 3 != 0)
         text = (f"Dryer {i} overheats after ten minutes." if overheats else
                 f"Dryer {i} works quietly and dries well.")
+        stamp = f"202{3 + i % 2}-0{1 + i % 9}-1{i % 10}"
         row: dict[str, Any] = {"doc_id": f"d{i:02d}", "source": "amazon_beauty", "text": text,
-                               "title": f"review {i}", "timestamp": f"202{3 + i % 2}-0{1 + i % 9}-1{i % 10}",
+                               "title": f"review {i}", "timestamp": stamp,
                                "timestamp_kind": "review_date", "entity_id": f"e{1 + i % 3}",
                                "entity_name": None, "category": "dryers",
                                "rating": 1 + i % 5}
@@ -137,7 +138,8 @@ def statistics(rows: list[dict[str, Any]], sel: list[str], g0: set[str], g1: set
         f = {"strata_n": len(strata), "missing_metadata_n": len(missing),
              "eligible_strata_n": len(elig), "covered_known_n": c,
              "excluded_known_n": len(k0 | k1) - c,
-             "standardized_delta_pp": sum(a * b for a, b in zip(w, dl)) / c if c else None,
+             "standardized_delta_pp": sum(a * b for a, b in zip(w, dl, strict=True)) / c
+             if c else None,
              "covered_crude_delta_pp": _eff(k0 & cov, k1 & cov, pos) if elig else None,
              "min_stratum_delta_pp": min(dl) if dl else None,
              "max_stratum_delta_pp": max(dl) if dl else None,
