@@ -119,6 +119,8 @@ def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
         elif prop.get("x-load"):
             out[key] = load_data_file(doc, at, value, LOADERS[prop["x-load"]], problems,
                                       resolve)
+        elif prop.get("x-discovery"):
+            out[key] = _discovery(doc, at, value, problems, resolve)
         elif prop.get("x-rubric"):
             out[key] = _rubric(doc, at, value, params.get("inputs", {}), problems)
     for key, value in params.items():
@@ -164,6 +166,22 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
         problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
         return None
     return _json_schema(doc, where, schema, problems)
+
+
+def _discovery(doc: Document, where: JPath, rel: str, problems: list[Problem],
+               resolve: Callable[[str, JPath], Path | None]) -> Any:
+    """The finding-quality-discovery spec package in a folder."""
+    from .discovery._task import load_package
+
+    folder = (Path(doc.file).resolve().parent / rel).resolve()
+    try:
+        package = load_package(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
+        return None
+    for name in package.files:  # bind every file the package read into the policy digest
+        resolve((Path(rel) / name).as_posix(), where)
+    return package
 
 
 def _rubric(doc: Document, where: JPath, name: str, inputs: Any,

@@ -94,6 +94,7 @@ class Policy:
     document: dict[str, Any] = field(default_factory=dict)  # what policy_sha256 digests
     presentation_digests: dict[str, str] = field(default_factory=dict)
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
+    report: str | None = None
 
 
 class _DataFiles:
@@ -121,6 +122,9 @@ class _DataFiles:
         out = {}
         for rel, path in sorted(table.items()):
             text = path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            if path.suffix not in (".json", ".yaml", ".yml"):
+                out[rel] = digest(text)
+                continue
             if path.suffix == ".json":
                 try:
                     out[rel] = digest(json.loads(text))
@@ -221,7 +225,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                       "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
                   reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask,
                   comparison_required=comparison.get("required", False),
-                  comparison_rules=rules, document=document,
+                  comparison_rules=rules, document=document, report=spec.get("report"),
                   presentation_digests=files.digests(files.presentation))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,7 +56,7 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         inputs: dict[str, dict[str, Any]] = {}
         for name, source in sorted(evaluation.inputs.items()):
             sha = unit_digest.hexdigest() if name == evaluation.unit_input else \
-                evidence.sha256_file(source.path)
+                evidence.sha256_path(source.path)
             inputs[name] = {"format": source.format, "sha256": sha}
         inputs[evaluation.unit_input]["records"] = tally.records
         judge = None
@@ -63,6 +64,7 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
             lines = runtime.lines()
             staging.write("judgements.jsonl", b"".join(lines))
             judge = judge_block(evaluation, runtime, hashlib.sha256(b"".join(lines)).hexdigest())
+        report = _protocol_report(evaluation, tally)
         outcome = decide(evaluation, tally, judge)
         baseline = baseline or evaluation.baseline
         keys = [signing.load_public(k) for k in evaluation.trusted_keys] + (trusted or [])
@@ -78,13 +80,18 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         rows_sha = writer.hash.hexdigest()
         card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
         subjects = {"rows.jsonl": rows_sha}
+        if report is not None:
+            card["report"] = report[0]
+            for name, data in (("report.json", report[1]), ("report.md", report[2])):
+                staging.write(name, data)
+                subjects[name] = hashlib.sha256(data).hexdigest()
         if judge is not None:
             subjects["judgements.jsonl"] = judge["judgements_sha256"]
         if outcome["validation"] is not None:
-            report = evidence.canonical(
+            checked = evidence.canonical(
                 evidence.validation_report(evaluation, tally, outcome["validation"]))
-            staging.write("validation.json", report)
-            subjects["validation.json"] = hashlib.sha256(report).hexdigest()
+            staging.write("validation.json", checked)
+            subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
         subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in inputs.items()}
         digest = evidence.seal(staging, card, key, subjects)
         out = staging.commit()
@@ -98,6 +105,22 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
     stats = dict(runtime.stats) if runtime is not None else {}
     return Result(evaluation.name, card["decision"], card["exit_code"], out, digest,
                   card["reasons"], overall, located, stats)
+
+
+def _protocol_report(evaluation: Evaluation,
+                     tally: Any) -> tuple[dict[str, Any], bytes, bytes] | None:
+    """The protocol report a policy asks for: (value, JSON bytes, Markdown bytes)."""
+    if evaluation.policy.report != "finding-quality-discovery":
+        return None
+    from .discovery import loads
+    from .discovery._report import build, markdown
+
+    package = next(i.params["package"] for i in evaluation.policy.inspections.values()
+                   if i.type.startswith("discovery_"))
+    tasks = list(loads(evaluation.inputs[evaluation.unit_input].path.read_bytes()))
+    value = build(package, tasks, tally.unit_records)
+    return (value, (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode(),
+            markdown(package, value).encode())
 
 
 def _judge_runtime(evaluation: Evaluation, cache: Path | None,

@@ -71,6 +71,8 @@ class Tally:
     # (category, case) -> non-passing rows, for grouped findings
     findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # unit -> the structured record a protocol report collects (e.g. a task's score record)
+    unit_records: dict[str, Any] = field(default_factory=dict)
     # category -> (kind, measured values) for cost and latency notes (never gated)
     measures: dict[str, tuple[str, list[float]]] = field(default_factory=dict)
 
@@ -120,6 +122,7 @@ class Tally:
         self.control_rows += other.control_rows
         self.suite_rows += other.suite_rows
         self.error_codes.update(other.error_codes)
+        self.unit_records.update(other.unit_records)
         for category, (kind, values) in other.measures.items():
             self.measures.setdefault(category, (kind, []))[1].extend(values)
         _findings.merge(self.findings, other.findings)

@@ -69,8 +69,8 @@ def _overrides(pairs: list[str]) -> dict[str, Path]:
         if not sep or not name or not value:
             raise UsageError(f"--input wants NAME=PATH, got '{pair}'", "BAD_INPUT_OPTION")
         path = Path(value)
-        if not path.is_file():
-            raise UsageError(f"--input {name}: {value} is not a file", "INPUT_NOT_FOUND")
+        if not path.exists():
+            raise UsageError(f"--input {name}: {value} does not exist", "INPUT_NOT_FOUND")
         out[name] = path.resolve()
     return out
 

@@ -108,6 +108,15 @@ def validation_report(evaluation: Evaluation, tally: Tally,
             "problems": sorted(tally.validation_rows, key=lambda r: r["line"])}
 
 
+def sha256_path(path: Path) -> str:
+    """A file's SHA-256, or for a folder the digest of its files' names and digests."""
+    if not path.is_dir():
+        return sha256_file(path)
+    lines = [f"{p.relative_to(path).as_posix()}\u0000{sha256_file(p)}\n"
+             for p in sorted(path.rglob("*")) if p.is_file()]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
     """SHA-256 of a file's bytes, streamed."""
     digest = hashlib.sha256()

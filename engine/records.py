@@ -134,7 +134,28 @@ def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                 yield parse_line(raw, number)
 
 
+def read_json_array(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+    """A JSON array of objects (a task inventory), one record per element, in order."""
+    from .discovery import JsonError, loads
+
+    raw = path.read_bytes()
+    if digest is not None:
+        digest.update(raw)
+    try:
+        parsed = loads(raw)
+    except JsonError as exc:
+        yield BadRecord(1, "INVALID_JSON", str(exc))
+        return
+    if not isinstance(parsed, list):
+        yield BadRecord(1, "INVALID_JSON", "the file must hold one JSON array of objects")
+        return
+    for index, item in enumerate(parsed, start=1):
+        yield Record(index, item) if isinstance(item, dict) else BadRecord(
+            index, "NOT_AN_OBJECT", f"element {index} is not an object")
+
+
 FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {
+    "discovery-tasks": read_json_array,
     "jsonl": read_jsonl,
     "assevra-jsonl": read_jsonl,  # Assevra 0.6 datasets, read unchanged; validated per row
 }

@@ -8,13 +8,14 @@ from typing import Any
 from . import _findings
 from .aggregate import Tally
 from .assevra import INVALID
-from .inspections import ABSTAIN, ERROR, FAIL, PASS, STATUSES, Context, Outcome
+from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
 from .inspections._base import clip, truthy
 from .records import FORMATS, VALIDATORS, BadRecord, Record
 from .spec import Evaluation, Inspection
 
 Row = dict[str, Any]
 JUDGED = frozenset({"judge", "injection"})  # types that may ask the judge
+NOT_APPLICABLE = "NOT_APPLICABLE"  # a SKIPPED outcome with this code leaves no row
 Sink = Callable[[Row], None]
 
 
@@ -65,7 +66,8 @@ class _Runner:
     def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None) -> None:
         self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
         self.tally = Tally()
-        self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge)
+        self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge,
+                           {n: i.path for n, i in evaluation.inputs.items()})
         self.collecting = judge is not None and judge.collecting
         source = evaluation.inputs[evaluation.unit_input]
         self.source = source.spec_path
@@ -138,6 +140,10 @@ class _Runner:
                     outcomes[inspection_id] = inspect(inspection, unit, self.ctx,
                                                       self.policy.inspections)
                 outcome = outcomes[inspection_id]
+                if outcome.record is not None and str(case_id) not in self.tally.unit_records:
+                    self.tally.unit_records[str(case_id)] = outcome.record
+                if outcome.status == SKIPPED and outcome.code == NOT_APPLICABLE:
+                    continue  # the inspection has nothing to say about this unit: no row
                 row = _row(self.evaluation, item, unit_id, str(case_id), category.name,
                            inspection, outcome)
                 if control:

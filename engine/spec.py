@@ -17,7 +17,7 @@ from ._policy import Category, Condition, Inspection, Policy, compile_policy
 from .errors import Problem, SpecErrors, did_you_mean
 from .judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 
-DERIVES_SUITE = ("assevra-jsonl",)
+DERIVES_SUITE = ("assevra-jsonl", "discovery-tasks")
 
 
 @dataclass
@@ -197,6 +197,9 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     inputs: dict[str, Input] = {}
     for name, decl in spec["inputs"].items():
         where = ("spec", "inputs", name, "path")
+        if decl.get("optional") and name not in overrides and not (
+                Path(doc.file).resolve().parent / decl["path"]).exists():
+            continue  # an optional input that is not there yet (e.g. reviews)
         target = overrides.get(name) or loader.path(doc, where, decl["path"])
         if target is not None:
             inputs[name] = Input(name, target, decl.get("format", "jsonl"),

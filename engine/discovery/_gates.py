@@ -93,6 +93,12 @@ class Gates:
                         return self._error(gate, failure, finding)
         return None
 
+    def selection(self, finding: dict[str, Any]) -> set[str]:
+        """The selected population of a finding that passed the gates."""
+        rules = finding["population"]["filters"]
+        return {d for d in self.corpus.ids
+                if all(_matches(meta(self.corpus.rows[d], r["field"]), r) for r in rules)}
+
     def _gates(self, phase: str) -> list[dict[str, Any]]:
         return [g for g in self.p.gates if g["phase"] == phase and
                 (not g.get("kinds") or self.kind in g["kinds"])]

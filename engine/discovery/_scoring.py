@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,7 @@ def task_quality(scores: list[float | None]) -> tuple[float | None, str]:
     return math.fsum(s for s in scores if s is not None) / len(scores), "scored"
 
 
-def summary(rules: Scoring, records: list[Mapping[str, Any]]) -> dict[str, Any]:
+def summary(rules: Scoring, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The ten summary metrics over a set of task records (§11.2)."""
     qualities = [r["quality"] for r in records if r.get("quality") is not None]
     coverages = [r["reference_coverage"] for r in records
@@ -79,8 +79,8 @@ def summary(rules: Scoring, records: list[Mapping[str, Any]]) -> dict[str, Any]:
     return {name: evaluate(formula, counts) for name, formula in rules.summary}
 
 
-def report(rules: Scoring, records: list[Mapping[str, Any]],
-           tasks: list[Mapping[str, Any]]) -> dict[str, Any]:
+def report(rules: Scoring, records: Sequence[Mapping[str, Any]],
+           tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Summary for the inventory, then by kind and by source in order of first appearance."""
     out = summary(rules, records)
     for group in ("kind", "source"):

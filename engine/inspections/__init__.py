@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import agent, budget, judged, lexicon, pii, structure, text
+from . import agent, budget, discovery, judged, lexicon, pii, structure, text
 from ._base import (
     ABSTAIN,
     ERROR,
@@ -19,7 +19,8 @@ from ._base import (
 )
 
 TABLE: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE,
-                               **pii.TABLE, **lexicon.TABLE, **agent.TABLE, **judged.TABLE}
+                               **pii.TABLE, **lexicon.TABLE, **agent.TABLE, **judged.TABLE,
+                               **discovery.TABLE}
 # Builders of the data tables some primitives read (``x-load`` in their parameter schema).
 LOADERS: dict[str, Callable[[Any], Any]] = {**pii.LOADERS, **lexicon.LOADERS}
 

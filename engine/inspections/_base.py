@@ -20,6 +20,7 @@ class Outcome:
     observed: Any = None
     message: str = ""
     code: str = ""
+    record: Any = None  # a structured result a protocol report collects (one per unit)
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class Context:
     wilson_z: float
     budgets: Mapping[str, Any] = field(default_factory=dict)
     judge: Any = None  # the judge runtime, when the Evaluation configures a judge
+    inputs: Mapping[str, Any] = field(default_factory=dict)  # input name -> path
+    memo: dict[Any, Any] = field(default_factory=dict)  # per-run cache primitives may share
 
 
 Run = Callable[[Mapping[str, Any], Mapping[str, Any], Context], Outcome]
