@@ -1,0 +1,175 @@
+"""finding-quality-discovery through `engine run`: statuses, the report, review binding.
+
+The demo's one review is worked by hand: the checker's labels equal the texts, so no
+claimed positive is contradicted (pc = 0), no known pair disagrees (d = 0), nothing is
+unknown to the checker, and all 3 supporting documents are confirmed: the cap is
+`supported`. The judge gave S 0.8, E 0.9, D 0.75, C 0.8, so the score is
+15 + 20 + 18 + 22.5 + 8 = 83.5 (§10.1's own example).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+from engine.discovery._review import restrictive
+from engine.discovery._task import load_package
+
+from .conftest import ROOT
+
+SPEC = ROOT / "specs" / "finding-quality-discovery"
+GROUP = "amazon_beauty_group_difference_toy"
+TEMPORAL = "amazon_beauty_temporal_change_toy"
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    folder = tmp_path / "finding-quality-discovery"
+    shutil.copytree(SPEC, folder)
+    return folder
+
+
+def run(folder: Path, *extra: str, out: str = "out") -> tuple[int, dict[str, Any], Path]:
+    dest = folder.parent / out
+    code = main(["run", str(folder), "--out", str(dest), *extra])
+    card = json.loads((dest / "scorecard.json").read_bytes()) if dest.exists() else {}
+    return code, card, dest
+
+
+def records(card: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["task_id"]: r for r in card["report"]["task_scores"]}
+
+
+def test_the_demo_scores_with_the_hand_worked_numbers(demo: Path) -> None:
+    code, card, out = run(demo)
+    assert code == 0 and card["decision"] == "PASS"
+    report = card["report"]
+    assert records(card)[GROUP]["status"] == "scored"
+    assert records(card)[GROUP]["quality"] == 83.5
+    finding = records(card)[GROUP]["findings"][0]
+    assert finding["effective_support"] == "supported" and finding["score"] == 83.5
+    gate = finding["evidence_gate"]
+    assert gate["support_cap"] == "supported" and gate["blind_supported_documents"] == 3
+    assert gate["conditions"][0]["positive_contradictions"] == 0
+    assert gate["conditions"][0]["disagreements"] == 0
+    assert records(card)[TEMPORAL]["status"] == "abstained"
+    assert (report["tasks"], report["scored_tasks"], report["quality_mean"],
+            report["conditional_quality_mean"], report["abstention_rate"],
+            report["valid_submission_rate"]) == (2, 1, None, 83.5, 0.5, 1.0)
+    assert list(report["by_kind"]) == ["group_difference", "temporal_change"]
+    assert report["by_kind"]["group_difference"]["quality_mean"] == 83.5
+    assert report["reviewer_methods"] == ["scripted-demo-reviewer / recorded"]
+    ordered = list(json.loads((out / "report.json").read_text()))
+    assert ordered[:10] == ["tasks", "scored_tasks", "quality_mean", "conditional_quality_mean",
+                            "reference_coverage_mean", "valid_submission_rate",
+                            "abstention_rate", "pending_tasks", "missing_tasks",
+                            "invalid_tasks"]
+    assert ordered[10:] == ["by_kind", "by_source", "task_scores", "difficulty",
+                            "scoring_version", "benchmark_version", "tasks_sha256",
+                            "reference_sha256", "reviewer_methods", "run"]
+    markdown = (out / "report.md").read_text()
+    assert "| conditional_quality_mean | 83.5 |" in markdown and "| quality_mean | null |" in \
+        markdown
+    assert "neither causal nor held-out" in markdown
+
+
+def test_without_reviews_the_answered_task_is_pending_and_the_run_incomplete(demo: Path) -> None:
+    shutil.rmtree(demo / "demo" / "reviews")
+    code, card, _ = run(demo)
+    assert records(card)[GROUP]["status"] == "pending_review"
+    assert card["report"]["pending_tasks"] == 1 and code == 3
+    assert "CATEGORY_UNRESOLVED" in [r["code"] for r in card["reasons"]]
+
+
+def test_an_invalid_submission_is_reported_with_its_code_and_fails(demo: Path) -> None:
+    path = demo / "demo" / "submissions" / f"{GROUP}.json"
+    submission = json.loads(path.read_text())
+    submission["findings"][0]["evidence"][0].update(start=16, end=28)  # UTF-16 offsets
+    path.write_text(json.dumps(submission, ensure_ascii=False))
+    code, card, _ = run(demo)
+    record = records(card)[GROUP]
+    assert record["status"] == "invalid" and record["quality"] is None
+    assert record["error"]["code"] == "EVIDENCE_OFFSET" and record["error"]["evidence_index"] == 0
+    assert card["report"]["invalid_tasks"] == 1 and card["report"]["valid_submission_rate"] == 0.5
+    assert code == 1 and [r["code"] for r in card["reasons"]] == ["BELOW_THRESHOLD"]
+
+
+def test_a_missing_submission(demo: Path) -> None:
+    (demo / "demo" / "submissions" / f"{TEMPORAL}.json").unlink()
+    code, card, _ = run(demo)
+    assert records(card)[TEMPORAL]["status"] == "missing" and code == 1
+    assert card["report"]["missing_tasks"] == 1
+
+
+@pytest.mark.parametrize("tamper, code", [
+    (lambda sub, rev: sub["findings"][0].__setitem__("claim", "A new claim."), "STALE_REVIEW"),
+    (lambda sub, rev: rev["blind_check"].__setitem__("seed", ""), "BLIND_SEED_INVALID"),
+    (lambda sub, rev: rev["blind_check"].__setitem__("protocol_sha256", "0" * 64),
+     "BLIND_PROTOCOL_MISMATCH"),
+    (lambda sub, rev: rev["blind_check"]["annotations"].pop(), "BLIND_SAMPLE_MISMATCH"),
+    (lambda sub, rev: rev["blind_check"]["annotations"][0]["quotes"].__setitem__(
+        0, "not in the text"), "BLIND_ANNOTATION_INVALID"),
+    (lambda sub, rev: rev["findings"][0].__setitem__("analytical_depth", 1.5),
+     "JUDGE_OUTPUT_INVALID"),
+    (lambda sub, rev: rev.__setitem__("scoring_version", "finding-quality-discovery"),
+     "STALE_REVIEW"),
+])
+def test_an_untrusted_review_aborts_and_writes_nothing(demo: Path, capsys: Any, tamper: Any,
+                                                       code: str) -> None:
+    sub_path = demo / "demo" / "submissions" / f"{GROUP}.json"
+    rev_path = demo / "demo" / "reviews" / f"{GROUP}.json"
+    sub, rev = json.loads(sub_path.read_text()), json.loads(rev_path.read_text())
+    tamper(sub, rev)
+    sub_path.write_text(json.dumps(sub, ensure_ascii=False))
+    rev_path.write_text(json.dumps(rev, ensure_ascii=False))
+    exit_code, _, out = run(demo)
+    err = capsys.readouterr().err
+    assert exit_code == 2 and not out.exists()
+    assert f"{GROUP}: {code}" in err
+
+
+def test_a_changed_blind_threshold_invalidates_the_review(demo: Path, capsys: Any) -> None:
+    path = demo / "blind_check.yaml"
+    path.write_text(path.read_text().replace("min_confirmed_supporting: 3",
+                                             "min_confirmed_supporting: 4"))
+    exit_code, _, _ = run(demo)
+    assert exit_code == 2 and "BLIND_PROTOCOL_MISMATCH" in capsys.readouterr().err
+
+
+def test_support_precedence_matrix_of_section_8_12() -> None:
+    precedence = load_package(SPEC).blind.precedence
+    levels = ["supported", "partial", "uncertain", "unsupported"]
+    want = {("supported", "supported"): "supported", ("supported", "partial"): "partial",
+            ("partial", "uncertain"): "uncertain", ("uncertain", "partial"): "uncertain",
+            ("partial", "partial"): "partial", ("uncertain", "unsupported"): "unsupported",
+            ("unsupported", "supported"): "unsupported"}
+    for (judge, cap), effective in want.items():
+        assert restrictive(precedence, judge, cap) == effective
+    for judge in levels:  # the matrix is symmetric in this precedence
+        for cap in levels:
+            assert restrictive(precedence, judge, cap) == restrictive(precedence, cap, judge)
+
+
+@pytest.mark.parametrize("counters, flags", [
+    ({"n": 20, "d": 2}, set()),                           # 2/20 is not > 0.10
+    ({"n": 20, "d": 3}, {"partial"}),
+    ({"n": 19, "d": 10}, set()),                          # below the known-compared minimum
+    ({"p": 8, "pc": 2}, {"partial"}),                     # 0.25 > 0.15
+    ({"p": 10, "pc": 5}, {"severe", "partial"}),          # 5/10 >= 0.5
+    ({"p": 4, "pc": 4}, set()),                           # fewer than 5 claimed positives
+    ({"checked": 50, "checker_unknown": 10}, set()),      # exactly 20% is not uncertain
+    ({"checked": 50, "checker_unknown": 11}, {"uncertain"}),
+    ({"checked": 0}, {"uncertain"}),
+])
+def test_blind_gate_thresholds_on_both_sides(counters: dict[str, int], flags: set[str]) -> None:
+    from engine.formula import evaluate
+
+    gate = load_package(SPEC).blind
+    env = {"checked": 30, "checker_unknown": 0, "p": 0, "pc": 0, "n": 0, "d": 0} | counters
+    raised = {name for name, formula in gate.flags.items() if evaluate(formula, env) is True}
+    assert raised == flags
