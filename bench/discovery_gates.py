@@ -48,8 +48,8 @@ def finding(rows: list[dict[str, Any]], k: int, rng: random.Random) -> dict[str,
                             **{f"{s}_doc_ids": [d for d in ids if states[d] == s]
                                for s in ("positive", "negative", "unknown")}})
     both = sorted(set(assignments[0]["positive_doc_ids"]) & set(assignments[1]["positive_doc_ids"]))
-    discord = sorted((set(assignments[0]["positive_doc_ids"]) &
-                      set(assignments[1]["negative_doc_ids"])))
+    discord = sorted(set(assignments[0]["positive_doc_ids"]) &
+                      set(assignments[1]["negative_doc_ids"]))
     evidence = [{"doc_id": d, "start": 0, "end": 5, "quote": by_id[d]["text"][:5],
                  "role": "supporting"} for d in both[:12]]
     evidence += [{"doc_id": d, "start": 0, "end": 5, "quote": by_id[d]["text"][:5],

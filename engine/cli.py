@@ -57,6 +57,16 @@ def _parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     keygen.add_argument("--out-dir", type=Path, required=True)
+    review = sub.add_parser("review", help="make finding-quality-discovery reviews with a judge")
+    review.add_argument("paths", nargs="+", type=Path)
+    review.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
+    review.add_argument("--reviews-dir", type=Path, required=True,
+                        help="review directory (judge configuration, blind caches, reviews)")
+    review.add_argument("--judge-base-url", required=True, help="OpenAI-compatible endpoint")
+    review.add_argument("--judge-model", required=True)
+    review.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="NAME of the variable holding the API key")
+    review.add_argument("--audit-documents", type=int, help="audit budget B (default: audit.yaml)")
     hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
     hash_cmd.add_argument("paths", nargs="+", type=Path)
     return parser
@@ -210,6 +220,36 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    from .discovery import loads
+    from .discovery._reviewer import ReviewError, load_reviewer, review_all
+
+    evaluations = [e for e in spec.load(args.paths, _overrides(args.input))
+                   if any(i.type.startswith("discovery_")
+                          for i in e.policy.inspections.values())]
+    if len(evaluations) != 1:
+        raise UsageError("name one finding-quality-discovery Evaluation", "NO_EVALUATION")
+    evaluation = evaluations[0]
+    inspection = next(i for i in evaluation.policy.inspections.values()
+                      if i.type.startswith("discovery_"))
+    package, params = inspection.params["package"], inspection.params
+    folder = next(p for p in evaluation.file.parent.resolve().rglob("judge.yaml")).parent
+    reviewer = load_reviewer(folder, args.judge_base_url, args.judge_model, args.api_key_env)
+    inputs = {n: i.path for n, i in evaluation.inputs.items()}
+    tasks = list(loads(inputs[params["tasks"]].read_bytes()))
+    budget = args.audit_documents or package.discovery.audit["budget"]
+    try:
+        outcomes = review_all(package, reviewer, tasks, inputs[params["corpora"]],
+                              inputs[params["submissions"]], args.reviews_dir, budget)
+    except ReviewError as exc:
+        raise UsageError(str(exc), exc.code) from None
+    for outcome in outcomes:
+        error = outcome.get("error")
+        suffix = f" {error['code']}: {error['message']}" if error else ""
+        print(f"{outcome['task_id']}: {outcome['outcome']}{suffix}")
+    return 1 if any(o["outcome"] == "error" for o in outcomes) else 0
+
+
 def cmd_hash(args: argparse.Namespace) -> int:
     for e in spec.load(args.paths):
         print(f"{e.name}\tpolicy_sha256 {e.policy.sha256}\tsuite_sha256 {e.suite.sha256}")
@@ -217,7 +257,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
-            "keygen": cmd_keygen, "hash": cmd_hash}
+            "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ class Judge:
 
     def __init__(self) -> None:
         self.script: dict[str, list[dict[str, Any]]] = {}
+        self.responder: Any = None  # body -> reply text, for answers that depend on the request
         self.received: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         judge = self
@@ -49,13 +50,16 @@ class Judge:
         time.sleep(step.get("delay", 0))
         status = step.get("status", 200)
         text = step.get("verdict", '{"score": 5, "reason": "supported"}')
+        if self.responder is not None and "verdict" not in step and "raw" not in step:
+            text = self.responder(body)
         if "raw" in step:
             payload = step["raw"].encode()
         elif handler.path.endswith("/v1/messages"):
             payload = json.dumps({"content": [{"type": "text", "text": text}],
                                   "usage": {"input_tokens": 11, "output_tokens": 7}}).encode()
         else:
-            payload = json.dumps({"choices": [{"message": {"content": text}}],
+            payload = json.dumps({"choices": [{"message": {"content": text},
+                                               "finish_reason": "stop"}], "id": "r-1",
                                   "usage": {"prompt_tokens": 11,
                                             "completion_tokens": 7}}).encode()
         handler.send_response(status)

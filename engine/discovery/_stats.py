@@ -122,3 +122,34 @@ def expected(kind: KindStatistics, sets: Mapping[str, set[str]], robust: dict[st
     values = {key: evaluate(formula, counts) for key, formula in kind.keys}
     values |= robust
     return {key: values[key] for key in order}
+
+
+def audit_details(sel: list[str], rows: Mapping[str, dict[str, Any]], k0: set[str],
+                  k1: set[str], outcome: set[str], axes: list[str],
+                  min_known: int) -> dict[str, Any]:
+    """Per axis, the strata behind the robustness keys, for the narrative judge (§9.2)."""
+    out: dict[str, Any] = {}
+    for axis in axes:
+        strata: dict[str, set[str]] = {}
+        missing = 0
+        for doc_id in sel:
+            doc = rows[doc_id]
+            if axis == "report_year":
+                day = strict_date(doc.get("timestamp"))
+                key = None if day is None else str(day.year)
+            else:
+                key = render(meta(doc, axis))
+            if key is None:
+                missing += 1
+            else:
+                strata.setdefault(key, set()).add(doc_id)
+        eligible = [{"key": k, "arm0_known_n": len(k0 & s), "arm1_known_n": len(k1 & s),
+                     "delta_pp": _eff(k0 & s, k1 & s, outcome)}
+                    for k, s in sorted(strata.items())
+                    if len(k0 & s) >= min_known and len(k1 & s) >= min_known]
+        largest = min(strata.items(), key=lambda kv: (-len(kv[1]), kv[0])) if strata else None
+        out[axis] = {"universe_n": len(sel), "missing_metadata_n": missing,
+                     "eligible_strata": eligible,
+                     "removed_stratum": {"key": largest[0], "n": len(largest[1])}
+                     if largest else None}
+    return out

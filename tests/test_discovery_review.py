@@ -1,0 +1,181 @@
+"""`engine review` against a reviewer on loopback: blind check, narrative judge, binding."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+
+from .conftest import ROOT
+from .judge_server import Judge
+
+SPEC = ROOT / "specs" / "finding-quality-discovery"
+GROUP = "amazon_beauty_group_difference_toy"
+GOOD_ROW = {"support": "supported", "task_fulfilled": True, "statistical_validity": 0.8,
+            "evidence_entailment": 0.9, "analytical_depth": 0.75, "calibration": 0.8,
+            "duplicate_of": None, "reference_match": None,
+            "rationale": "Counts and quotes hold on the sample."}
+
+
+def honest(body: dict[str, Any]) -> str:
+    """Blind batches labelled from the text; the narrative grades every finding."""
+    payload = json.loads(body["messages"][1]["content"])
+    if payload.get("stage") == "blind_evidence_check":
+        rows = []
+        for doc in payload["documents"]:
+            hit = next((s["s"] for s in doc["segments"] if "overheat" in s["text"]), None)
+            pairs = [x for _ in payload["definitions"] for x in
+                     (("positive", hit) if hit is not None else ("negative", None))]
+            rows.append([doc["i"], *pairs])
+        return json.dumps({"labels": rows})
+    return json.dumps({"findings": [{"finding_id": f["finding_id"], **GOOD_ROW}
+                                    for f in payload["submission"]["findings"]]})
+
+
+@pytest.fixture
+def judge() -> Iterator[Judge]:
+    server = Judge()
+    server.responder = honest
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    folder = tmp_path / "finding-quality-discovery"
+    shutil.copytree(SPEC, folder)
+    shutil.rmtree(folder / "demo" / "reviews")
+    return folder
+
+
+def review(spec: Path, judge: Judge, reviews: Path, model: str = "m1",
+           capsys: Any = None) -> tuple[int, str]:
+    code = main(["review", str(spec), "--reviews-dir", str(reviews), "--judge-base-url",
+                 f"{judge.url}/v1", "--judge-model", model, "--audit-documents", "60"])
+    return code, capsys.readouterr().out if capsys else ""
+
+
+def evaluate(spec: Path, reviews: Path, out: str) -> tuple[int, dict[str, Any]]:
+    dest = spec.parent / out
+    code = main(["run", str(spec), "--input", f"reviews={reviews}", "--out", str(dest)])
+    card = json.loads((dest / "scorecard.json").read_bytes()) if dest.exists() else {}
+    return code, card
+
+
+def test_review_then_evaluate_then_reuse(spec: Path, judge: Judge, tmp_path: Path,
+                                         capsys: Any) -> None:
+    reviews = tmp_path / "reviews"
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 0, out
+    assert f"{GROUP}: reviewed" in out and "temporal_change_toy: abstained" in out
+    config = json.loads((reviews / "judge_config.json").read_text())
+    assert re.fullmatch(r"[0-9a-f]{64}", config["audit_seed"])
+    assert config["audit_documents"] == 60 and config["model"] == "m1"
+    calls = judge.calls()
+    assert calls == 4  # 32 short documents: 3 blind batches of <= 12, then the narrative
+    stored = json.loads((reviews / f"{GROUP}.json").read_text())
+    assert stored["reviewer_method"] == f"{judge.url}/v1 / m1"
+    assert stored["blind_check"]["seed"] == config["audit_seed"]
+    assert len(stored["provider_receipts"]) == 4
+    first = judge.received[0]["body"]
+    blind = json.loads(first["messages"][1]["content"])
+    assert set(blind) == {"stage", "definitions", "documents", "output_contract"}
+    assert "claim" not in first["messages"][1]["content"]  # the checker never sees claims
+    code, card = evaluate(spec, reviews, "out1")
+    record = {r["task_id"]: r for r in card["report"]["task_scores"]}[GROUP]
+    assert code == 0 and record["status"] == "scored" and record["quality"] == 83.5
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 0 and f"{GROUP}: reused" in out and judge.calls() == calls
+
+
+def test_a_changed_submission_makes_the_review_stale(spec: Path, judge: Judge, tmp_path: Path,
+                                                      capsys: Any) -> None:
+    reviews = tmp_path / "reviews"
+    review(spec, judge, reviews, capsys=capsys)
+    path = spec / "demo" / "submissions" / f"{GROUP}.json"
+    sub = json.loads(path.read_text())
+    sub["findings"][0]["claim"] = "A different claim."
+    path.write_text(json.dumps(sub, ensure_ascii=False))
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error STALE_REVIEW" in out
+    code, _ = evaluate(spec, reviews, "out2")
+    assert code == 2 and "STALE_REVIEW" in capsys.readouterr().err
+
+
+def test_one_repair_per_blind_batch(spec: Path, judge: Judge, tmp_path: Path,
+                                    capsys: Any) -> None:
+    replies = iter(['{"labels": []}'])  # the first blind reply is unusable
+
+    def flaky(body: dict[str, Any]) -> str:
+        return next(replies, None) or honest(body)
+
+    judge.responder = flaky
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert code == 0, out
+    repairs = [r["body"] for r in judge.received
+               if "previous_response" in r["body"]["messages"][1]["content"]]
+    assert len(repairs) == 1 and judge.calls() == 5  # 3 batches + 1 repair + the narrative
+    repair = json.loads(repairs[0]["messages"][1]["content"])
+    assert repair["previous_response"] == {"labels": []} and "validation_error" in repair
+    assert "each row of length 3" in repairs[0]["messages"][0]["content"]
+
+
+def test_a_blind_check_that_stays_invalid_writes_nothing(spec: Path, judge: Judge,
+                                                         tmp_path: Path, capsys: Any) -> None:
+    judge.responder = lambda body: '{"labels": [[0, "positive", null]]}'
+    reviews = tmp_path / "reviews"
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error BLIND_CHECK_FAILED" in out
+    assert not (reviews / f"{GROUP}.json").exists()
+    assert not (reviews / f"{GROUP}.blind.json").exists()
+
+
+def test_an_invalid_narrative_keeps_the_blind_cache(spec: Path, judge: Judge, tmp_path: Path,
+                                                    capsys: Any) -> None:
+    def bad_narrative(body: dict[str, Any]) -> str:
+        text = honest(body)
+        return text.replace('"analytical_depth": 0.75', '"analytical_depth": 7.5')
+
+    judge.responder = bad_narrative
+    reviews = tmp_path / "reviews"
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error JUDGE_OUTPUT_INVALID" in out
+    assert (reviews / f"{GROUP}.blind.json").exists()
+    assert not (reviews / f"{GROUP}.json").exists()
+    code, _ = evaluate(spec, reviews, "out3")
+    assert code == 3  # the task is pending review
+    judge.responder = honest
+    before = judge.calls()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 0 and judge.calls() == before + 1  # only the narrative request again
+
+
+def test_a_changed_judge_needs_a_fresh_review_directory(spec: Path, judge: Judge,
+                                                        tmp_path: Path, capsys: Any) -> None:
+    reviews = tmp_path / "reviews"
+    review(spec, judge, reviews, capsys=capsys)
+    code = main(["review", str(spec), "--reviews-dir", str(reviews), "--judge-base-url",
+                 f"{judge.url}/v1", "--judge-model", "m2", "--audit-documents", "60"])
+    assert code == 2 and "JUDGE_CONFIG_MISMATCH" in capsys.readouterr().err
+
+
+def test_an_oversized_request_is_refused_before_sending(spec: Path, judge: Judge,
+                                                        tmp_path: Path, capsys: Any) -> None:
+    path = spec / "judge.yaml"
+    path.write_text(path.read_text().replace("max_input_chars: 800000", "max_input_chars: 2000"))
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert code == 1 and "MODEL_INPUT_TOO_LARGE" in out and judge.calls() == 0
+
+
+def test_a_transport_failure_is_reported(spec: Path, judge: Judge, tmp_path: Path,
+                                         capsys: Any) -> None:
+    judge.script["m1"] = [{"status": 500}]
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT" in out
