@@ -402,3 +402,50 @@ def test_sampling_on_a_larger_corpus_is_seeded(world: dict[str, Any]) -> None:
     with pytest.raises(AuditError) as caught:
         sample("s", 60, "t", ids, many, params)
     assert caught.value.code == "AUDIT_EVIDENCE_BUDGET"
+
+
+def test_segmentation_of_section_8_3() -> None:
+    from engine.discovery._blind import segments
+
+    assert segments(kit.EMOJI_TEXT, 600, 300) == ["Great \U0001f600 dryer.", "It overheats fast."]
+    # newline included in its segment; whitespace between sentences dropped; '?' and '!' end
+    assert segments("Line one\n  Really? Yes!  Done", 600, 300) == [
+        "Line one\n", "Really?", "Yes!", "Done"]
+    # a '.' not followed by whitespace does not end a sentence; the first character never does
+    assert segments(".5 kg. v1.2 ok", 600, 300) == [".5 kg.", "v1.2 ok"]
+    # 700 characters without a terminator: split at the last space in [s+300, s+600)
+    words = ("abcd " * 140).rstrip()  # 699 characters, spaces every 5th
+    parts = segments(words, 600, 300)
+    assert "".join(parts) == words and len(parts[0]) == 599 and parts[1].startswith(" ")
+    # no space in the window: a hard split at 600
+    solid = "x" * 1300
+    assert [len(p) for p in segments(solid, 600, 300)] == [600, 600, 100]
+
+
+def test_batching_of_section_8_4() -> None:
+    from engine.discovery._blind import batches
+
+    ids = [f"d{i}" for i in range(32)]
+    sizes = dict.fromkeys(ids, 40)
+    assert [len(b) for b in batches(ids, sizes, 12, 24000)] == [12, 12, 8]  # §7.4's example
+    sizes = {"a": 10, "b": 30000, "c": 23990, "d": 20}
+    assert batches(["a", "b", "c", "d"], sizes, 12, 24000) == [["a"], ["b"], ["c"], ["d"]]
+    assert batches(["a", "d"], sizes, 12, 24000) == [["a", "d"]]
+
+
+def test_blind_output_validation_both_passes() -> None:
+    from engine.discovery._blind import validate
+
+    docs = [["It overheats.", "Fine."], ["Works."]]
+    texts = ["It overheats. Fine.", "Works."]
+    ok, why = validate({"labels": [[1, "negative", None], [0, "positive", 0]]}, docs, texts, 1)
+    assert why == "" and ok == [{"states": ["positive"], "quotes": ["It overheats."]},
+                                {"states": ["negative"], "quotes": [""]}]
+    for bad in ({"labels": [[0, "positive", None], [1, "negative", None]]},   # no segment
+                {"labels": [[0, "negative", None]]},                          # a row missing
+                {"labels": [[True, "negative", None], [1, "negative", None]]},  # bool index
+                {"labels": [[0, "maybe", 1], [1, "negative", None]]},         # unknown state
+                {"labels": [[0, "negative", 5], [1, "negative", None]]},      # no segment 5
+                {"labels": [], "extra": 1}):
+        rows, why = validate(bad, docs, texts, 1)
+        assert rows is None and why, bad
