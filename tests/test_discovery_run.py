@@ -173,3 +173,42 @@ def test_blind_gate_thresholds_on_both_sides(counters: dict[str, int], flags: se
     env = {"checked": 30, "checker_unknown": 0, "p": 0, "pc": 0, "n": 0, "d": 0} | counters
     raised = {name for name, formula in gate.flags.items() if evaluate(formula, env) is True}
     assert raised == flags
+
+
+def _gate_for(checker: dict[str, str], claimed: dict[str, str], support: list[str]) -> str:
+    """The cap for one single-condition finding, given checker and claimed states."""
+    from engine.discovery._review import evidence_gate
+
+    ids = sorted(checker)
+    finding = {"finding_id": "f1", "definitions": [{"condition_id": "c"}],
+               "assignments": [{"condition_id": "c", **{
+                   f"{s}_doc_ids": [d for d in ids if claimed[d] == s]
+                   for s in ("positive", "negative", "unknown")}}],
+               "evidence": [{"doc_id": d, "role": "supporting"} for d in support]}
+    annotations = [{"doc_id": d, "states": [checker[d]], "quotes": [""]} for d in ids]
+    gate = load_package(SPEC).blind
+    result: str = evidence_gate(gate, finding, 0, set(ids), annotations)["support_cap"]
+    return result
+
+
+def test_each_support_cap() -> None:
+    ids = [f"d{i:02d}" for i in range(40)]
+    claimed = {d: "positive" if i < 10 else "negative" for i, d in enumerate(ids)}
+    support = ids[:3]
+    agree = dict(claimed)
+    assert _gate_for(agree, claimed, support) == "supported"
+    # 5 of 10 claimed positives contradicted -> SEVERE -> unsupported
+    severe = {**claimed, **dict.fromkeys(ids[5:10], "negative")}
+    assert _gate_for(severe, claimed, support) == "unsupported"
+    # 2 of 10 contradicted (0.2 > 0.15 with p >= 8) -> PARTIAL
+    partial = {**claimed, **dict.fromkeys(ids[8:10], "negative")}
+    assert _gate_for(partial, claimed, support) == "partial"
+    # 9 of 40 unknown to the checker (0.225 > 0.20) -> UNCERTAIN, which outranks partial
+    unsure = {**claimed, **dict.fromkeys(ids[20:29], "unknown")}
+    assert _gate_for(unsure, claimed, support) == "uncertain"
+    # only 2 supporting documents confirmed, not all contradicted -> UNCERTAIN
+    weak = {**claimed, ids[0]: "unknown"}
+    assert _gate_for(weak, claimed, support) == "uncertain"
+    # every supporting document contradicted -> SEVERE
+    assert _gate_for({**claimed, **dict.fromkeys(support, "negative")}, claimed,
+                     support) == "unsupported"
