@@ -212,3 +212,12 @@ def test_each_support_cap() -> None:
     # every supporting document contradicted -> SEVERE
     assert _gate_for({**claimed, **dict.fromkeys(support, "negative")}, claimed,
                      support) == "unsupported"
+
+
+def test_a_task_of_another_profile_aborts(demo: Path, capsys: Any) -> None:
+    path = demo / "demo" / "tasks.json"
+    tasks = json.loads(path.read_text())
+    tasks[1]["difficulty"] = "guided"
+    path.write_text(json.dumps(tasks))
+    code, _, out = run(demo)
+    assert code == 2 and not out.exists() and "PROFILE_MISMATCH" in capsys.readouterr().err

@@ -28,13 +28,20 @@ def build(pkg: Package, tasks: list[dict[str, Any]],
                                    f"scored: {listed}", broken[0][1]["code"])
     ordered = [records[t["task_id"]] for t in tasks]
     d = pkg.discovery
+    profiles = sorted({str(t.get("difficulty")) for t in tasks})
+    if profiles != [d.difficulty]:
+        raise ReviewIntegrityError(f"tasks of profile(s) {profiles}; this protocol scores "
+                                   f"{d.difficulty!r} only", "PROFILE_MISMATCH")
+    mixed = sorted({r["reviewer_method"] for r in ordered if r.get("reviewer_method")})
+    if len(mixed) > 1:
+        raise ReviewIntegrityError(f"reviews from different reviewer methods: {mixed}",
+                                   "REVIEWER_METHOD_MIX")
     out = summarise(d.scoring, ordered, tasks)
-    methods = sorted({r["reviewer_method"] for r in ordered if r.get("reviewer_method")})
     return {**out, "task_scores": ordered, "difficulty": d.difficulty,
             "scoring_version": d.version, "benchmark_version": pkg.benchmark_version,
             "tasks_sha256": digest(tasks),
             "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
-            "reviewer_methods": methods, "run": None}
+            "reviewer_methods": mixed, "run": None}
 
 
 def _num(value: Any) -> str:
