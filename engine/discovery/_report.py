@@ -20,6 +20,11 @@ class ReviewIntegrityError(EngineError):
 def build(pkg: Package, tasks: list[dict[str, Any]],
           records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The JSON report, members in the protocol's order; raises on any untrusted review."""
+    d = pkg.discovery
+    profiles = sorted({str(t.get("difficulty")) for t in tasks})
+    if profiles != [d.difficulty]:
+        raise ReviewIntegrityError(f"tasks of profile(s) {profiles}; this protocol scores "
+                                   f"{d.difficulty!r} only", "PROFILE_MISMATCH")
     broken = [(t["task_id"], records[t["task_id"]]["integrity"]) for t in tasks
               if "integrity" in records.get(t["task_id"], {})]
     if broken:
@@ -27,11 +32,6 @@ def build(pkg: Package, tasks: list[dict[str, Any]],
         raise ReviewIntegrityError(f"{len(broken)} review(s) cannot be trusted, so nothing was "
                                    f"scored: {listed}", broken[0][1]["code"])
     ordered = [records[t["task_id"]] for t in tasks]
-    d = pkg.discovery
-    profiles = sorted({str(t.get("difficulty")) for t in tasks})
-    if profiles != [d.difficulty]:
-        raise ReviewIntegrityError(f"tasks of profile(s) {profiles}; this protocol scores "
-                                   f"{d.difficulty!r} only", "PROFILE_MISMATCH")
     mixed = sorted({r["reviewer_method"] for r in ordered if r.get("reviewer_method")})
     if len(mixed) > 1:
         raise ReviewIntegrityError(f"reviews from different reviewer methods: {mixed}",
