@@ -101,7 +101,7 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
         return BadRecord(line, "INVALID_JSON", "nested too deeply")
     if not isinstance(data, dict):
         return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
-    if _ESCAPED_SURROGATE.search(raw) and _has_lone_surrogate(data):
+    if _ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
         return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
     return Record(line, data)
 
@@ -109,7 +109,7 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
 _ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 
 
-def _has_lone_surrogate(value: Any) -> bool:
+def has_lone_surrogate(value: Any) -> bool:
     """True if any string (key or value) cannot be encoded as UTF-8."""
     if isinstance(value, str):
         try:
@@ -118,9 +118,9 @@ def _has_lone_surrogate(value: Any) -> bool:
             return True
         return False
     if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
+        return any(has_lone_surrogate(v) for v in value)
     return False
 
 

@@ -13,6 +13,8 @@ import math
 import re
 from typing import Any
 
+from ..records import has_lone_surrogate
+
 
 class LexFloat(float):
     """A JSON number written with a fraction or an exponent (``5.0``, ``5e0``)."""
@@ -51,20 +53,6 @@ _DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant,
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 
-def _lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_lone_surrogate(v) for v in value)
-    return False
-
-
 def loads(data: bytes | str) -> Any:
     """Parse one JSON text by the protocol's rules; JsonError says why not."""
     if isinstance(data, bytes):
@@ -85,7 +73,7 @@ def loads(data: bytes | str) -> Any:
         raise JsonError("JSON_PARSE", "nested too deeply") from None
     if text[end:].strip():
         raise JsonError("JSON_PARSE", "extra data after the JSON value")
-    if _SURROGATE.search(text) and _lone_surrogate(value):
+    if _SURROGATE.search(text) and has_lone_surrogate(value):
         raise JsonError("JSON_PARSE", "a string holds a lone surrogate")
     return value
 
