@@ -11,7 +11,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from . import evidence, history, runner, signing
+from . import evidence, history, reports, runner, signing
 from ._canonical import digest
 from .decision import decide, with_comparison
 from .judge import Runtime
@@ -92,6 +92,9 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
                 evidence.validation_report(evaluation, tally, outcome["validation"]))
             staging.write("validation.json", checked)
             subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
+        for name, data in reports.project(card).items():  # projections of the scorecard
+            staging.write(name, data)
+            subjects[name] = hashlib.sha256(data).hexdigest()
         subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in inputs.items()}
         digest = evidence.seal(staging, card, key, subjects)
         out = staging.commit()

@@ -149,8 +149,8 @@ def test_keygen_modes_and_refusal(keys: Path, capsys: Any) -> None:
 def test_signed_run_writes_the_evidence_set(spec: Spec, keys: Path) -> None:
     out = signed_run(spec, keys)
     assert sorted(p.name for p in out.iterdir()) == [
-        "rows.jsonl", "scorecard.intoto.jsonl", "scorecard.json", "scorecard.json.sig",
-        "signer.pub.pem"]
+        "junit.xml", "rows.jsonl", "scorecard.html", "scorecard.intoto.jsonl", "scorecard.json",
+        "scorecard.json.sig", "scorecard.md", "signer.pub.pem"]
     assert len((out / "scorecard.json.sig").read_bytes()) == 64
 
 
