@@ -1,0 +1,47 @@
+"""A real browser opens the HTML report offline: it renders, and hostile agent output in it
+executes nothing. Needs Debian's chromium (.ci/run installs it)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import refund
+from .conftest import Gate
+
+MARK = "document.body.setAttribute('data-pwned','1')"
+PAYLOADS = [f"<script>{MARK}</script>", f'<img src=x onerror="{MARK}">',
+            f'<svg onload="{MARK}"></svg>']
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert binary, "the browser test needs Debian's chromium (apt-get install chromium)"
+    profile = tmp / "profile"
+    return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, timeout=120)
+
+
+def test_the_report_renders_and_hostile_output_stays_text(gate: Gate, tmp_path: Path) -> None:
+    rows = refund.rows(fixed=True)
+    for i, payload in enumerate(PAYLOADS):
+        rows.append({"id": f"t{i}", "case_id": f"t{i}", "dimension": "task_completion",
+                     "agent_output": payload, "must_include": [payload]})
+        rows.append({"id": f"x{i}", "case_id": f"x{i}", "dimension": "tool_call",
+                     "tool_calls": [{"name": payload}], "allowed_tools": ["lookup_order"]})
+    _, card, out = gate.run(rows)
+    page = (out / "scorecard.html").resolve().as_uri()
+    shot = tmp_path / "report.png"
+    done = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1600", page)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000
+    dom = chromium(tmp_path, "--dump-dom", page).stdout.decode()
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and "data-pwned" not in body.group(0)
+    assert "Decision: FAIL" in dom and card["policy_sha256"] in dom
+    assert "&lt;script&gt;" in dom  # the payload is there, as text
