@@ -95,6 +95,7 @@ class Policy:
     presentation_digests: dict[str, str] = field(default_factory=dict)
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
     report: str | None = None
+    waivers: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _DataFiles:
@@ -206,6 +207,12 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         comparison.get(f"{status}_when", default), names, BOOLEAN, loader.problems)
         for status, default in (("regressed", "rate < baseline_lower"),
                                 ("improved", "rate > baseline_upper"))}
+    for i, waiver in enumerate(spec.get("waivers", [])):
+        for j, name in enumerate(waiver["scope"].get("categories", [])):
+            if name not in categories:
+                loader.problems.append(doc.problem(
+                    ("spec", "waivers", i, "scope", "categories", j), "UNKNOWN_CATEGORY",
+                    f"no category is named '{name}'", did_you_mean(name, categories)))
     if len(loader.problems) > before:
         return None
     purpose = gate.get("purpose", "release")
@@ -226,6 +233,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                   reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask,
                   comparison_required=comparison.get("required", False),
                   comparison_rules=rules, document=document, report=spec.get("report"),
+                  waivers=spec.get("waivers", []),
                   presentation_digests=files.digests(files.presentation))
 
 

@@ -11,8 +11,9 @@ from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED
 
 MAX_SAMPLES = 20  # record problems listed by place in the scorecard; all are counted
 
+WAIVED = "WAIVED"  # a FAIL row an active waiver took out of the rate
 _FIELD = {PASS: "passed", FAIL: "failed", ERROR: "errors", ABSTAIN: "abstained",
-          SKIPPED: "skipped"}
+          SKIPPED: "skipped", WAIVED: "waived"}
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Counts:
     errors: int = 0
     abstained: int = 0
     skipped: int = 0
+    waived: int = 0
 
     @property
     def n(self) -> int:
@@ -33,7 +35,7 @@ class Counts:
     @property
     def attempted(self) -> int:
         """Every row of the group, whatever its status."""
-        return self.n + self.errors + self.abstained + self.skipped
+        return self.n + self.errors + self.abstained + self.skipped + self.waived
 
     def add(self, status: str) -> None:
         """Count one row."""
@@ -71,6 +73,8 @@ class Tally:
     # (category, case) -> non-passing rows, for grouped findings
     findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # waiver id -> FAIL rows it took out of the rates
+    waived: Counter[str] = field(default_factory=Counter)
     # unit -> the structured record a protocol report collects (e.g. a task's score record)
     unit_records: dict[str, Any] = field(default_factory=dict)
     # category -> (kind, measured values) for cost and latency notes (never gated)
@@ -123,6 +127,7 @@ class Tally:
         self.suite_rows += other.suite_rows
         self.error_codes.update(other.error_codes)
         self.unit_records.update(other.unit_records)
+        self.waived.update(other.waived)
         for category, (kind, values) in other.measures.items():
             self.measures.setdefault(category, (kind, []))[1].extend(values)
         _findings.merge(self.findings, other.findings)

@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--baseline", type=Path, help="earlier signed scorecard to compare with")
     run.add_argument("--trusted-key", action="append", default=[], type=Path,
                      help="public key a baseline must be signed by (repeatable)")
+    run.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
+                     "default today")
     run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
     run.add_argument("--judge-base-url", help="override the judge endpoint")
     run.add_argument("--judge-model", help="override the judge model")
@@ -114,8 +117,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--baseline needs a single Evaluation (name its folder or file)",
                          "AMBIGUOUS_BASELINE")
     trusted = [signing.load_public(p) for p in args.trusted_key]
+    as_of = args.as_of or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", as_of):
+        raise UsageError(f"--as-of wants YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
     for evaluation in evaluations:
         evaluation.judge = _judge_overrides(evaluation.judge, args)
+        evaluation.as_of = as_of
     cache = None if args.no_judge_cache else args.judge_cache
     progress = _progress if sys.stderr.isatty() else None
     results = [execute(e, d, key, args.baseline, trusted, cache, progress)

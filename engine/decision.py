@@ -92,7 +92,7 @@ def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
     return {
         "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
-        "abstained": counts.abstained, "skipped": counts.skipped,
+        "abstained": counts.abstained, "skipped": counts.skipped, "waived": counts.waived,
         "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
         "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
         "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
@@ -188,6 +188,7 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
                                   not categories[n]["attempted"]],
            "validation": parts.get("validation"), "controls": parts.get("controls"),
            "reliability": parts.get("reliability", {}),
+           "waivers": _waivers(evaluation, parts.get("tally")),
            "reasons": [r.as_json() for r in reasons]}
     out["findings"] = parts.get("findings", []) + _blockers(out, parts.get("tally"))
     for reason in out["reasons"]:
@@ -230,6 +231,21 @@ def with_comparison(evaluation: Evaluation, outcome: dict[str, Any],
                "message": extra[0].message, "automation": "human_review_required"}
     return {**outcome, "decision": decision, "overall_pass": decision == PASS,
             "reasons": reasons, "findings": outcome["findings"] + [blocker]}
+
+
+def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:
+    """Every waiver of the policy, active or expired, with the FAIL rows it took out."""
+    waivers = evaluation.policy.waivers
+    if not waivers:
+        return None
+    entries = []
+    for w in waivers:
+        active = evaluation.as_of <= w["expires"]
+        entries.append({**w, "status": "active" if active else "expired",
+                        "rows_waived": tally.waived[w["id"]] if tally is not None else 0,
+                        "note": "" if active else f"expired on {w['expires']}: it no longer "
+                        "applies"})
+    return {"as_of": evaluation.as_of, "entries": entries}
 
 
 def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:

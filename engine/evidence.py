@@ -76,6 +76,7 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
         "controls": outcome["controls"],
         "validation": outcome["validation"],
         "findings": outcome["findings"],
+        "waivers": outcome["waivers"],
         "coverage": {
             "records": tally.records, "rows": tally.rows, "cases": len(suite.cases),
             "cases_observed": sum(1 for c in suite.cases if tally.case_units[c]),

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import _findings
-from .aggregate import Tally
+from .aggregate import WAIVED, Tally
 from .assevra import INVALID
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
 from .inspections._base import clip, truthy
@@ -73,6 +73,7 @@ class _Runner:
         self.source = source.spec_path
         self.validator = VALIDATORS.get(source.format) if self.policy.validate else None
         self.seen: set[str] = set()
+        self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
         row = {"input": self.evaluation.unit_input, "line": line, "status": ERROR,
@@ -149,6 +150,14 @@ class _Runner:
                 if control:
                     self.control(row, outcome)
                     continue
+                waiver = self.waiver(category.name, str(case_id), unit) \
+                    if outcome.status == FAIL and self.waivers else None
+                if waiver is not None:
+                    row["waived_by"] = waiver
+                    self.tally.waived[waiver] += 1
+                    self.tally.count_row(category.name, inspection_id, WAIVED)
+                    self.sink(row)
+                    continue
                 self.tally.count_row(category.name, inspection_id, outcome.status, outcome.code)
                 self.tally.count_case(category.name, str(case_id), outcome.status)
                 measure = inspection.primitive.measure
@@ -160,6 +169,17 @@ class _Runner:
                     _findings.add(self.tally.findings, category.name, str(case_id), row,
                                   self.evaluation.unit_trace.search(item.data))
                 self.sink(row)
+
+    def waiver(self, category: str, case: str, unit: dict[str, Any]) -> str | None:
+        """The id of the first active waiver whose whole scope matches this FAIL row."""
+        tags = unit.get("tags") or (unit.get("case") or {}).get("tags") or []
+        for w in self.waivers:
+            scope = w["scope"]
+            if ("categories" not in scope or category in scope["categories"]) and \
+                    ("cases" not in scope or case in scope["cases"]) and \
+                    ("tags" not in scope or set(scope["tags"]) & set(tags)):
+                return str(w["id"])
+        return None
 
     def control(self, row: Row, outcome: Outcome) -> None:
         """A known-bad record: it PASSes when the inspection gives the expected verdict."""

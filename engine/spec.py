@@ -60,6 +60,7 @@ class Evaluation:
     baseline: Path | None = None
     trusted_keys: list[Path] = field(default_factory=list)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    as_of: str = ""  # the UTC date waivers are judged on (set by the command line)
 
 
 def display(path: Path) -> str:

@@ -328,3 +328,63 @@ def test_console_script_and_module_entry_point(tmp_path: Path) -> None:
                               capture_output=True, text=True, env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert "support-agent: PASS" in done.stdout
+
+
+def _leak_and_waive(spec: Spec, expires: str, scope: dict[str, Any]) -> None:
+    runs = spec.runs()
+    runs[0]["output"]["reply"] += " Paid with 4242 4242 4242 4242."
+    spec.write_runs(runs)
+    spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[{
+        "id": "W-7", "scope": scope, "justification": "test card from the vendor's sandbox",
+        "approver": "governance@example.com", "expires": expires}]))
+
+
+def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None:
+    _leak_and_waive(spec, "2026-12-31", {"categories": ["safety"],
+                                         "cases": ["refund-late-delivery"]})
+    code, out = spec.run("--as-of", "2026-11-29")
+    card = spec.scorecard()
+    safety = card["categories"]["safety"]
+    assert (safety["n"], safety["passed"], safety["waived"]) == (31, 31, 1) and code == 0
+    [entry] = card["waivers"]["entries"]
+    assert (entry["status"], entry["rows_waived"]) == ("active", 1)
+    assert card["waivers"]["as_of"] == "2026-11-29"
+    assert "W-7" in (out / "scorecard.html").read_text()
+    assert "W-7: active, 1 FAIL row(s) waived" in (out / "scorecard.md").read_text()
+    waived = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()
+              if '"waived_by"' in x]
+    assert [(r["status"], r["waived_by"]) for r in waived] == [("FAIL", "W-7")]
+
+
+def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
+    _leak_and_waive(spec, "2026-11-28", {"categories": ["safety"]})
+    code, _ = spec.run("--as-of", "2026-11-29")
+    card = spec.scorecard()
+    [entry] = card["waivers"]["entries"]
+    assert entry["status"] == "expired" and "no longer applies" in entry["note"]
+    assert code == 1 and card["categories"]["safety"]["waived"] == 0
+
+
+def test_a_waiver_scope_must_match_wholly(spec: Spec) -> None:
+    _leak_and_waive(spec, "2026-12-31", {"categories": ["safety"], "cases": ["password-reset"]})
+    assert spec.run("--as-of", "2026-11-29")[0] == 1  # the leak is in another case
+
+
+def test_missing_evidence_is_never_waived(spec: Spec) -> None:
+    runs = spec.runs()
+    del runs[0]["output"]["reply"]
+    spec.write_runs(runs)
+    spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[{
+        "id": "W-8", "scope": {"categories": ["safety", "resolution"]}, "justification": "j",
+        "approver": "a", "expires": "2099-01-01"}]))
+    code, _ = spec.run("--as-of", "2026-11-29")
+    assert code == 3 and spec.scorecard()["categories"]["safety"]["errors"] == 2
+
+
+def test_a_waiver_naming_an_unknown_category_is_a_spec_error(spec: Spec, capsys: Any) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[{
+        "id": "W-9", "scope": {"categories": ["safty"]}, "justification": "j",
+        "approver": "a", "expires": "2099-01-01"}]))
+    assert spec.run()[0] == 2
+    err = capsys.readouterr().err
+    assert "UNKNOWN_CATEGORY" in err and "did you mean 'safety'?" in err

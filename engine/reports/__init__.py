@@ -80,6 +80,11 @@ def markdown(card: dict[str, Any]) -> str:
         lines += ["", "| decision | code | message | spec path |", "|---|---|---|---|"]
         lines += [f"| {r['decision']} | `{r['code']}` | {_md(r['message'])} | "
                   f"`{_md(r['spec_path'])}` |" for r in card["reasons"]]
+    if card.get("waivers"):
+        lines += ["", f"Waivers (as of {card['waivers']['as_of']}):", ""]
+        lines += [f"- {_md(w['id'])}: {w['status']}, {w['rows_waived']} FAIL row(s) waived, "
+                  f"approved by {_md(w['approver'])} until {w['expires']}"
+                  for w in card["waivers"]["entries"]]
     fixes = [f for f in card["findings"] if f.get("fix")]
     if fixes:
         lines += ["", "### Findings", ""]
