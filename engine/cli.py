@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="NAME of the variable holding the API key")
     review.add_argument("--audit-documents", type=int, help="audit budget B (default: audit.yaml)")
+    init = sub.add_parser("init", help="scaffold a new spec folder")
+    init.add_argument("folder", type=Path)
+    init.add_argument("--name", help="evaluation name (default: the folder's name)")
     hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
     hash_cmd.add_argument("paths", nargs="+", type=Path)
     return parser
@@ -257,6 +260,31 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 1 if any(o["outcome"] == "error" for o in outcomes) else 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    folder: Path = args.folder
+    if folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"{folder} is not empty; init never overwrites", "OUTPUT_EXISTS")
+    name = args.name or folder.resolve().name.lower()
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
+        raise UsageError(f"'{name}' is not a spec name (lower-case letters, digits, - and _)",
+                         "BAD_NAME")
+    source = resources.files("engine") / "scaffold"
+    schemas = Path(str(resources.files("engine") / "schemas")).resolve().as_uri()
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for template, target in (("evaluation.yaml", "evaluation.yaml"),
+                             ("policy.yaml", "policy.yaml"), ("suite.yaml", "suite.yaml"),
+                             ("runs.jsonl", "data/runs.jsonl")):
+        text = (source / template).read_text("utf-8")
+        text = text.replace("{{name}}", name).replace("{{schemas}}", schemas).replace(
+            "{{dir}}", str(folder))
+        (folder / target).write_text(text)
+    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml and data/runs.jsonl; "
+          f"try: engine run {folder}")
+    return 0
+
+
 def cmd_hash(args: argparse.Namespace) -> int:
     for e in spec.load(args.paths):
         print(f"{e.name}\tpolicy_sha256 {e.policy.sha256}\tsuite_sha256 {e.suite.sha256}")
@@ -264,7 +292,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
-            "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review}
+            "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review, "init": cmd_init}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -388,3 +388,14 @@ def test_a_waiver_naming_an_unknown_category_is_a_spec_error(spec: Spec, capsys:
     assert spec.run()[0] == 2
     err = capsys.readouterr().err
     assert "UNKNOWN_CATEGORY" in err and "did you mean 'safety'?" in err
+
+
+def test_init_scaffolds_a_spec_that_validates_and_runs(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "my-agent"
+    assert main(["init", str(folder)]) == 0
+    assert (folder / "policy.yaml").read_text().startswith("# yaml-language-server: $schema=")
+    assert main(["validate", str(folder)]) == 0
+    assert main(["run", str(folder), "--out", str(tmp_path / "out")]) == 0
+    assert "my-agent: PASS" in capsys.readouterr().out
+    assert main(["init", str(folder)]) == 2  # never overwrites
+    assert "OUTPUT_EXISTS" in capsys.readouterr().err
