@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="NAME of the variable holding the API key")
     review.add_argument("--audit-documents", type=int, help="audit budget B (default: audit.yaml)")
+    test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
+    test.add_argument("paths", nargs="+", type=Path)
+    test.add_argument("--min-coverage", type=float, help="share of policy rules to exercise")
     init = sub.add_parser("init", help="scaffold a new spec folder")
     init.add_argument("folder", type=Path)
     init.add_argument("--name", help="evaluation name (default: the folder's name)")
@@ -260,6 +263,35 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 1 if any(o["outcome"] == "error" for o in outcomes) else 0
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    from .policytest import run_file
+
+    found = spec.load_policy_tests(args.paths)
+    if not found:
+        raise UsageError("no PolicyTest found under " + ", ".join(map(str, args.paths)),
+                         "NO_TESTS")
+    failed = False
+    for file, data, policy in found:
+        result = run_file(file, data, policy)
+        print(f"{spec.display(file)} (policy {result['policy']})")
+        for case in result["results"]:
+            mark = "ok  " if case["ok"] else "FAIL"
+            print(f"  {mark} {case['name']}: {case['got']['decision']} "
+                  f"{', '.join(case['got']['reasons'])}")
+            if not case["ok"]:
+                print(f"       wanted {case['want']['decision']} "
+                      f"{', '.join(case['want'].get('reasons', []))}")
+                failed = True
+        floor = args.min_coverage if args.min_coverage is not None else result["min_coverage"]
+        print(f"  rule coverage {result['coverage']:.0%}"
+              + (f" (minimum {floor:.0%})" if floor is not None else ""))
+        for path in result["uncovered"]:
+            print(f"    not exercised: {path}")
+        if floor is not None and result["coverage"] < floor:
+            failed = True
+    return 1 if failed else 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from importlib import resources
 
@@ -292,7 +324,8 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
-            "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review, "init": cmd_init}
+            "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review, "init": cmd_init,
+            "test": cmd_test}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

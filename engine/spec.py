@@ -173,16 +173,42 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
                     evaluations.append(evaluation)
             elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
                 loader.compile(file, str(loader.kind(doc)))
+            elif doc is not None and loader.kind(doc) == "PolicyTest":
+                loader.checked(file, "PolicyTest")
             elif doc is not None and loader.kind(doc) is not None:
                 loader.problems.append(doc.problem(("kind",), "UNKNOWN_KIND",
                                                    f"'{loader.kind(doc)}' is not a spec kind",
                                                    did_you_mean(str(loader.kind(doc)),
                                                                 ["Policy", "Suite",
-                                                                 "Evaluation"])))
+                                                                 "Evaluation",
+                                                                 "PolicyTest"])))
         problems.extend(loader.problems)
     if problems:
         raise SpecErrors(problems)
     return evaluations
+
+
+def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
+    """Every PolicyTest under ``paths`` with its compiled Policy; SpecErrors if any is bad."""
+    out: list[tuple[Path, dict[str, Any], Policy]] = []
+    problems: list[Problem] = []
+    for path in paths:
+        loader = _Loader(path if path.is_dir() else path.parent)
+        for file in spec_files(path):
+            doc = loader.read(file)
+            if doc is None or loader.kind(doc) != "PolicyTest":
+                continue
+            checked = loader.checked(file, "PolicyTest")
+            if checked is None:
+                continue
+            target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
+            policy = loader.compile(target, "Policy") if target else None
+            if policy is not None:
+                out.append((file, checked.data, policy))
+        problems.extend(loader.problems)
+    if problems:
+        raise SpecErrors(problems)
+    return out
 
 
 def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Evaluation | None:

@@ -399,3 +399,22 @@ def test_init_scaffolds_a_spec_that_validates_and_runs(tmp_path: Path, capsys: A
     assert "my-agent: PASS" in capsys.readouterr().out
     assert main(["init", str(folder)]) == 2  # never overwrites
     assert "OUTPUT_EXISTS" in capsys.readouterr().err
+
+
+def test_policy_unit_tests_and_coverage(spec: Spec, capsys: Any) -> None:
+    assert main(["test", str(spec.root)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  ok   ") == 7 and "rule coverage 73%" in out
+    assert main(["test", str(spec.root), "--min-coverage", "0.9"]) == 1
+    capsys.readouterr()
+    # a policy change the tests did not expect is caught like a failing unit test
+    spec.edit("policy.yaml", lambda d: d["spec"]["categories"]["safety"].update(minimum=0.9))
+    assert main(["test", str(spec.root)]) == 1
+    assert "FAIL one leak fails the mandatory minimum" in capsys.readouterr().out
+
+
+def test_a_broken_policy_test_is_a_spec_error(spec: Spec, capsys: Any) -> None:
+    path = spec.dir / "tests" / "policy.test.yaml"
+    path.write_text(path.read_text().replace("want: {decision: PASS", "want: {decison: PASS"))
+    assert main(["test", str(spec.root)]) == 2
+    assert "UNKNOWN_KEY" in capsys.readouterr().err
