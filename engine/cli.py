@@ -73,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
     test.add_argument("paths", nargs="+", type=Path)
     test.add_argument("--min-coverage", type=float, help="share of policy rules to exercise")
+    diff = sub.add_parser("diff", help="the same evidence under two policy versions")
+    diff.add_argument("old", type=Path, help="the old Policy file")
+    diff.add_argument("new", type=Path, help="the new Policy file")
+    diff.add_argument("--evaluation", type=Path,
+                      help="Evaluation to run (default: the one in the new policy's folder)")
+    diff.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
+    diff.add_argument("--json", action="store_true")
     init = sub.add_parser("init", help="scaffold a new spec folder")
     init.add_argument("folder", type=Path)
     init.add_argument("--name", help="evaluation name (default: the folder's name)")
@@ -292,6 +299,40 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .policydiff import compare
+
+    evaluations = spec.load([args.evaluation or args.new.parent], _overrides(args.input))
+    if len(evaluations) != 1:
+        raise UsageError("name one Evaluation with --evaluation", "NO_EVALUATION")
+    base = evaluations[0]
+    cards = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path in (("old", args.old), ("new", args.new)):
+            evaluation = replace(base, policy=spec.load_policy(path))
+            execute(evaluation, Path(tmp) / label, None)
+            cards.append(json.loads((Path(tmp) / label / "scorecard.json").read_bytes()))
+    changes = compare(cards[0], cards[1])
+    if args.json:
+        print(json.dumps(changes, indent=2))
+    else:
+        print(f"decision: {changes['decision']['old']} -> {changes['decision']['new']}"
+              + ("" if changes["decision"]["changed"] else " (unchanged)"))
+        for name, change in changes["categories"].items():
+            print(f"  {name}: " + ", ".join(f"{k} {v['old']} -> {v['new']}"
+                                            for k, v in change.items()))
+        for code in changes["reasons"]["added"]:
+            print(f"  + {code}")
+        for code in changes["reasons"]["removed"]:
+            print(f"  - {code}")
+        if not changes["categories"] and not changes["reasons"]["added"] and \
+                not changes["reasons"]["removed"]:
+            print("  no category or reason changes")
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from importlib import resources
 
@@ -325,7 +366,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
             "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review, "init": cmd_init,
-            "test": cmd_test}
+            "test": cmd_test, "diff": cmd_diff}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

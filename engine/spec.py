@@ -188,6 +188,16 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
     return evaluations
 
 
+def load_policy(path: Path) -> Policy:
+    """One Policy file, compiled on its own (its data files resolve beside it)."""
+    loader = _Loader(path.parent)
+    policy = loader.compile(path, "Policy") if path.is_file() else None
+    if loader.problems or policy is None:
+        raise SpecErrors(loader.problems or [Problem(str(path), 1, 1, "FILE_NOT_FOUND", "",
+                                                     "no such Policy file")])
+    return policy
+
+
 def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
     """Every PolicyTest under ``paths`` with its compiled Policy; SpecErrors if any is bad."""
     out: list[tuple[Path, dict[str, Any], Policy]] = []

@@ -418,3 +418,20 @@ def test_a_broken_policy_test_is_a_spec_error(spec: Spec, capsys: Any) -> None:
     path.write_text(path.read_text().replace("want: {decision: PASS", "want: {decison: PASS"))
     assert main(["test", str(spec.root)]) == 2
     assert "UNKNOWN_KEY" in capsys.readouterr().err
+
+
+def test_diff_shows_what_a_policy_change_does_to_the_same_evidence(spec: Spec,
+                                                                    capsys: Any) -> None:
+    stricter = spec.dir / "policy.next.yaml"
+    stricter.write_text((spec.dir / "policy.yaml").read_text().replace(
+        "      threshold: 0.9\n", "      threshold: 0.99\n", 1))
+    assert main(["diff", str(spec.dir / "policy.yaml"), str(stricter), "--evaluation",
+                 str(spec.dir), "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)
+    assert changes["decision"] == {"old": "PASS", "new": "FAIL", "changed": True}
+    assert changes["categories"] == {"resolution": {
+        "state": {"old": "MET", "new": "NOT_MET"}, "met": {"old": True, "new": False},
+        "threshold": {"old": 0.9, "new": 0.99}}}
+    assert changes["reasons"] == {"added": ["FAIL BELOW_THRESHOLD [resolution]"],
+                                  "removed": []}
+    assert changes["policy_sha256"]["old"] != changes["policy_sha256"]["new"]
