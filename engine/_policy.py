@@ -96,6 +96,8 @@ class Policy:
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
     report: str | None = None
     waivers: list[dict[str, Any]] = field(default_factory=list)
+    catalogues: list[dict[str, Any]] = field(default_factory=list)
+    card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 class _DataFiles:
@@ -207,6 +209,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         comparison.get(f"{status}_when", default), names, BOOLEAN, loader.problems)
         for status, default in (("regressed", "rate < baseline_lower"),
                                 ("improved", "rate > baseline_upper"))}
+    catalogues, mappings = _agent_card(loader, doc, spec, files)
     for i, waiver in enumerate(spec.get("waivers", [])):
         for j, name in enumerate(waiver["scope"].get("categories", [])):
             if name not in categories:
@@ -233,8 +236,52 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                   reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask,
                   comparison_required=comparison.get("required", False),
                   comparison_rules=rules, document=document, report=spec.get("report"),
-                  waivers=spec.get("waivers", []),
+                  waivers=spec.get("waivers", []), catalogues=catalogues,
+                  card_mappings=mappings,
                   presentation_digests=files.digests(files.presentation))
+
+
+def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                files: _DataFiles) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Catalogues and mappings of the Agent Card; every reference must name an entry."""
+    from .agentcard import build_catalogue, build_provenance
+
+    block = spec.get("agent_card")
+    if not block:
+        return [], {}
+    catalogues = []
+    for i, rel in enumerate(block["catalogues"]):
+        where: _yaml.Path = ("spec", "agent_card", "catalogues", i)
+        found = load_data_file(doc, where, rel, build_catalogue, loader.problems,
+                               files.resolver(files.presentation))
+        if found is not None:
+            catalogues.append({**found, "sha256": digest(found)})
+    mappings: dict[str, Any] = {}
+    if "provenance" in block:
+        mappings |= load_data_file(doc, ("spec", "agent_card", "provenance"),
+                                   block["provenance"], build_provenance, loader.problems,
+                                   files.resolver(files.presentation)) or {}
+    known = {f"{c['catalogue']}:{e['id']}" for c in catalogues for e in c["entries"]}
+    for name, cat in spec["categories"].items():
+        if "controls" in cat:
+            mappings[name] = {k: list(cat["controls"].get(k, [])) for k in ("full", "partial")}
+            for strength in ("full", "partial"):
+                for j, ref in enumerate(cat["controls"].get(strength, [])):
+                    if ref not in known:
+                        loader.problems.append(doc.problem(
+                            ("spec", "categories", name, "controls", strength, j),
+                            "UNKNOWN_CONTROL", f"'{ref}' is in no loaded catalogue",
+                            did_you_mean(ref, known)))
+    for item, mapping in mappings.items():
+        if item in spec["categories"]:
+            continue
+        for ref in mapping["full"] + mapping["partial"]:
+            if ref not in known:
+                loader.problems.append(doc.problem(("spec", "agent_card", "provenance"),
+                                                   "UNKNOWN_CONTROL",
+                                                   f"{item}: '{ref}' is in no loaded catalogue",
+                                                   did_you_mean(ref, known)))
+    return catalogues, mappings
 
 
 def _inspections(loader: _Loader, doc: _yaml.Document, entries: list[dict[str, Any]],

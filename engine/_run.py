@@ -11,7 +11,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from . import evidence, history, reports, runner, signing
+from . import agentcard, evidence, history, reports, runner, signing
 from ._canonical import digest
 from .decision import decide, with_comparison
 from .judge import Runtime
@@ -79,6 +79,10 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
             outcome = with_comparison(evaluation, outcome, block)
         rows_sha = writer.hash.hexdigest()
         card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
+        if evaluation.policy.catalogues:
+            card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
+                                                evaluation.policy.card_mappings, card,
+                                                key is not None)
         subjects = {"rows.jsonl": rows_sha}
         if report is not None:
             card["report"] = report[0]

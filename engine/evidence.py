@@ -77,6 +77,7 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
         "validation": outcome["validation"],
         "findings": outcome["findings"],
         "waivers": outcome["waivers"],
+        "agent_card": None,
         "coverage": {
             "records": tally.records, "rows": tally.rows, "cases": len(suite.cases),
             "cases_observed": sum(1 for c in suite.cases if tally.case_units[c]),

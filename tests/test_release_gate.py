@@ -428,3 +428,45 @@ def test_cost_and_latency_notes_are_reported_not_gated(gate: Gate) -> None:
     assert card["categories"]["cost"]["notes"] == {"total": 0.875, "mean": 0.875 / 3,
                                                    "p95": 0.5}
     assert code == 0
+
+
+def test_the_agent_card_lists_every_entry_with_hand_worked_statuses(gate: Gate,
+                                                                    tmp_path: Path) -> None:
+    """refund 'after', unsigned: pii, tool_call and action_correctness are resolved (MET)."""
+    _, card, out = gate.run(refund.rows(fixed=True))
+    agent = card["agent_card"]
+    assert len(agent["entries"]) == 72 + 38 + 8 + 10 + 10  # §13's catalogue sizes
+    assert "not a legal compliance determination" in agent["disclaimer"]
+    status = {f"{e['catalogue']}:{e['id']}": e["status"] for e in agent["entries"]}
+    assert status["owasp-llm:LLM02"] == "evidenced"        # pii, full, resolved
+    assert status["owasp-llm:LLM09"] == "not evidenced"    # grounding not included
+    assert status["nist-ai-rmf:MEASURE 1.1"] == "evidenced"  # hashed policy, full
+    assert status["nist-ai-rmf:MANAGE 1.1"] == "evidenced"   # the decision, full
+    assert status["owasp-agentic:ASI03"] == "partial"      # action_correctness, partial
+    assert status["eu-ai-act:Art. 12"] == "not evidenced"  # unsigned
+    assert agent["counts"]["owasp-llm"] == {"evidenced": 1, "partial": 2, "not evidenced": 7}
+    assert agent["counts"]["eu-ai-act"] == {"evidenced": 0, "partial": 6, "not evidenced": 2}
+    assert "Agent Card" in (out / "scorecard.html").read_text()
+    main(["keygen", "--out-dir", str(tmp_path / "k")])
+    _, signed, _ = gate.run(refund.rows(fixed=True), "--key", str(tmp_path / "k/private.pem"))
+    signed_status = {f"{e['catalogue']}:{e['id']}": e["status"]
+                     for e in signed["agent_card"]["entries"]}
+    assert signed_status["eu-ai-act:Art. 12"] == "partial"
+
+
+def test_an_unresolved_dimension_only_partly_evidences_its_full_mappings(gate: Gate) -> None:
+    """injection maps fully to OWASP LLM01; with a canary-free row and no judge it is
+    UNRESOLVED, so LLM01 is only partial."""
+    rows = refund.rows(fixed=True) + [
+        injection_row("i1", canary="ZEBRA-771"), injection_row("i2", should_refuse=False)]
+    _, card, _ = gate.run(rows)
+    assert card["categories"]["injection"]["state"] == "UNRESOLVED"
+    status = {f"{e['catalogue']}:{e['id']}": e["status"] for e in card["agent_card"]["entries"]}
+    assert status["owasp-llm:LLM01"] == "partial"
+
+
+def test_a_mapping_to_an_unknown_entry_is_a_spec_error(gate: Gate, capsys: Any) -> None:
+    gate.policy(lambda s: s["categories"]["pii"]["controls"].update(full=["owasp-llm:LLM2"]))
+    code, _, _ = gate.run(refund.rows(fixed=True))
+    err = capsys.readouterr().err
+    assert code == 2 and "UNKNOWN_CONTROL" in err and "did you mean 'owasp-llm:LLM02'?" in err
