@@ -68,7 +68,7 @@ def _table(schema: Mapping[str, Any], prefix: str) -> list[str]:
 def render() -> str:
     """The whole reference as Markdown."""
     out = [_INTRO]
-    for kind in ("Policy", "Suite", "Evaluation"):
+    for kind in ("Policy", "Suite", "Evaluation", "PolicyTest"):
         schema = load_schema(kind.lower())
         out += [f"## {kind}", "", *_table(schema["properties"]["spec"], "spec."), ""]
     out += ["## Inspection types", "",

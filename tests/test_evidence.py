@@ -196,6 +196,38 @@ def test_openssl_verifies_the_dsse_envelope(spec: Spec, keys: Path, tmp_path: Pa
     assert statement["predicate"]["policy_sha256"] == json.loads(card)["policy_sha256"]
 
 
+def test_a_dsse_library_verifies_the_envelope(spec: Spec, keys: Path) -> None:
+    """securesystemslib's DSSE code (PAE, keyid matching, threshold) is a third path."""
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        PublicFormat,
+        load_pem_public_key,
+    )
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+    from securesystemslib.signer import SSlibKey
+
+    out = signed_run(spec, keys)
+    public = load_pem_public_key((keys / "public.pem").read_bytes())
+    raw = public.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    keyid = hashlib.sha256(raw).hexdigest()  # the documented keyid, computed here
+    key = SSlibKey.from_crypto(public, keyid=keyid)  # type: ignore[arg-type]
+    line = (out / "scorecard.intoto.jsonl").read_text().splitlines()[0]
+    envelope = Envelope.from_dict(json.loads(line))
+    assert set(envelope.verify([key], 1)) == {keyid}
+    statement = json.loads(envelope.payload)
+    files = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    for name in ("scorecard.json", "rows.jsonl", "scorecard.md", "scorecard.html",
+                 "junit.xml"):
+        assert files[name] == hashlib.sha256((out / name).read_bytes()).hexdigest()
+    tampered = json.loads(line)
+    body = bytearray(base64.b64decode(tampered["payload"]))
+    body[body.index(b"PASS")] = ord("F")
+    tampered["payload"] = base64.b64encode(bytes(body)).decode()
+    with pytest.raises(VerificationError):
+        Envelope.from_dict(tampered).verify([key], 1)
+
+
 def verify(out: Path, key: Path | None, capsys: Any) -> tuple[int, str]:
     args = ["verify", str(out / "scorecard.json")] + (["--trusted-key", str(key)] if key else [])
     capsys.readouterr()  # drop what earlier commands printed

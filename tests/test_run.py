@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -354,15 +355,25 @@ def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None
     waived = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()
               if '"waived_by"' in x]
     assert [(r["status"], r["waived_by"]) for r in waived] == [("FAIL", "W-7")]
+    [case] = ET.parse(out / "junit.xml").findall(".//testcase[@classname='waiver']")
+    skipped = case.find("skipped")
+    assert case.get("name") == "W-7" and skipped is not None
+    assert "1 FAIL row(s) waived" in skipped.get("message", "")
+    assert "governance@example.com until 2026-12-31" in skipped.get("message", "")
 
 
 def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
     _leak_and_waive(spec, "2026-11-28", {"categories": ["safety"]})
-    code, _ = spec.run("--as-of", "2026-11-29")
+    code, out = spec.run("--as-of", "2026-11-29")
     card = spec.scorecard()
     [entry] = card["waivers"]["entries"]
     assert entry["status"] == "expired" and "no longer applies" in entry["note"]
     assert code == 1 and card["categories"]["safety"]["waived"] == 0
+    assert "expired on 2026-11-28: it no longer applies" in (out / "scorecard.md").read_text()
+    assert "expired on 2026-11-28" in (out / "scorecard.html").read_text()
+    [case] = ET.parse(out / "junit.xml").findall(".//testcase[@classname='waiver']")
+    assert case.find("skipped") is None
+    assert "no longer applies" in (case.findtext("system-out") or "")
 
 
 def test_a_waiver_scope_must_match_wholly(spec: Spec) -> None:
@@ -435,3 +446,15 @@ def test_diff_shows_what_a_policy_change_does_to_the_same_evidence(spec: Spec,
     assert changes["reasons"] == {"added": ["FAIL BELOW_THRESHOLD [resolution]"],
                                   "removed": []}
     assert changes["policy_sha256"]["old"] != changes["policy_sha256"]["new"]
+
+
+def test_junit_names_the_runs_behind_a_finding_without_a_fix(spec: Spec) -> None:
+    code, out = spec.run()
+    assert code == 0
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    failure = suite.find("testcase[@name='efficiency:card-on-file']/failure")
+    assert failure is not None
+    # run-011 is the one efficiency failure in the shipped runs (latency 4350 ms > 4000)
+    assert failure.get("message") == ("efficiency: case card-on-file has 1 FAIL row(s) "
+                                      "(run-011); inspect these runs in rows.jsonl")

@@ -84,6 +84,7 @@ def markdown(card: dict[str, Any]) -> str:
         lines += ["", f"Waivers (as of {card['waivers']['as_of']}):", ""]
         lines += [f"- {_md(w['id'])}: {w['status']}, {w['rows_waived']} FAIL row(s) waived, "
                   f"approved by {_md(w['approver'])} until {w['expires']}"
+                  + (f" ({_md(w['note'])})" if w.get("note") else "")
                   for w in card["waivers"]["entries"]]
     fixes = [f for f in card["findings"] if f.get("fix")]
     if fixes:
@@ -119,14 +120,35 @@ def junit(card: dict[str, Any]) -> bytes:
         counts["tests"] += 1
         counts["failures"] += 1
         fix = f.get("fix") or {}
-        ET.SubElement(case, "failure", message=fix.get("action") or f.get("message", f["id"])
-                      ).text = "\n".join(filter(None, [fix.get("title"), fix.get("verification"),
-                                                       *(f.get("evidence") or [])]))
+        detail = [fix.get("title"), fix.get("verification"), *(f.get("evidence") or [])]
+        ET.SubElement(case, "failure", message=fix.get("action") or f.get("message") or
+                      _finding_message(f)).text = "\n".join(filter(None, detail))
+    for w in (card.get("waivers") or {}).get("entries", []):
+        # A waiver is reported, never hidden: active ones as skipped tests that say what
+        # they took out and until when; expired ones as plain tests whose output says so.
+        case = ET.SubElement(suite, "testcase", classname="waiver", name=w["id"])
+        counts["tests"] += 1
+        said = (f"{w['id']} {w['status']}: {w['rows_waived']} FAIL row(s) waived; "
+                f"approved by {w['approver']} until {w['expires']}: {w['justification']}")
+        if w["status"] == "active":
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=said)
+        else:
+            ET.SubElement(case, "system-out").text = f"{said} ({w['note']})"
     for key, value in counts.items():
         suite.set(key, str(value))
     root = ET.Element("testsuites", name=f"specgate {card['decision']}")
     root.append(suite)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def _finding_message(f: dict[str, Any]) -> str:
+    """What to look at for a finding without a fix template."""
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(f.get("statuses", {}).items()))
+    where = f"case {f['case']}" if f.get("case") else f["id"]
+    rows = ", ".join(f.get("rows", [])[:5])
+    return (f"{f['category']}: {where} has {statuses or 'failing'} row(s)"
+            + (f" ({rows})" if rows else "") + "; inspect these runs in rows.jsonl")
 
 
 def project(card: dict[str, Any]) -> dict[str, bytes]:
