@@ -221,3 +221,17 @@ def test_a_task_of_another_profile_aborts(demo: Path, capsys: Any) -> None:
     path.write_text(json.dumps(tasks))
     code, _, out = run(demo)
     assert code == 2 and not out.exists() and "PROFILE_MISMATCH" in capsys.readouterr().err
+
+
+def test_reviews_by_different_methods_are_not_scored_together() -> None:
+    from engine.discovery._report import ReviewIntegrityError, build
+    from engine.discovery._task import load_package
+
+    pkg = load_package(SPEC)
+    tasks = [{"task_id": t, "difficulty": pkg.discovery.difficulty} for t in ("a", "b")]
+    reviewed = {"a": {"task_id": "a", "reviewer_method": "https://one / model-1"},
+                "b": {"task_id": "b", "reviewer_method": "https://two / model-2"}}
+    with pytest.raises(ReviewIntegrityError) as caught:
+        build(pkg, tasks, reviewed)
+    assert caught.value.code == "REVIEWER_METHOD_MIX"
+    assert "https://one / model-1" in str(caught.value)
