@@ -83,7 +83,12 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
             card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
                                                 evaluation.policy.card_mappings, card,
                                                 key is not None)
-        subjects = {"rows.jsonl": rows_sha}
+        ordered, listing = evidence.findings_file(card["findings"])
+        staging.write("findings.jsonl", listing)
+        findings_sha = hashlib.sha256(listing).hexdigest()
+        card |= {"findings": ordered[:evidence.FINDINGS_LISTED], "findings_count": len(ordered),
+                 "findings_sha256": findings_sha}
+        subjects = {"rows.jsonl": rows_sha, "findings.jsonl": findings_sha}
         if report is not None:
             card["report"] = report[0]
             for name, data in (("report.json", report[1]), ("report.md", report[2])):

@@ -28,6 +28,13 @@ from .spec import Evaluation
 
 SCORECARD_VERSION = "specgate.scorecard/v1"
 MAX_LISTED = 20
+FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
+
+
+def findings_file(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bytes]:
+    """Every finding, blockers first (stable otherwise), and findings.jsonl's bytes."""
+    ordered = sorted(found, key=lambda f: f["severity"] != "blocker")
+    return ordered, b"".join(canonical(f) + b"\n" for f in ordered)
 
 
 class RowWriter:

@@ -58,11 +58,15 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     card = _canonical(data)
     digest = hashlib.sha256(data).hexdigest()
     folder = path.parent
-    rows = folder / "rows.jsonl"
-    if not rows.exists():
-        raise VerifyError("rows.jsonl is missing beside the scorecard", "DIGEST_MISMATCH")
-    if sha256_file(rows) != card.get("rows_sha256"):
-        raise VerifyError("rows.jsonl does not match rows_sha256", "DIGEST_MISMATCH")
+    bound = [("rows.jsonl", "rows_sha256")]
+    if "findings_sha256" in card:  # every run writes it; the signature covers its presence
+        bound.append(("findings.jsonl", "findings_sha256"))
+    for name, field in bound:
+        beside = folder / name
+        if not beside.exists():
+            raise VerifyError(f"{name} is missing beside the scorecard", "DIGEST_MISMATCH")
+        if sha256_file(beside) != card.get(field):
+            raise VerifyError(f"{name} does not match {field}", "DIGEST_MISMATCH")
     envelope_file = folder / "scorecard.intoto.jsonl"
     envelope, claimed = _statement_digest(envelope_file) if envelope_file.exists() else ({}, None)
     if envelope and claimed != digest:

@@ -149,8 +149,8 @@ def test_keygen_modes_and_refusal(keys: Path, capsys: Any) -> None:
 def test_signed_run_writes_the_evidence_set(spec: Spec, keys: Path) -> None:
     out = signed_run(spec, keys)
     assert sorted(p.name for p in out.iterdir()) == [
-        "junit.xml", "rows.jsonl", "scorecard.html", "scorecard.intoto.jsonl", "scorecard.json",
-        "scorecard.json.sig", "scorecard.md", "signer.pub.pem"]
+        "findings.jsonl", "junit.xml", "rows.jsonl", "scorecard.html", "scorecard.intoto.jsonl",
+        "scorecard.json", "scorecard.json.sig", "scorecard.md", "signer.pub.pem"]
     assert len((out / "scorecard.json.sig").read_bytes()) == 64
 
 
@@ -267,6 +267,10 @@ def test_verify_fails_after_any_one_byte_change(spec: Spec, keys: Path, capsys: 
     (lambda out: (out / "rows.jsonl").write_bytes((out / "rows.jsonl").read_bytes() + b"{}\n"),
      "DIGEST_MISMATCH"),
     (lambda out: (out / "rows.jsonl").unlink(), "DIGEST_MISMATCH"),
+    (lambda out: (out / "findings.jsonl").write_bytes(
+        b"\n".join((out / "findings.jsonl").read_bytes().splitlines()[1:]) + b"\n"),
+     "DIGEST_MISMATCH"),
+    (lambda out: (out / "findings.jsonl").unlink(), "DIGEST_MISMATCH"),
     (lambda out: (out / "scorecard.json.sig").write_bytes(bytes(64)), "BAD_SIGNATURE"),
     (lambda out: (out / "scorecard.json.sig").unlink(), "UNSIGNED"),
     (lambda out: (out / "scorecard.intoto.jsonl").write_text("not json\n"), "BAD_ENVELOPE"),

@@ -5,8 +5,10 @@ Expected numbers come from the protocol document, not from our output.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -233,10 +235,13 @@ def test_findings_group_by_dimension_and_case_with_fixes_from_data(gate: Gate) -
     rows = refund.rows(fixed=False)
     assert rows[9]["id"] == "over-limit-0-action_correctness"
     del rows[9]["observed_state"]  # ... which becomes ERROR
-    _, card, _ = gate.run(rows)
+    _, card, out = gate.run(rows)
     found = {f["id"]: f for f in card["findings"]}
-    assert list(found) == ["tool_call:over-limit", "action_correctness:over-limit",
+    # blockers (the ERROR row) first, then by category order and first appearance
+    assert list(found) == ["action_correctness:over-limit", "tool_call:over-limit",
                            "action_correctness:unauthorized"]
+    listed = [json.loads(line) for line in (out / "findings.jsonl").read_text().splitlines()]
+    assert listed == card["findings"] and card["findings_count"] == 3
     tool = found["tool_call:over-limit"]
     assert (tool["severity"], tool["worst_status"], tool["statuses"]) == ("high", "FAIL",
                                                                           {"FAIL": 3})
@@ -472,3 +477,23 @@ def test_a_mapping_to_an_unknown_entry_is_a_spec_error(gate: Gate, capsys: Any) 
     code, _, _ = gate.run(refund.rows(fixed=True))
     err = capsys.readouterr().err
     assert code == 2 and "UNKNOWN_CONTROL" in err and "did you mean 'owasp-llm:LLM02'?" in err
+
+
+def test_the_scorecard_lists_100_findings_and_findings_jsonl_holds_all(gate: Gate) -> None:
+    gate.policy(lambda s: s.update(budgets={"cost_usd": 0.01, "latency_ms": 1000, "price": {
+        "input_per_mtok": 3, "output_per_mtok": 15}}))
+    rows: list[Any] = [{"id": f"slow{i:03d}", "dimension": "latency", "latency_ms": 5000}
+                       for i in range(150)]
+    rows.append({"id": "no-state", "dimension": "action_correctness",  # ERROR: a blocker
+                 "expected_state": {"refunded": True}})
+    _, card, out = gate.run(rows)
+    listed = [json.loads(line) for line in (out / "findings.jsonl").read_text().splitlines()]
+    assert card["findings_count"] == len(listed) == 151
+    assert card["findings"] == listed[:100]
+    assert listed[0]["id"] == "action_correctness:no-state" and listed[0]["severity"] == "blocker"
+    assert [f["id"] for f in listed[1:]] == [f"latency:slow{i:03d}" for i in range(150)]
+    assert card["findings_sha256"] == hashlib.sha256(
+        (out / "findings.jsonl").read_bytes()).hexdigest()
+    more = ET.parse(out / "junit.xml").find(".//testcase[@name='more-findings']/failure")
+    assert more is not None and "51 more findings in findings.jsonl" in more.get("message", "")
+    assert "100 of 151 findings" in (out / "scorecard.html").read_text()

@@ -89,6 +89,9 @@ def markdown(card: dict[str, Any]) -> str:
     fixes = [f for f in card["findings"] if f.get("fix")]
     if fixes:
         lines += ["", "### Findings", ""]
+        if card.get("findings_count", 0) > len(card["findings"]):
+            lines += [f"{card['findings_count']} findings in all; the scorecard lists the "
+                      f"first {len(card['findings'])} and findings.jsonl holds every one.", ""]
         lines += [f"- **{_md(f['id'])}** ({f['severity']}): {_md(f['fix']['action'])}"
                   for f in fixes[:20]]
     lines += ["", f"Scorecard rows_sha256 `{card['rows_sha256']}`; verify with "
@@ -123,6 +126,14 @@ def junit(card: dict[str, Any]) -> bytes:
         detail = [fix.get("title"), fix.get("verification"), *(f.get("evidence") or [])]
         ET.SubElement(case, "failure", message=fix.get("action") or f.get("message") or
                       _finding_message(f)).text = "\n".join(filter(None, detail))
+    more = card.get("findings_count", len(card["findings"])) - len(card["findings"])
+    if more > 0:
+        case = ET.SubElement(suite, "testcase", classname="finding", name="more-findings")
+        counts["tests"] += 1
+        counts["failures"] += 1
+        ET.SubElement(case, "failure", message=f"{more} more findings in findings.jsonl "
+                      "beside the scorecard (the scorecard lists the first "
+                      f"{len(card['findings'])})")
     for w in (card.get("waivers") or {}).get("entries", []):
         # A waiver is reported, never hidden: active ones as skipped tests that say what
         # they took out and until when; expired ones as plain tests whose output says so.

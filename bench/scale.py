@@ -1,0 +1,107 @@
+"""Side by side with Assevra 0.6 on the same generated files: time, throughput, memory.
+
+``python -m bench.scale [--sizes 1000,10000,100000] [--repeat 3] [--work DIR]`` generates
+Assevra-format datasets (full JSON Schema contracts and compact contracts) of each size,
+runs ``engine run specs/agent-release-gate --input runs=FILE`` and ``assevra run`` on
+each (Assevra from a throwaway environment, never imported here), and prints, per size,
+contract form and engine, the median wall time of ``--repeat`` runs, rows per second, the
+largest peak RSS of those runs, the scorecard size, and the ratio specgate / Assevra in
+throughput. Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
+
+Peak RSS is the child's own ``ru_maxrss`` from ``wait4``, so one process is measured, not
+this harness. Pass ``--sizes 1000,10000,100000,1000000`` for the 1M row (Assevra at 1M
+takes minutes and gigabytes; ``--skip-assevra-above N`` skips it beyond N rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import assevra_data
+from .parity import GATE, assevra_env
+
+ENGINE = [sys.executable, "-m", "engine"]
+
+
+def measure(command: list[str], cwd: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one child process; raises if it crashed."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    child.returncode = code
+    err = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    if code not in (0, 1, 3):  # a decision is fine; a crash or usage error is not
+        raise RuntimeError(f"{command[0:3]} exited {code}: {err[-2000:]}")
+    return wall, usage.ru_maxrss * 1024
+
+
+def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None
+             ) -> dict[str, dict[str, float]]:
+    """Median wall time, max RSS and scorecard bytes per engine on one dataset."""
+    commands = {"specgate": lambda out: [*ENGINE, "run", str(GATE), "--input",
+                                         f"runs={dataset}", "--out", str(out)]}
+    if env is not None:
+        commands["assevra"] = lambda out: [
+            str(env / "bin" / "assevra"), "run", "--config", "none", "--dataset",
+            str(dataset), "--out-dir", str(out), "--judge-provider", "none",
+            "--format", "json", "--quiet"]
+    results = {}
+    for name, command in commands.items():
+        walls, peaks, size = [], [], 0
+        for i in range(repeat):
+            out = work / f"{name}-{dataset.stem}-{i}"
+            shutil.rmtree(out, ignore_errors=True)
+            wall, peak = measure(command(out), work)
+            walls.append(wall)
+            peaks.append(peak)
+            size = (out / "scorecard.json").stat().st_size
+            shutil.rmtree(out)
+        median = statistics.median(walls)
+        results[name] = {"wall": median, "rows_per_s": rows / median,
+                         "rss_mb": max(peaks) / 2**20, "scorecard_kb": size / 1024}
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/specgate-bench"))
+    parser.add_argument("--skip-assevra-above", type=int, default=None)
+    parser.add_argument("--forms", default="full,compact")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    env = assevra_env(args.work)
+    print(f"baseline: assevra 0.6.0.post1 (throwaway env {env}); median of {args.repeat}; "
+          f"peak RSS is the max over runs", flush=True)
+    print("| rows | contracts | engine | wall s | rows/s | peak RSS MB | scorecard KB "
+          "| throughput vs Assevra |")
+    print("|---|---|---|---|---|---|---|---|")
+    for rows in (int(s) for s in args.sizes.split(",")):
+        for form in args.forms.split(","):
+            dataset = args.work / f"g{rows}-{form}.jsonl"
+            if not dataset.exists():
+                assevra_data.write(dataset, rows, compact=form == "compact")
+            skip = args.skip_assevra_above is not None and rows > args.skip_assevra_above
+            got = run_both(dataset, rows, args.work, args.repeat, None if skip else env)
+            for name, r in got.items():
+                ratio = (f"{r['rows_per_s'] / got['assevra']['rows_per_s']:.2f}x"
+                         if name == "specgate" and "assevra" in got else "")
+                print(f"| {rows:,} | {form} | {name} | {r['wall']:.2f} | "
+                      f"{r['rows_per_s']:,.0f} | {r['rss_mb']:.0f} | {r['scorecard_kb']:.1f} "
+                      f"| {ratio} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
