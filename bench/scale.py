@@ -30,8 +30,9 @@ from .parity import GATE, assevra_env
 ENGINE = [sys.executable, "-m", "engine"]
 
 
-def measure(command: list[str], cwd: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one child process; raises if it crashed."""
+def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one child process; raises unless it wrote a
+    scorecard into ``out``."""
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
@@ -40,8 +41,9 @@ def measure(command: list[str], cwd: Path) -> tuple[float, int]:
     code = os.waitstatus_to_exitcode(status)
     child.returncode = code
     err = child.stderr.read().decode(errors="replace") if child.stderr else ""
-    if code not in (0, 1, 3):  # a decision is fine; a crash or usage error is not
-        raise RuntimeError(f"{command[0:3]} exited {code}: {err[-2000:]}")
+    if code not in (0, 1, 3) or not (out / "scorecard.json").exists():
+        # a decision is fine; a crash, usage error or internal error is not
+        raise RuntimeError(f"{' '.join(command[:4])} exited {code}: {err[-2000:]}")
     return wall, usage.ru_maxrss * 1024
 
 
@@ -61,7 +63,7 @@ def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None
         for i in range(repeat):
             out = work / f"{name}-{dataset.stem}-{i}"
             shutil.rmtree(out, ignore_errors=True)
-            wall, peak = measure(command(out), work)
+            wall, peak = measure(command(out), work, out)
             walls.append(wall)
             peaks.append(peak)
             size = (out / "scorecard.json").stat().st_size
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-assevra-above", type=int, default=None)
     parser.add_argument("--forms", default="full,compact")
     args = parser.parse_args(argv)
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     env = assevra_env(args.work)
     print(f"baseline: assevra 0.6.0.post1 (throwaway env {env}); median of {args.repeat}; "

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _findings
+from ._sorted_digest import SortedDigest
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED
 
 MAX_SAMPLES = 20  # record problems listed by place in the scorecard; all are counted
@@ -69,7 +70,7 @@ class Tally:
     controls: Counts = field(default_factory=Counts)
     control_rows: list[dict[str, Any]] = field(default_factory=list)
     # (id, inputs and assertions) of every row, for a suite digest derived from the records
-    suite_rows: list[tuple[str, Any]] = field(default_factory=list)
+    suite_rows: SortedDigest = field(default_factory=SortedDigest)
     # (category, case) -> non-passing rows, for grouped findings
     findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -124,7 +125,7 @@ class Tally:
         self.capture_errors += other.capture_errors
         self.controls.merge(other.controls)
         self.control_rows += other.control_rows
-        self.suite_rows += other.suite_rows
+        self.suite_rows.merge(other.suite_rows)
         self.error_codes.update(other.error_codes)
         self.unit_records.update(other.unit_records)
         self.waived.update(other.waived)

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from . import signing
-from ._canonical import canonical, digest_list
+from ._canonical import canonical
 from ._version import __version__
 from .aggregate import Tally
 from .decision import EXIT_CODES
@@ -107,7 +107,7 @@ def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
     assertions, sorted by id (agent-release-gate §10)."""
     if not evaluation.suite.derived:
         return evaluation.suite.sha256
-    return digest_list(part for _, part in sorted(tally.suite_rows, key=lambda item: item[0]))
+    return tally.suite_rows.hexdigest()
 
 
 def validation_report(evaluation: Evaluation, tally: Tally,

@@ -118,7 +118,7 @@ class _Runner:
             return
         suite = self.evaluation.suite
         if suite.derived:
-            self.tally.suite_rows.append((str(item.data.get("id", "")), suite_part(item.data)))
+            self.tally.suite_rows.add(str(item.data.get("id", "")), suite_part(item.data))
         if self.validator is not None and not self.validate(item):
             return
         found = _problem(self.evaluation, item)

@@ -143,3 +143,32 @@ def test_a_list_digest_built_item_by_item_is_the_digest_of_the_list(items: list[
 
     from engine._canonical import digest_list
     assert digest_list(items) == hashlib.sha256(rfc8785.dumps(items)).hexdigest()
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", "é", "a-1", ""]),
+                          st.dictionaries(st.text(max_size=3),
+                                          st.integers(-(2**53) + 1, 2**53 - 1), max_size=2)),
+                max_size=40),
+       st.integers(min_value=1, max_value=7), st.integers(min_value=0, max_value=40))
+def test_sorted_digest_in_chunks_equals_the_in_memory_sort(items: list[Any], chunk: int,
+                                                           split: int) -> None:
+    """Spilled, merged chunks (and shards merged at any point) give the digest of the
+    stable sort by key of the whole input, duplicates included."""
+    from engine._canonical import digest_list
+    from engine._sorted_digest import SortedDigest
+
+    want = digest_list(v for _, v in sorted(items, key=lambda kv: kv[0]))
+    whole = SortedDigest(chunk)
+    for key, value in items:
+        whole.add(key, value)
+    assert whole.hexdigest() == want
+    assert whole.hexdigest() == want  # asking twice changes nothing
+    first, second = SortedDigest(chunk), SortedDigest(chunk)
+    for key, value in items[:split]:
+        first.add(key, value)
+    for key, value in items[split:]:
+        second.add(key, value)
+    first.merge(second)
+    assert first.hexdigest() == want
+    whole.close()
+    first.close()
