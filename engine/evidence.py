@@ -32,9 +32,9 @@ FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds th
 
 
 def findings_file(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bytes]:
-    """Every finding, blockers first (stable otherwise), and findings.jsonl's bytes."""
-    ordered = sorted(found, key=lambda f: f["severity"] != "blocker")
-    return ordered, b"".join(canonical(f) + b"\n" for f in ordered)
+    """Every finding in the protocol's order (by dimension, then first appearance of the
+    case; the additional blockers last), and findings.jsonl's bytes."""
+    return found, b"".join(canonical(f) + b"\n" for f in found)
 
 
 class RowWriter:

@@ -237,8 +237,8 @@ def test_findings_group_by_dimension_and_case_with_fixes_from_data(gate: Gate) -
     del rows[9]["observed_state"]  # ... which becomes ERROR
     _, card, out = gate.run(rows)
     found = {f["id"]: f for f in card["findings"]}
-    # blockers (the ERROR row) first, then by category order and first appearance
-    assert list(found) == ["action_correctness:over-limit", "tool_call:over-limit",
+    # by dimension (the policy's order), then first appearance of the case (§9)
+    assert list(found) == ["tool_call:over-limit", "action_correctness:over-limit",
                            "action_correctness:unauthorized"]
     listed = [json.loads(line) for line in (out / "findings.jsonl").read_text().splitlines()]
     assert listed == card["findings"] and card["findings_count"] == 3
@@ -484,7 +484,8 @@ def test_the_scorecard_lists_100_findings_and_findings_jsonl_holds_all(gate: Gat
         "input_per_mtok": 3, "output_per_mtok": 15}}))
     rows: list[Any] = [{"id": f"slow{i:03d}", "dimension": "latency", "latency_ms": 5000}
                        for i in range(150)]
-    rows.append({"id": "no-state", "dimension": "action_correctness",  # ERROR: a blocker
+    rows.append({"id": "no-state", "dimension": "action_correctness",  # ERROR, and its
+                 # dimension comes before latency in the policy, so it is listed first
                  "expected_state": {"refunded": True}})
     _, card, out = gate.run(rows)
     listed = [json.loads(line) for line in (out / "findings.jsonl").read_text().splitlines()]
