@@ -68,14 +68,14 @@ def build(folder: Path, seed: int) -> tuple[dict[str, Any], Path, bytes]:
     data = gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0)
     path = folder / f"task{seed}.jsonl.gz"
     path.write_bytes(data)
-    task = {"task_id": f"bench_{seed}", "source": "amazon_beauty",
+    task: dict[str, Any] = {"task_id": f"bench_{seed}", "source": "amazon_beauty",
             "kind": "compound_association", "max_findings": 3, "n_documents": 10_000,
             "allowed_metadata_fields": ["entity_id", "rating", "store", "timestamp",
                                         "report_year"],
             "min_population_n": 1000, "min_group_n": 100,
             "corpus_sha256": hashlib.sha256(data).hexdigest()}
     package = load_protocol(ROOT / "specs" / "finding-quality-discovery")
-    loaded = load_corpus(path, task["corpus_sha256"], 10_000)
+    loaded = load_corpus(path, str(task["corpus_sha256"]), 10_000)
     gates = Gates(package.protocol, task, loaded)
     findings = [finding(rows, k, rng) for k in range(3)]
     for i, f in enumerate(findings):  # fill in the statistics the gates will recompute
