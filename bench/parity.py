@@ -49,11 +49,16 @@ def reference_datasets(env: Path, work: Path) -> dict[str, Path]:
             "reference-after": out / "after" / "cases.jsonl"}
 
 
+def assevra_command(env: Path, dataset: Path, out: Path) -> list[str]:
+    """``assevra run`` on a dataset: no judge, release, built-in defaults."""
+    return [str(env / "bin" / "assevra"), "run", "--config", "none", "--dataset",
+            str(dataset), "--out-dir", str(out), "--judge-provider", "none",
+            "--format", "json", "--quiet"]
+
+
 def run_assevra(env: Path, dataset: Path, out: Path) -> dict[str, Any]:
-    """Assevra's scorecard for a dataset (no judge, release, built-in defaults)."""
-    subprocess.run([str(env / "bin" / "assevra"), "run", "--config", "none", "--dataset",
-                    str(dataset), "--out-dir", str(out), "--judge-provider", "none",
-                    "--format", "json", "--quiet"], check=True, capture_output=True,
+    """Assevra's scorecard for a dataset."""
+    subprocess.run(assevra_command(env, dataset, out), check=True, capture_output=True,
                    cwd=out.parent)
     card: dict[str, Any] = json.loads((out / "scorecard.json").read_text())
     return card

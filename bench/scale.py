@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from . import assevra_data
-from .parity import GATE, assevra_env
+from .parity import GATE, assevra_command, assevra_env
 
 ENGINE = [sys.executable, "-m", "engine"]
 
@@ -53,10 +53,7 @@ def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None
     commands = {"specgate": lambda out: [*ENGINE, "run", str(GATE), "--input",
                                          f"runs={dataset}", "--out", str(out)]}
     if env is not None:
-        commands["assevra"] = lambda out: [
-            str(env / "bin" / "assevra"), "run", "--config", "none", "--dataset",
-            str(dataset), "--out-dir", str(out), "--judge-provider", "none",
-            "--format", "json", "--quiet"]
+        commands["assevra"] = lambda out: assevra_command(env, dataset, out)
     results = {}
     for name, command in commands.items():
         walls, peaks, size = [], [], 0

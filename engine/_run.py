@@ -43,6 +43,7 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
     ``baseline`` and ``trusted`` add to the Evaluation's history settings (command line).
     """
     staging = evidence.Staging(dest)
+    tally = None
     try:
         runtime = _judge_runtime(evaluation, cache, progress)
         if runtime is not None:  # first pass: gather the prompts, then answer them all
@@ -83,10 +84,11 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
             card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
                                                 evaluation.policy.card_mappings, card,
                                                 key is not None)
-        ordered, listing = evidence.findings_file(card["findings"])
+        found = card["findings"]
+        listing = evidence.findings_jsonl(found)
         staging.write("findings.jsonl", listing)
         findings_sha = hashlib.sha256(listing).hexdigest()
-        card |= {"findings": ordered[:evidence.FINDINGS_LISTED], "findings_count": len(ordered),
+        card |= {"findings": found[:evidence.FINDINGS_LISTED], "findings_count": len(found),
                  "findings_sha256": findings_sha}
         subjects = {"rows.jsonl": rows_sha, "findings.jsonl": findings_sha}
         if report is not None:
@@ -110,6 +112,9 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
     except BaseException:
         staging.discard()
         raise
+    finally:
+        if tally is not None:
+            tally.suite_rows.close()  # the sorted chunks spilled to temporary files
     overall = card["overall"]["score"] if card["overall"] else None
     where = display(evaluation.inputs[evaluation.unit_input].path)
     located = [f"{where}:{s['line']}: {s['code']}: {s['message']}"

@@ -10,7 +10,6 @@ k-way merge of the chunks. The order is the stable sort by key, exactly as
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import pickle
 import tempfile
@@ -18,7 +17,7 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import IO, Any
 
-from ._canonical import canonical
+from ._canonical import canonical, digest_joined
 
 CHUNK = 50_000
 
@@ -70,11 +69,7 @@ class SortedDigest:
             merged: Any = heapq.merge(*(self._read(r) for r in self._runs), key=itemgetter(0))
         else:
             merged = sorted(self._buffer, key=itemgetter(0))
-        h = hashlib.sha256(b"[")
-        for i, (_, data) in enumerate(merged):
-            h.update(b"," + data if i else data)
-        h.update(b"]")
-        return h.hexdigest()
+        return digest_joined(data for _, data in merged)
 
     def __eq__(self, other: object) -> bool:
         """Two digests are equal when they digest the same sorted values (so tallies of a

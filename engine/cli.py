@@ -391,8 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"engine: IO_ERROR: {where}{exc.strerror or exc}; no partial evidence was kept",
-              file=sys.stderr)
+        print(f"engine: IO_ERROR: {where}{exc.strerror or exc}; evaluations already written "
+              "are complete and nothing partial was kept", file=sys.stderr)
         return EXIT_SPEC
     except Exception as exc:  # noqa: BLE001 - a bug must not look like a PASS or a FAIL
         if args.debug:

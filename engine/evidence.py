@@ -31,10 +31,10 @@ MAX_LISTED = 20
 FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
 
 
-def findings_file(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bytes]:
-    """Every finding in the protocol's order (by dimension, then first appearance of the
-    case; the additional blockers last), and findings.jsonl's bytes."""
-    return found, b"".join(canonical(f) + b"\n" for f in found)
+def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
+    """findings.jsonl: every finding, in the scorecard's order (by dimension, then first
+    appearance of the case; the additional blockers last), one JCS object per line."""
+    return b"".join(canonical(f) + b"\n" for f in found)
 
 
 class RowWriter:

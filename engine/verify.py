@@ -58,10 +58,7 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     card = _canonical(data)
     digest = hashlib.sha256(data).hexdigest()
     folder = path.parent
-    bound = [("rows.jsonl", "rows_sha256")]
-    if "findings_sha256" in card:  # every run writes it; the signature covers its presence
-        bound.append(("findings.jsonl", "findings_sha256"))
-    for name, field in bound:
+    for name, field in (("rows.jsonl", "rows_sha256"), ("findings.jsonl", "findings_sha256")):
         beside = folder / name
         if not beside.exists():
             raise VerifyError(f"{name} is missing beside the scorecard", "DIGEST_MISMATCH")

@@ -292,7 +292,8 @@ def test_a_failure_mid_run_leaves_nothing(spec: Spec, monkeypatch: Any, capsys: 
 
     monkeypatch.setattr(evidence, "seal", full_disk)
     assert spec.run()[0] == 2
-    assert "IO_ERROR: No space left on device; no partial evidence was kept" in \
+    assert "IO_ERROR: No space left on device; evaluations already written are complete " \
+        "and nothing partial was kept" in \
         capsys.readouterr().err
     assert sorted(p.name for p in spec.root.iterdir()) == ["example"]
 
@@ -458,3 +459,22 @@ def test_junit_names_the_runs_behind_a_finding_without_a_fix(spec: Spec) -> None
     # run-011 is the one efficiency failure in the shipped runs (latency 4350 ms > 4000)
     assert failure.get("message") == ("efficiency: case card-on-file has 1 FAIL row(s) "
                                       "(run-011); inspect these runs in rows.jsonl")
+
+
+def test_a_closed_output_pipe_keeps_the_written_evidence(tmp_path: Path) -> None:
+    """`engine run ... | head -0`: printing fails after the evidence was committed; the
+    evidence stays whole and the message does not claim it was thrown away."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-m", "engine", "run", str(ROOT / "specs" /
+                                                                           "example"),
+                              "--out", str(out)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # nobody reads the summary
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert child.wait() == 2
+    assert "IO_ERROR" in err and "evaluations already written are complete" in err
+    card = json.loads((out / "scorecard.json").read_bytes())
+    assert card["decision"] == "PASS"
