@@ -9,8 +9,10 @@ largest peak RSS of those runs, the scorecard size, and the ratio specgate / Ass
 throughput. Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
 
 Peak RSS is the child's own ``ru_maxrss`` from ``wait4``, so one process is measured, not
-this harness. Pass ``--sizes 1000,10000,100000,1000000`` for the 1M row (Assevra at 1M
-takes minutes and gigabytes; ``--skip-assevra-above N`` skips it beyond N rows).
+this harness. ``--ray`` adds ``engine run --executor ray`` (a fresh local Ray instance per
+run, its start-up timed; RSS is then the driver's only). Pass
+``--sizes 1000,10000,100000,1000000`` for the 1M row (Assevra at 1M takes minutes and
+gigabytes; ``--skip-assevra-above N`` skips it beyond N rows).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import assevra_data
 from .parity import GATE, assevra_command, assevra_env
@@ -47,11 +50,16 @@ def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int]:
     return wall, usage.ru_maxrss * 1024
 
 
-def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None
-             ) -> dict[str, dict[str, float]]:
+def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None,
+             ray: bool = False) -> dict[str, dict[str, float]]:
     """Median wall time, max RSS and scorecard bytes per engine on one dataset."""
-    commands = {"specgate": lambda out: [*ENGINE, "run", str(GATE), "--input",
-                                         f"runs={dataset}", "--out", str(out)]}
+    def ours(*extra: str) -> Any:
+        return lambda out: [*ENGINE, "run", str(GATE), "--input", f"runs={dataset}", "--out",
+                            str(out), *extra]
+
+    commands = {"specgate": ours()}
+    if ray:  # a fresh local Ray instance per run: its start-up is part of the time
+        commands["specgate --executor ray"] = ours("--executor", "ray")
     if env is not None:
         commands["assevra"] = lambda out: assevra_command(env, dataset, out)
     results = {}
@@ -78,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/specgate-bench"))
     parser.add_argument("--skip-assevra-above", type=int, default=None)
     parser.add_argument("--forms", default="full,compact")
+    parser.add_argument("--ray", action="store_true",
+                        help="also time --executor ray (peak RSS: the driver process only)")
     args = parser.parse_args(argv)
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -93,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             if not dataset.exists():
                 assevra_data.write(dataset, rows, compact=form == "compact")
             skip = args.skip_assevra_above is not None and rows > args.skip_assevra_above
-            got = run_both(dataset, rows, args.work, args.repeat, None if skip else env)
+            got = run_both(dataset, rows, args.work, args.repeat, None if skip else env,
+                           args.ray)
             for name, r in got.items():
                 ratio = (f"{r['rows_per_s'] / got['assevra']['rows_per_s']:.2f}x"
-                         if name == "specgate" and "assevra" in got else "")
+                         if name != "assevra" and "assevra" in got else "")
                 print(f"| {rows:,} | {form} | {name} | {r['wall']:.2f} | "
                       f"{r['rows_per_s']:,.0f} | {r['rss_mb']:.0f} | {r['scorecard_kb']:.1f} "
                       f"| {ratio} |", flush=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from . import agentcard, evidence, history, reports, runner, signing
+from . import agentcard, evidence, history, reports, runner, shards, signing
 from ._canonical import digest
 from .decision import decide, with_comparison
 from .judge import Runtime
@@ -37,10 +37,12 @@ class Result:
 def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
             baseline: Path | None = None, trusted: list[Ed25519PublicKey] | None = None,
             cache: Path | None = None,
-            progress: Callable[[int, int], None] | None = None) -> Result:
+            progress: Callable[[int, int], None] | None = None,
+            executor: shards.Executor | None = None) -> Result:
     """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all.
 
-    ``baseline`` and ``trusted`` add to the Evaluation's history settings (command line).
+    ``baseline`` and ``trusted`` add to the Evaluation's history settings (command line);
+    ``executor`` scores the records (default: in this process).
     """
     staging = evidence.Staging(dest)
     tally = None
@@ -49,14 +51,11 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         if runtime is not None:  # first pass: gather the prompts, then answer them all
             runner.run(evaluation, runner.records(evaluation), lambda row: None, runtime)
             runtime.answer_all()
-        unit_digest = hashlib.sha256()
-        with (staging.path / "rows.jsonl").open("wb") as handle:
-            writer = evidence.RowWriter(handle)
-            tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer,
-                               runtime)
+        tally, unit_sha, rows_sha = (executor or shards.local)(
+            evaluation, runtime, staging.path / "rows.jsonl")
         inputs: dict[str, dict[str, Any]] = {}
         for name, source in sorted(evaluation.inputs.items()):
-            sha = unit_digest.hexdigest() if name == evaluation.unit_input else \
+            sha = unit_sha if name == evaluation.unit_input else \
                 evidence.sha256_path(source.path)
             inputs[name] = {"format": source.format, "sha256": sha}
         inputs[evaluation.unit_input]["records"] = tally.records
@@ -78,7 +77,6 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
                                     evaluation.policy.comparison_rules,
                                     evaluation.policy.wilson_z)
             outcome = with_comparison(evaluation, outcome, block)
-        rows_sha = writer.hash.hexdigest()
         card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
         if evaluation.policy.catalogues:
             card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
@@ -143,9 +141,7 @@ def _protocol_report(evaluation: Evaluation,
 def _judge_runtime(evaluation: Evaluation, cache: Path | None,
                    progress: Callable[[int, int], None] | None) -> Runtime | None:
     """A judge runtime when the Evaluation configures a judge and the policy asks one."""
-    rubrics = {i.params["rubric"].name: i.params["rubric"]
-               for i in evaluation.policy.inspections.values()
-               if i.params.get("rubric") is not None and hasattr(i.params["rubric"], "sha256")}
+    rubrics = shards.rubrics(evaluation)
     if evaluation.judge.provider == "none" or not rubrics:
         return None
     config = replace(evaluation.judge, cache=cache)

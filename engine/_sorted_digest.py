@@ -15,6 +15,7 @@ import pickle
 import tempfile
 from collections.abc import Iterator
 from operator import itemgetter
+from pathlib import Path
 from typing import IO, Any
 
 from ._canonical import canonical, digest_joined
@@ -26,8 +27,10 @@ class SortedDigest:
     """Add (key, value) pairs in input order; ``hexdigest()`` is SHA-256 of the JSON array
     of the values stably sorted by key, as ``digest_list`` would compute it."""
 
-    def __init__(self, chunk: int = CHUNK) -> None:
-        self.chunk = chunk
+    def __init__(self, chunk: int = CHUNK, spool: Path | None = None) -> None:
+        """``spool``: a folder (and file-name stem) where chunks are spilled as named files,
+        so another process can pick them up (``detach``/``attach``); default anonymous."""
+        self.chunk, self.spool = chunk, spool
         self._buffer: list[tuple[str, bytes]] = []
         self._runs: list[IO[bytes]] = []
 
@@ -47,12 +50,30 @@ class SortedDigest:
         if not self._buffer:
             return
         self._buffer.sort(key=itemgetter(0))
-        handle = tempfile.TemporaryFile()
+        handle = tempfile.TemporaryFile() if self.spool is None else \
+            Path(f"{self.spool}-{len(self._runs):04d}.bin").open("x+b")
         for item in self._buffer:
             pickle.dump(item, handle, protocol=pickle.HIGHEST_PROTOCOL)
         handle.seek(0)
         self._runs.append(handle)
         self._buffer = []
+
+    def detach(self) -> list[str]:
+        """Spill what is left and close the named chunk files; returns their paths in order
+        (a spooled digest only). The digest is empty afterwards."""
+        assert self.spool is not None, "only a spooled digest can be detached"
+        self._spill()
+        paths = [r.name for r in self._runs]
+        self.close()
+        return [str(p) for p in paths]
+
+    @classmethod
+    def attach(cls, paths: list[str]) -> SortedDigest:
+        """A digest over chunk files another process detached (opened now, so the files may
+        be unlinked afterwards)."""
+        out = cls()
+        out._runs = [Path(p).open("rb") for p in paths]
+        return out
 
     @staticmethod
     def _read(handle: IO[bytes]) -> Iterator[tuple[str, bytes]]:

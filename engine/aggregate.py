@@ -127,7 +127,8 @@ class Tally:
         self.control_rows += other.control_rows
         self.suite_rows.merge(other.suite_rows)
         self.error_codes.update(other.error_codes)
-        self.unit_records.update(other.unit_records)
+        for unit, value in other.unit_records.items():  # the first record of a unit stays
+            self.unit_records.setdefault(unit, value)
         self.waived.update(other.waived)
         for category, (kind, values) in other.measures.items():
             self.measures.setdefault(category, (kind, []))[1].extend(values)

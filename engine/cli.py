@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import signing, spec
+from . import shards, signing, spec
 from ._run import Result, execute
 from ._version import __version__
 from .errors import EngineError, SpecErrors, UsageError, VerifyError
@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
                      help=f"judgement cache folder (default {DEFAULT_CACHE})")
     run.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
+    run.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="score records in this process (default) or in shards on Ray "
+                     "(a local instance, or the cluster in $RAY_ADDRESS)")
+    run.add_argument("--shards", type=int, metavar="N",
+                     help="with --executor ray: shards to cut the records into "
+                     "(default: one per CPU Ray reports)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard")
@@ -138,7 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         evaluation.as_of = as_of
     cache = None if args.no_judge_cache else args.judge_cache
     progress = _progress if sys.stderr.isatty() else None
-    results = [execute(e, d, key, args.baseline, trusted, cache, progress)
+    executor = _executor(args)
+    results = [execute(e, d, key, args.baseline, trusted, cache, progress, executor)
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.json:
@@ -148,6 +155,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         for result in results:
             _print_result(result, key is not None)
     return worst
+
+
+def _executor(args: argparse.Namespace) -> shards.Executor | None:
+    if args.shards is not None and (args.executor != "ray" or args.shards < 1):
+        raise UsageError("--shards wants a positive number and --executor ray", "BAD_SHARDS")
+    if args.executor == "local":
+        return None
+    return shards.RayExecutor(args.shards, os.environ.get("RAY_ADDRESS") or None)
 
 
 def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConfig:

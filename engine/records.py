@@ -126,12 +126,27 @@ def has_lone_surrogate(value: Any) -> bool:
 
 def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     """Stream the records of a JSONL file (blank lines skipped), hashing the bytes read."""
+    return read_jsonl_part(path, digest, 0, None, 1)
+
+
+def read_jsonl_part(path: Path, digest: Any, start: int, end: int | None,
+                    first_line: int) -> Iterator[Record | BadRecord]:
+    """The records of bytes ``start``..``end`` of a JSONL file (a shard that begins at a
+    line start; ``first_line`` is that line's number in the whole file)."""
+    if end is not None and end <= start:
+        return
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        handle.seek(start)
+        left = end - start if end is not None else -1
+        for number, raw in enumerate(handle, start=first_line):
             if digest is not None:
                 digest.update(raw)
             if raw.strip():
                 yield parse_line(raw, number)
+            if left >= 0:
+                left -= len(raw)
+                if left <= 0:
+                    return
 
 
 def read_json_array(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
@@ -159,5 +174,7 @@ FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {
     "jsonl": read_jsonl,
     "assevra-jsonl": read_jsonl,  # Assevra 0.6 datasets, read unchanged; validated per row
 }
+# Formats whose records are lines, so a file can be split at line starts into shards.
+SPLITTABLE = frozenset({"jsonl", "assevra-jsonl"})
 # Row validators by input format: (record, ids seen so far, policy budgets) -> verdict.
 VALIDATORS: dict[str, Callable[[Any, set[str], Any], Any]] = {"assevra-jsonl": assevra.classify}

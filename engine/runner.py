@@ -63,16 +63,17 @@ def suite_part(row: dict[str, Any]) -> dict[str, Any]:
 class _Runner:
     """State of one pass over the records."""
 
-    def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None) -> None:
+    def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None,
+                 tally: Tally | None = None, seen: set[str] | None = None) -> None:
         self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
-        self.tally = Tally()
+        self.tally = tally if tally is not None else Tally()
         self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge,
                            {n: i.path for n, i in evaluation.inputs.items()})
         self.collecting = judge is not None and judge.collecting
         source = evaluation.inputs[evaluation.unit_input]
         self.source = source.spec_path
         self.validator = VALIDATORS.get(source.format) if self.policy.validate else None
-        self.seen: set[str] = set()
+        self.seen: set[str] = seen if seen is not None else set()  # validated row ids
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
@@ -194,10 +195,13 @@ class _Runner:
 
 
 def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
-        judge: Any = None) -> Tally:
+        judge: Any = None, tally: Tally | None = None, seen: set[str] | None = None) -> Tally:
     """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
-    judge runtime that is still collecting, only judged inspections run, to gather prompts."""
-    runner = _Runner(evaluation, sink, judge)
+    judge runtime that is still collecting, only judged inspections run, to gather prompts.
+
+    A shard passes its own ``tally`` (to spool its suite rows) and ``seen``: the row ids of
+    earlier shards that recur in it; the set is filled with this shard's ids as it goes."""
+    runner = _Runner(evaluation, sink, judge, tally, seen)
     for item in items:
         runner.record(item)
     return runner.tally

@@ -61,6 +61,9 @@ class Evaluation:
     trusted_keys: list[Path] = field(default_factory=list)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     as_of: str = ""  # the UTC date waivers are judged on (set by the command line)
+    # how it was loaded (spec path as given, --input overrides), so a worker can reload it
+    root: Path | None = None
+    overrides: dict[str, Path] = field(default_factory=dict)
 
 
 def display(path: Path) -> str:
@@ -170,6 +173,7 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
             if doc is not None and loader.kind(doc) == "Evaluation":
                 evaluation = _evaluation(loader, file, overrides or {})
                 if evaluation is not None:
+                    evaluation.root, evaluation.overrides = path, dict(overrides or {})
                     evaluations.append(evaluation)
             elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
                 loader.compile(file, str(loader.kind(doc)))

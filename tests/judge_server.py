@@ -23,6 +23,7 @@ class Judge:
         self.responder: Any = None  # body -> reply text, for answers that depend on the request
         self.received: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.active = self.peak = 0  # requests being answered now, and the most at once
         judge = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,7 +38,13 @@ class Judge:
                                            "headers": dict(self.headers)})
                     steps = judge.script.get(body["model"]) or judge.script.get("*") or [{}]
                     step = steps.pop(0) if len(steps) > 1 else steps[0]
-                judge.answer(self, step, body)
+                    judge.active += 1
+                    judge.peak = max(judge.peak, judge.active)
+                try:
+                    judge.answer(self, step, body)
+                finally:
+                    with judge.lock:
+                        judge.active -= 1
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

@@ -1,0 +1,259 @@
+"""Scoring the unit records in one process, or in shards on Ray workers.
+
+An executor takes an Evaluation (and the judge runtime, already answered) and returns the
+tally, the SHA-256 of the unit input and the SHA-256 of ``rows.jsonl``, which it writes.
+
+The Ray executor splits a line-based input at line starts into byte ranges. Each worker
+reloads the spec from the same files (and checks it got the same digests), scores its
+range into a rows file and a tally in a spool folder inside the run's staging folder; the
+driver merges the tallies in shard order and concatenates the rows files. Everything the
+scorecard holds is either a sum, a first-appearance order or a stable sort, so the merged
+result is the single-process one byte for byte. Row ids must be unique across the whole
+file: a shard whose ids recur in an earlier shard is scored again, told those ids.
+Workers never call a judge: the driver answers every prompt first (bounded by the
+configured concurrency) and ships the answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import evidence, runner, spec
+from ._sorted_digest import SortedDigest
+from .aggregate import Tally
+from .errors import SpecErrors, UsageError
+from .judge import JudgeConfig, Runtime
+from .records import SPLITTABLE, read_jsonl_part
+
+Executor = Callable[[spec.Evaluation, Runtime | None, Path], tuple[Tally, str, str]]
+_BLOCK = 1 << 22
+
+
+def local(evaluation: spec.Evaluation, runtime: Runtime | None,
+          rows: Path) -> tuple[Tally, str, str]:
+    """Score every record in this process: (tally, input sha256, rows sha256)."""
+    unit_digest = hashlib.sha256()
+    with rows.open("wb") as handle:
+        writer = evidence.RowWriter(handle)
+        tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer, runtime)
+    return tally, unit_digest.hexdigest(), writer.hash.hexdigest()
+
+
+def rubrics(evaluation: spec.Evaluation) -> dict[str, Any]:
+    """The rubrics the policy's judged inspections use, by name."""
+    return {i.params["rubric"].name: i.params["rubric"]
+            for i in evaluation.policy.inspections.values()
+            if i.params.get("rubric") is not None and hasattr(i.params["rubric"], "sha256")}
+
+
+@dataclass(frozen=True)
+class Span:
+    """Bytes ``start``..``end`` of the input, beginning at line ``first_line``."""
+
+    start: int
+    end: int
+    first_line: int
+    sha256: str
+
+
+def split(path: Path, parts: int) -> tuple[list[Span], str]:
+    """Cut a file at line starts into at most ``parts`` byte ranges of similar size; returns
+    the ranges (each with its own digest and first line number) and the file's digest."""
+    size = path.stat().st_size
+    cuts: list[int] = []
+    with path.open("rb") as handle:
+        for i in range(1, parts):  # the first line start at or after each target
+            handle.seek(max(size * i // parts - 1, 0))
+            handle.readline()
+            at = handle.tell()
+            if 0 < at < size and (not cuts or at > cuts[-1]):
+                cuts.append(at)
+        handle.seek(0)
+        whole, spans, first_line = hashlib.sha256(), [], 1
+        for start, end in zip([0, *cuts], [*cuts, size], strict=True):
+            piece, left, lines = hashlib.sha256(), end - start, 0
+            while left > 0 and (block := handle.read(min(_BLOCK, left))):
+                piece.update(block)
+                whole.update(block)
+                lines += block.count(b"\n")
+                left -= len(block)
+            spans.append(Span(start, end, first_line, piece.hexdigest()))
+            first_line += lines
+    return spans, whole.hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to score one shard."""
+
+    index: int
+    attempt: int
+    cwd: str
+    root: str
+    file: str
+    overrides: dict[str, str]
+    as_of: str
+    digests: tuple[str, str, str]  # evaluation, policy, suite
+    span: Span
+    spool: str
+    judge: JudgeConfig | None
+    seen: frozenset[str]
+
+
+@dataclass
+class Part:
+    """A scored shard: its tally (suite rows detached into files) and rows file."""
+
+    index: int
+    tally: Tally
+    rows: str
+    suite_runs: list[str]
+    ids: set[str] | None  # the row ids it validated, when the format checks them
+
+
+def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str]:
+    return evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256
+
+
+def score_part(job: Job, answers: dict[str, Any] | None) -> Part:
+    """Worker side: reload the spec, check it is the driver's, score the byte range."""
+    os.chdir(job.cwd)  # paths in rows are shown relative to the driver's folder
+    loaded = [e for e in spec.load([Path(job.root)], {k: Path(v) for k, v in
+                                                      job.overrides.items()})
+              if str(e.file) == job.file]
+    if len(loaded) != 1 or _digests(loaded[0]) != job.digests:
+        raise UsageError(f"{job.file} changed while the run was going on; run again",
+                         "SPEC_CHANGED")
+    evaluation = loaded[0]
+    evaluation.as_of = job.as_of
+    runtime = None
+    if job.judge is not None:
+        runtime = Runtime(job.judge, rubrics(evaluation), collecting=False,
+                          answers=answers or {})
+    stem = Path(job.spool) / f"part-{job.index:05d}-{job.attempt}"
+    tally = Tally(suite_rows=SortedDigest(spool=Path(f"{stem}-suite")))
+    seen = set(job.seen)
+    read = hashlib.sha256()
+    source = evaluation.inputs[evaluation.unit_input]
+    try:
+        with Path(f"{stem}-rows.jsonl").open("xb") as handle:
+            items = read_jsonl_part(source.path, read, job.span.start, job.span.end,
+                                    job.span.first_line)
+            tally = runner.run(evaluation, items, evidence.RowWriter(handle), runtime,
+                               tally=tally, seen=seen)
+        if read.hexdigest() != job.span.sha256:
+            raise UsageError(f"{spec.display(source.path)} changed while the run was going "
+                             "on; run again", "INPUT_CHANGED")
+        suite_runs = tally.suite_rows.detach()
+    finally:
+        tally.suite_rows.close()
+    tally.suite_rows = SortedDigest()
+    ids = seen - job.seen if runner_validates(evaluation) else None
+    return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs, ids)
+
+
+def runner_validates(evaluation: spec.Evaluation) -> bool:
+    """Whether the run checks row ids (an input format with a row validator)."""
+    from .records import VALIDATORS
+
+    fmt = evaluation.inputs[evaluation.unit_input].format
+    return bool(evaluation.policy.validate) and fmt in VALIDATORS
+
+
+class RayExecutor:
+    """Score shards on Ray workers: a local instance, or the cluster at ``address``."""
+
+    def __init__(self, shards: int | None = None, address: str | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError("--executor ray needs Ray: pip install 'specgate[ray]'",
+                             "RAY_NOT_INSTALLED") from None
+        self.ray, self.shards, self.address = ray, shards, address
+        self._remote: Any = None
+
+    def _start(self) -> Any:
+        ray = self.ray
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=1, max_retries=0)(score_part)
+        return ray
+
+    def __call__(self, evaluation: spec.Evaluation, runtime: Runtime | None,
+                 rows: Path) -> tuple[Tally, str, str]:
+        source = evaluation.inputs[evaluation.unit_input]
+        if source.format not in SPLITTABLE:
+            return local(evaluation, runtime, rows)
+        ray = self._start()
+        count = self.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        spans, unit_sha = split(source.path, count)
+        spool = Path(tempfile.mkdtemp(prefix="shards-", dir=rows.parent))
+        try:
+            answers = ray.put(runtime.answers if runtime is not None else None)
+            jobs = [Job(i, 0, os.getcwd(), str(evaluation.root), str(evaluation.file),
+                        {k: str(v) for k, v in evaluation.overrides.items()},
+                        evaluation.as_of, _digests(evaluation), span, str(spool),
+                        runtime.config if runtime is not None else None, frozenset())
+                    for i, span in enumerate(spans)]
+            parts = self._gather([self._remote.remote(job, answers) for job in jobs])
+            again = _recurring(parts)
+            if again:  # ids that recur across shards: score those shards knowing them
+                redone = self._gather([self._remote.remote(
+                    replace(jobs[i], attempt=1, seen=frozenset(ids)), answers)
+                    for i, ids in again.items()])
+                for part in redone:
+                    parts[part.index] = part
+            return _combine(parts, rows, unit_sha)
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+
+    def _gather(self, refs: list[Any]) -> list[Part]:
+        try:
+            return list(self.ray.get(refs))
+        except self.ray.exceptions.RayTaskError as exc:
+            cause = exc.cause
+            if isinstance(cause, UsageError | SpecErrors):
+                raise cause from None
+            raise
+
+
+def _recurring(parts: list[Part]) -> dict[int, set[str]]:
+    """For each shard, the ids it validated that an earlier shard validated too."""
+    earlier: set[str] = set()
+    out: dict[int, set[str]] = {}
+    for part in parts:
+        if part.ids is None:
+            return {}
+        recurring = part.ids & earlier
+        if recurring:
+            out[part.index] = recurring
+        earlier |= part.ids
+    return out
+
+
+def _combine(parts: list[Part], rows: Path, unit_sha: str) -> tuple[Tally, str, str]:
+    """Merge the shards' tallies in order and concatenate their rows files."""
+    tally = Tally()
+    rows_hash = hashlib.sha256()
+    try:
+        with rows.open("wb") as out:
+            for part in parts:
+                part.tally.suite_rows = SortedDigest.attach(part.suite_runs)
+                tally.merge(part.tally)
+                with Path(part.rows).open("rb") as handle:
+                    while block := handle.read(_BLOCK):
+                        rows_hash.update(block)
+                        out.write(block)
+    except BaseException:
+        tally.suite_rows.close()
+        raise
+    return tally, unit_sha, rows_hash.hexdigest()
