@@ -14,13 +14,27 @@ _PLAIN = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", "
 
 
 def _plain(value: Any) -> bool:
-    """True when the C JSON encoder writes exactly the RFC 8785 bytes: no floats (JCS writes
-    numbers the ECMAScript way) and only ASCII keys (JCS sorts keys by UTF-16 units)."""
-    if isinstance(value, dict):
-        return all(k.isascii() and _plain(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    return not isinstance(value, float)
+    """True when the C JSON encoder writes exactly the RFC 8785 bytes. Keys must be ASCII
+    (JCS sorts keys by UTF-16 units). A float must be non-integral with 1e-4 <= |x| < 1e16:
+    there Python's repr and ECMAScript's Number::toString both write the shortest
+    round-tripping digits, nearest to the value, in plain decimal notation (outside it one
+    of them switches to an exponent, and JS writes 3.0 as 3)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if not (key.isascii() and _plain(item)):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if not _plain(item):
+                return False
+        return True
+    if kind is float:
+        return 1e-4 <= abs(value) < 1e16 and not value.is_integer()
+    return False  # anything else takes the reference path (which refuses what isn't JSON)
 
 
 def canonical(value: Any) -> bytes:

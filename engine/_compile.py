@@ -62,8 +62,20 @@ def _field_path(node: dict[str, Any]) -> tuple[str, ...] | None:
     return None
 
 
-def _direct(compiled: Any) -> Any:
-    tree = compiled.parsed
+class _Guarded:
+    """``A && B`` where A is a direct comparison: when A is false the result is A's value
+    (false), without walking B; otherwise the whole expression is searched as usual."""
+
+    def __init__(self, compiled: Any, guard: _Direct) -> None:
+        self.compiled, self.guard = compiled, guard
+        self.expression = compiled.expression
+
+    def search(self, data: Any) -> Any:
+        """The value of the whole expression."""
+        return self.compiled.search(data) if self.guard.search(data) else False
+
+
+def _direct_tree(compiled: Any, tree: dict[str, Any]) -> _Direct | None:
     keys = _field_path(tree)
     if keys is not None:
         return _Direct(compiled, keys, _NO_LITERAL)
@@ -73,6 +85,18 @@ def _direct(compiled: Any) -> Any:
         if keys is not None and right.get("type") == "literal" and \
                 isinstance(right.get("value"), str):
             return _Direct(compiled, keys, right["value"])
+    return None
+
+
+def _direct(compiled: Any) -> Any:
+    tree = compiled.parsed
+    found = _direct_tree(compiled, tree)
+    if found is not None:
+        return found
+    if tree.get("type") == "and_expression":
+        guard = _direct_tree(compiled, tree["children"][0])
+        if guard is not None and guard.literal is not _NO_LITERAL:
+            return _Guarded(compiled, guard)
     return compiled
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import (
@@ -89,6 +89,10 @@ class Hit:
     text: str
 
 
+# short texts (messages) remembered, and how many before the memory starts over
+MASK_CACHE, MASK_CACHED_CHARS = 10_000, 256
+
+
 @dataclass(frozen=True)
 class Detector:
     """A compiled detector table."""
@@ -97,6 +101,8 @@ class Detector:
     window: int
     entities: tuple[Entity, ...]
     iban_lengths: Mapping[str, int]
+    # masked texts by text: evidence repeats the same messages row after row
+    masked: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def iban(self, text: str) -> bool:
         """Registered country length and ISO 7064 mod-97 remainder 1."""
@@ -112,6 +118,8 @@ class Detector:
         hits: dict[tuple[str, str], Hit] = {}
         folded = text.replace("\u2019", "'").lower()
         for entity in self.entities:
+            if entity.context is not None and not entity.context.search(folded):
+                continue  # no context word anywhere, so none before any match
             for match in entity.pattern.finditer(text):
                 value = match.group(0)
                 if entity.context is not None:
@@ -126,10 +134,20 @@ class Detector:
 
     def mask(self, text: str, hits: list[Hit] | None = None) -> str:
         """``text`` with every occurrence of every detected value replaced by ``[REDACTED]``."""
+        remember = hits is None and len(text) <= MASK_CACHED_CHARS
+        if remember:
+            known = self.masked.get(text)
+            if known is not None:
+                return known
+            if len(self.masked) >= MASK_CACHE:
+                self.masked.clear()
+        out = text
         for value in sorted({h.text for h in (self.find(text) if hits is None else hits)},
                             key=len, reverse=True):
-            text = text.replace(value, REDACTED)
-        return text
+            out = out.replace(value, REDACTED)
+        if remember:
+            self.masked[text] = out
+        return out
 
 
 def build_detector(data: Any) -> Detector:
