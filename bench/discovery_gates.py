@@ -62,20 +62,21 @@ def finding(rows: list[dict[str, Any]], k: int, rng: random.Random) -> dict[str,
             "limitations": ["synthetic"]}
 
 
-def build(folder: Path, seed: int) -> tuple[dict[str, Any], Path, bytes]:
+def build(folder: Path, seed: int, n: int = 10_000) -> tuple[dict[str, Any], Path, bytes]:
+    """A task of ``n`` documents and a valid submission for it (all statistics filled)."""
     rng = random.Random(seed)
-    rows = corpus(10_000, rng)
+    rows = corpus(n, rng)
     data = gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0)
     path = folder / f"task{seed}.jsonl.gz"
     path.write_bytes(data)
     task: dict[str, Any] = {"task_id": f"bench_{seed}", "source": "amazon_beauty",
-            "kind": "compound_association", "max_findings": 3, "n_documents": 10_000,
+            "kind": "compound_association", "max_findings": 3, "n_documents": n,
             "allowed_metadata_fields": ["entity_id", "rating", "store", "timestamp",
                                         "report_year"],
-            "min_population_n": 1000, "min_group_n": 100,
+            "min_population_n": n // 10, "min_group_n": n // 100,
             "corpus_sha256": hashlib.sha256(data).hexdigest()}
     package = load_protocol(ROOT / "specs" / "finding-quality-discovery")
-    loaded = load_corpus(path, str(task["corpus_sha256"]), 10_000)
+    loaded = load_corpus(path, str(task["corpus_sha256"]), n)
     gates = Gates(package.protocol, task, loaded)
     findings = [finding(rows, k, rng) for k in range(3)]
     for i, f in enumerate(findings):  # fill in the statistics the gates will recompute

@@ -197,7 +197,9 @@ def _discovery(doc: Document, where: JPath, rel: str, problems: list[Problem],
     """The finding-quality-discovery spec package in a folder."""
     from .discovery._task import load_package
 
-    folder = (Path(doc.file).resolve().parent / rel).resolve()
+    folder = resolve(rel, where)  # inside the spec root, or a problem and nothing read
+    if folder is None:
+        return None
     try:
         package = load_package(folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:

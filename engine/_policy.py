@@ -114,7 +114,7 @@ class _DataFiles:
         """A path resolver that also records what it resolved into ``table``."""
         def resolve(rel: str, at: _yaml.Path) -> Path | None:
             path = self.loader.path(self.doc, at, rel)
-            if path is not None:
+            if path is not None and path.is_file():  # a folder is bound by its files
                 table[rel] = path
             return path
         return resolve

@@ -96,7 +96,14 @@ def json_path(path: Path) -> str:
 
 def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
     """Parse one YAML document; return it, or None with the problems found."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader refuses control characters here, before parsing
+    except yaml.reader.ReaderError as exc:
+        at = exc.position
+        line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        return None, [Problem(file, line, col, "BAD_CHARACTER", "",
+                              f"character U+{exc.character:04X} is not allowed in YAML "
+                              "(control characters must be escaped in a quoted string)")]
     try:
         node = loader.get_single_node()
     except _Refused as exc:

@@ -7,7 +7,9 @@ import datetime as dt
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from dataclasses import replace
@@ -384,9 +386,28 @@ COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
             "test": cmd_test, "diff": cmd_diff}
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (a CI job cancelled): unwinds like Ctrl-C so staging is removed."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``engine`` command; returns the exit code."""
     args = _parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    try:
+        return _dispatch(args)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; every failure becomes its exit code and a coded message."""
     try:
         return COMMANDS[args.command](args)
     except SpecErrors as exc:
@@ -402,6 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("engine: interrupted; no partial evidence was kept", file=sys.stderr)
         return 130
+    except Terminated:
+        print("engine: terminated; no partial evidence was kept", file=sys.stderr)
+        return 143
     except OSError as exc:
         if args.debug:
             traceback.print_exc()

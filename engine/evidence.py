@@ -8,10 +8,12 @@ nothing. An existing destination that is not empty is never written to.
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import hashlib
 import json
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -144,7 +146,9 @@ class Staging:
                              "(choose another --out)", "OUTPUT_EXISTS")
         dest.parent.mkdir(parents=True, exist_ok=True)
         self.dest = dest
-        self.path = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
+        _remove_stale(dest)
+        self.path = Path(tempfile.mkdtemp(prefix=_partial_prefix(dest) + f"{os.getpid()}-",
+                                          dir=dest.parent))
 
     def write(self, name: str, data: bytes) -> None:
         """Write one whole file into the staging folder."""
@@ -166,6 +170,27 @@ class Staging:
     def discard(self) -> None:
         """Remove the unfinished folder."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _partial_prefix(dest: Path) -> str:
+    return f".{dest.name}.partial-{socket.gethostname()}-"
+
+
+def _remove_stale(dest: Path) -> None:
+    """Remove staging folders for ``dest`` left by runs on this host that were killed
+    (SIGKILL, power loss): their process is gone. Never evidence: evidence only ever
+    appears at ``dest`` by an atomic rename."""
+    prefix = _partial_prefix(dest)
+    for folder in dest.parent.glob(glob.escape(prefix) + "*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:  # alive, someone else's
+            continue
 
 
 def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,

@@ -9,7 +9,8 @@ range into a rows file and a tally in a spool folder inside the run's staging fo
 driver merges the tallies in shard order and concatenates the rows files. Everything the
 scorecard holds is either a sum, a first-appearance order or a stable sort, so the merged
 result is the single-process one byte for byte. Row ids must be unique across the whole
-file: a shard whose ids recur in an earlier shard is scored again, told those ids.
+file: a shard whose ids recur in an earlier shard is scored again, told those ids (by
+their BLAKE2b-128 keys, so the driver never holds the ids themselves).
 Workers never call a judge: the driver answers every prompt first (bounded by the
 configured concurrency) and ships the answers.
 """
@@ -104,7 +105,7 @@ class Job:
     span: Span
     spool: str
     judge: JudgeConfig | None
-    seen: frozenset[str]
+    earlier: frozenset[bytes]  # keys of this shard's ids that an earlier shard validated
 
 
 @dataclass
@@ -115,15 +116,36 @@ class Part:
     tally: Tally
     rows: str
     suite_runs: list[str]
-    ids: set[str] | None  # the row ids it validated, when the format checks them
+
+
+KEY = 16  # bytes of an id key: BLAKE2b-128, so two different ids never meet in practice
+
+
+def id_key(row_id: str) -> bytes:
+    """The key a row id is compared across shards by."""
+    return hashlib.blake2b(row_id.encode("utf-8", "surrogatepass"), digest_size=KEY).digest()
+
+
+class SeenIds(set[str]):
+    """The ids this shard validated so far, plus (by key) those earlier shards validated
+    that recur here: ``row_id in seen`` is then what one process would answer."""
+
+    def __init__(self, earlier: frozenset[bytes]) -> None:
+        super().__init__()
+        self.earlier = earlier
+
+    def __contains__(self, row_id: object) -> bool:
+        return set.__contains__(self, row_id) or (
+            bool(self.earlier) and isinstance(row_id, str) and id_key(row_id) in self.earlier)
 
 
 def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str]:
     return evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256
 
 
-def score_part(job: Job, answers: dict[str, Any] | None) -> Part:
-    """Worker side: reload the spec, check it is the driver's, score the byte range."""
+def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, bytes | None]:
+    """Worker side: reload the spec, check it is the driver's, score the byte range.
+    Returns the part and the sorted keys of the ids it validated (None: ids unchecked)."""
     os.chdir(job.cwd)  # paths in rows are shown relative to the driver's folder
     loaded = [e for e in spec.load([Path(job.root)], {k: Path(v) for k, v in
                                                       job.overrides.items()})
@@ -139,7 +161,7 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> Part:
                           answers=answers or {})
     stem = Path(job.spool) / f"part-{job.index:05d}-{job.attempt}"
     tally = Tally(suite_rows=SortedDigest(spool=Path(f"{stem}-suite")))
-    seen = set(job.seen)
+    seen = SeenIds(job.earlier)
     read = hashlib.sha256()
     source = evaluation.inputs[evaluation.unit_input]
     try:
@@ -155,8 +177,8 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> Part:
     finally:
         tally.suite_rows.close()
     tally.suite_rows = SortedDigest()
-    ids = seen - job.seen if runner_validates(evaluation) else None
-    return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs, ids)
+    keys = b"".join(sorted(id_key(i) for i in seen)) if runner_validates(evaluation) else None
+    return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), keys
 
 
 def runner_validates(evaluation: spec.Evaluation) -> bool:
@@ -185,7 +207,7 @@ class RayExecutor:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)
         if self._remote is None:
-            self._remote = ray.remote(num_cpus=1, max_retries=0)(score_part)
+            self._remote = ray.remote(num_cpus=1, max_retries=0, num_returns=2)(score_part)
         return ray
 
     def __call__(self, evaluation: spec.Evaluation, runtime: Runtime | None,
@@ -204,21 +226,20 @@ class RayExecutor:
                         evaluation.as_of, _digests(evaluation), span, str(spool),
                         runtime.config if runtime is not None else None, frozenset())
                     for i, span in enumerate(spans)]
-            parts = self._gather([self._remote.remote(job, answers) for job in jobs])
-            again = _recurring(parts)
-            if again:  # ids that recur across shards: score those shards knowing them
-                redone = self._gather([self._remote.remote(
-                    replace(jobs[i], attempt=1, seen=frozenset(ids)), answers)
-                    for i, ids in again.items()])
-                for part in redone:
-                    parts[part.index] = part
-            return _combine(parts, rows, unit_sha)
+            parts, keys = zip(*(self._remote.remote(job, answers) for job in jobs),
+                              strict=True)
+            refs = list(parts)
+            again = _recurring(self._get(list(keys)))
+            for i, earlier in again.items():  # ids met before: score the shard knowing them
+                refs[i], _ = self._remote.remote(replace(jobs[i], attempt=1, earlier=earlier),
+                                                 answers)
+            return _combine(refs, self._get, rows, unit_sha)
         finally:
             shutil.rmtree(spool, ignore_errors=True)
 
-    def _gather(self, refs: list[Any]) -> list[Part]:
+    def _get(self, refs: Any) -> Any:
         try:
-            return list(self.ray.get(refs))
+            return self.ray.get(refs)
         except self.ray.exceptions.RayTaskError as exc:
             cause = exc.cause
             if isinstance(cause, UsageError | SpecErrors):
@@ -226,34 +247,53 @@ class RayExecutor:
             raise
 
 
-def _recurring(parts: list[Part]) -> dict[int, set[str]]:
-    """For each shard, the ids it validated that an earlier shard validated too."""
-    earlier: set[str] = set()
-    out: dict[int, set[str]] = {}
-    for part in parts:
-        if part.ids is None:
-            return {}
-        recurring = part.ids & earlier
-        if recurring:
-            out[part.index] = recurring
-        earlier |= part.ids
+def _common(a: bytes, b: bytes) -> set[bytes]:
+    """Keys in both sorted key strings (a merge join)."""
+    out: set[bytes] = set()
+    i = j = 0
+    while i < len(a) and j < len(b):
+        x, y = a[i:i + KEY], b[j:j + KEY]
+        if x == y:
+            out.add(x)
+        i += KEY if x <= y else 0
+        j += KEY if y <= x else 0
     return out
 
 
-def _combine(parts: list[Part], rows: Path, unit_sha: str) -> tuple[Tally, str, str]:
-    """Merge the shards' tallies in order and concatenate their rows files."""
-    tally = Tally()
+def _recurring(keys: list[bytes | None]) -> dict[int, frozenset[bytes]]:
+    """For each shard, the keys of ids it validated that an earlier shard validated too."""
+    present = [k for k in keys if k is not None]
+    if len(present) < len(keys):
+        return {}
+    out = {}
+    for i, mine in enumerate(present):
+        found = set().union(*(_common(mine, present[j]) for j in range(i)))
+        if found:
+            out[i] = frozenset(found)
+    return out
+
+
+def _combine(refs: list[Any], get: Callable[[Any], Part], rows: Path,
+             unit_sha: str) -> tuple[Tally, str, str]:
+    """Fetch the shards one at a time, merge their tallies in order into the first and
+    append their rows files: memory holds the merged tally and one shard's."""
+    tally: Tally | None = None
     rows_hash = hashlib.sha256()
     try:
         with rows.open("wb") as out:
-            for part in parts:
+            for i, ref in enumerate(refs):
+                part = get(ref)
+                refs[i] = None  # let Ray free the shard's object
                 part.tally.suite_rows = SortedDigest.attach(part.suite_runs)
-                tally.merge(part.tally)
+                tally = part.tally if tally is None else tally.merge(part.tally)
                 with Path(part.rows).open("rb") as handle:
                     while block := handle.read(_BLOCK):
                         rows_hash.update(block)
                         out.write(block)
+                del part
     except BaseException:
-        tally.suite_rows.close()
+        if tally is not None:
+            tally.suite_rows.close()
         raise
+    assert tally is not None, "a file always makes at least one shard"
     return tally, unit_sha, rows_hash.hexdigest()

@@ -139,13 +139,19 @@ class _Loader:
             self.problems.append(doc.problem(where, "PATH_ABSOLUTE",
                                              f"'{rel}' must be relative to the spec file"))
             return None
-        target = (Path(doc.file).resolve().parent / rel).resolve()
-        if not target.is_relative_to(self.root):
+        try:
+            target = (Path(doc.file).resolve().parent / rel).resolve()
+            escapes, exists = not target.is_relative_to(self.root), target.exists()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop
+            self.problems.append(doc.problem(where, "BAD_PATH",
+                                             f"'{rel[:200]}' is not a usable path: {exc}"))
+            return None
+        if escapes:
             self.problems.append(doc.problem(
                 where, "PATH_ESCAPES_ROOT", f"'{rel}' leads outside the spec root",
                 f"keep it under {display(self.root)}"))
             return None
-        if not target.exists():
+        if not exists:
             self.problems.append(doc.problem(where, "FILE_NOT_FOUND", f"'{rel}' does not exist"))
             return None
         return target
@@ -238,10 +244,17 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     inputs: dict[str, Input] = {}
     for name, decl in spec["inputs"].items():
         where = ("spec", "inputs", name, "path")
-        if decl.get("optional") and name not in overrides and not (
-                Path(doc.file).resolve().parent / decl["path"]).exists():
+        if decl.get("optional") and name not in overrides and not _exists(
+                Path(doc.file).resolve().parent / decl["path"]):
             continue  # an optional input that is not there yet (e.g. reviews)
         target = overrides.get(name) or loader.path(doc, where, decl["path"])
+        fmt = decl.get("format", "jsonl")
+        if target is not None and _exists(target) and (fmt == "folder") != target.is_dir():
+            given = f"--input {name}={target}" if name in overrides else f"'{decl['path']}'"
+            loader.problems.append(doc.problem(
+                where, "INPUT_KIND", f"{given} is {'a folder' if target.is_dir() else 'a file'}"
+                f"; format {fmt} reads {'a folder' if fmt == 'folder' else 'a file'}"))
+            target = None
         if target is not None:
             inputs[name] = Input(name, target, decl.get("format", "jsonl"),
                                  f"evaluation:spec.inputs.{name}")
@@ -285,6 +298,13 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
                       [k for k in keys if k is not None], judge)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _judge_config(loader: _Loader, doc: _yaml.Document,

@@ -200,3 +200,57 @@ def test_sorted_digest_in_chunks_equals_the_in_memory_sort(items: list[Any], chu
     assert first.hexdigest() == want
     whole.close()
     first.close()
+
+
+# State matching (agent-release-gate §2.5): objects are recursive subsets, arrays exact and
+# ordered, scalar types significant. The laws below follow from that definition.
+json_states = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2, allow_nan=False) |
+    st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                 max_size=3),
+    max_leaves=12)
+
+
+def _extend(value: Any, extra: Any) -> Any:
+    """``value`` with a new key added to every object inside it (a superset state)."""
+    if isinstance(value, dict):
+        out = {k: _extend(v, extra) for k, v in value.items()}
+        out.setdefault("\u0000extra", extra)
+        return out
+    if isinstance(value, list):
+        return [_extend(v, extra) for v in value]
+    return value
+
+
+@PROFILE
+@given(json_states, json_states)
+def test_state_matching_laws(expected: Any, extra: Any) -> None:
+    from engine.inspections.agent import state_matches
+    assert state_matches(expected, expected) == []  # reflexive
+    assert state_matches(expected, _extend(expected, extra)) == []  # extra keys are fine
+    shuffled = dict(reversed(list(expected.items()))) if isinstance(expected, dict) else expected
+    assert state_matches(expected, shuffled) == []  # key order is not state
+    if isinstance(expected, dict) and expected:  # a missing key is always a mismatch
+        key = sorted(expected)[0]
+        assert state_matches(expected, {k: v for k, v in expected.items() if k != key})
+    if isinstance(expected, list) and len(expected) > 1 and expected != expected[::-1]:
+        assert state_matches(expected, expected[::-1])  # arrays are ordered
+
+
+@PROFILE
+@given(st.integers(-3, 3))
+def test_state_matching_keeps_json_types_apart(n: int) -> None:
+    from engine.inspections.agent import state_matches
+    assert state_matches(n, float(n)) and state_matches(float(n), n)
+    assert state_matches(True, 1) and state_matches(1, True) and state_matches(0, False)
+    assert state_matches({"a": n}, {"a": str(n)})
+
+
+@PROFILE
+@given(json_states, json_states, json_states)
+def test_state_matching_is_transitive(a: Any, b: Any, c: Any) -> None:
+    from engine.inspections.agent import state_matches
+    if not state_matches(a, b) and not state_matches(b, c):
+        assert not state_matches(a, c)
+    assert not state_matches(a, _extend(_extend(a, b), c))

@@ -168,8 +168,14 @@ def job_for(tmp_path: Path) -> tuple[shards.Job, spec.Evaluation]:
 
 def test_a_worker_refuses_an_input_or_spec_that_changed(tmp_path: Path) -> None:
     job, _ = job_for(tmp_path)
-    part = shards.score_part(job, None)  # in this process: the real worker function
-    assert part.tally.records == 30 and part.ids is not None and len(part.ids) == 30
+    part, keys = shards.score_part(job, None)  # in this process: the real worker function
+    assert part.tally.records == 30 and keys is not None and len(keys) == 30 * shards.KEY
+    assert keys == b"".join(sorted(shards.id_key(r["id"]) for r in generated_rows(30)))
+    # told that an earlier shard validated one of its ids, the worker flags it here
+    first = json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0])["id"]
+    part, _ = shards.score_part(replace(job, attempt=3, earlier=frozenset(
+        {shards.id_key(first)})), None)
+    assert part.tally.validation_rows[0]["messages"][0]["code"] == "DUPLICATE_ID"
     with pytest.raises(UsageError) as err:
         shards.score_part(replace(job, attempt=1, span=replace(job.span, sha256="0" * 64)),
                           None)
@@ -177,6 +183,16 @@ def test_a_worker_refuses_an_input_or_spec_that_changed(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as err:
         shards.score_part(replace(job, attempt=2, digests=("x", "y", "z")), None)
     assert err.value.code == "SPEC_CHANGED"
+
+
+def test_common_keys_of_two_sorted_key_strings() -> None:
+    a = sorted(shards.id_key(f"id{i}") for i in range(0, 300, 2))
+    b = sorted(shards.id_key(f"id{i}") for i in range(0, 300, 3))
+    want = {shards.id_key(f"id{i}") for i in range(0, 300, 6)}
+    assert shards._common(b"".join(a), b"".join(b)) == want
+    keys = [b"".join(a), b"".join(b), b"".join(sorted(want))]
+    assert shards._recurring(keys) == {1: frozenset(want), 2: frozenset(want)}
+    assert shards._recurring([keys[0], None]) == {}
 
 
 def test_shards_need_the_ray_executor(tmp_path: Path, capsys: Any) -> None:

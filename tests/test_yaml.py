@@ -30,6 +30,10 @@ def test_values_and_places() -> None:
     ("a: 9007199254740992\n", [(1, 4, "INTEGER_RANGE")]),
     ('a: "\\ud800"\n', [(1, 4, "BAD_SCALAR")]),
     ("a: [1, 2\n", [(2, 1, "YAML_SYNTAX")]),
+    # found by bench/fuzz.py: control characters crashed the loader before it parsed
+    ("a: x\nb: \x10y\n", [(2, 4, "BAD_CHARACTER")]),
+    ("a: \x7f\n", [(1, 4, "BAD_CHARACTER")]),
+    ("\x00", [(1, 1, "BAD_CHARACTER")]),
     ("", [(1, 1, "EMPTY_SPEC")]),
     ("a: " + "[" * 100 + "]" * 100 + "\n", [(1, 67, "SPEC_TOO_DEEP")]),
 ])

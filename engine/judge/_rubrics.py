@@ -95,6 +95,11 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
     except jinja2.TemplateSyntaxError as exc:
         raise RubricError(f"rubric '{name}': template line {exc.lineno}: {exc.message}"
                           ) from None
+    try:  # values are always text when rendered: a sample shows sandbox breaches now
+        template.render(**{variable: "sample" for variable in variables})
+    except (jinja2.TemplateError, TypeError, ValueError, LookupError) as exc:
+        raise RubricError(f"rubric '{name}': the template cannot render: "
+                          f"{type(exc).__name__}: {exc}") from None
     schema = data["verdict_schema"]
     try:
         StrictValidator.check_schema(schema)

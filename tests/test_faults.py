@@ -1,0 +1,196 @@
+"""Faults: runs killed at random points, two runs racing for one folder, a full disk, a judge
+endpoint flapping under load. Real processes, real signals, real files, a real tmpfs.
+
+What must hold every time: the output folder is either absent or complete (and verifies),
+nothing half-written is left once a rerun has happened, earlier evidence is untouched, a
+rerun gives the same scorecard, and nothing that was not checked passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.assevra_data import write as write_rows
+from engine.cli import main
+
+from . import refund
+from .conftest import EXAMPLE, GATE, Gate
+from .judge_server import Judge
+from .test_judge import configure, grounding, judgements
+
+ENGINE = [sys.executable, "-m", "engine"]
+AS_OF = "2026-11-29"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: Any) -> dict[str, Any]:
+    """A 20k-row dataset (a run of a few seconds), a key pair and a reference run."""
+    root = tmp_path_factory.mktemp("faults")
+    data = write_rows(root / "runs.jsonl", 20_000, seed=11)
+    assert main(["keygen", "--out-dir", str(root / "keys")]) == 0
+    world = {"root": root, "data": data, "key": root / "keys" / "private.pem",
+             "pub": root / "keys" / "public.pem"}
+    reference = root / "reference"
+    assert subprocess.run(command(world, reference)).returncode == 1  # the gate fails
+    world["reference"] = {n: (reference / n).read_bytes()
+                          for n in ("scorecard.json", "rows.jsonl", "findings.jsonl")}
+    return world
+
+
+def command(world: dict[str, Any], out: Path) -> list[str]:
+    return [*ENGINE, "run", str(GATE), "--input", f"runs={world['data']}", "--out", str(out),
+            "--as-of", AS_OF, "--key", str(world["key"])]
+
+
+def partials(out: Path) -> list[Path]:
+    return list(out.parent.glob(f".{out.name}.partial-*"))
+
+
+def assert_complete(world: dict[str, Any], out: Path) -> None:
+    """The folder holds the whole evidence: it verifies and equals the reference run."""
+    verified = subprocess.run([*ENGINE, "verify", str(out / "scorecard.json"), "--trusted-key",
+                               str(world["pub"])], capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    for name, data in world["reference"].items():
+        assert (out / name).read_bytes() == data, name
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_run_killed_at_random_points_leaves_nothing_partial(world: dict[str, Any],
+                                                              sig: int) -> None:
+    rng = random.Random(f"kill-{sig}")
+    outcomes = []
+    for trial in range(4):
+        out = world["root"] / f"killed-{sig}-{trial}"
+        with subprocess.Popen(command(world, out), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) as child:
+            time.sleep(rng.uniform(0.3, 3.5))
+            child.send_signal(sig)
+            _, err = child.communicate(timeout=60)
+        outcomes.append(child.returncode)
+        if out.exists():  # the signal came after the atomic rename: the evidence is whole
+            assert_complete(world, out)
+            continue
+        if sig != signal.SIGKILL:  # it could clean up, and did
+            assert child.returncode in (130, 143, -sig), err
+            assert not partials(out)
+        assert subprocess.run(command(world, out), capture_output=True).returncode == 1
+        assert_complete(world, out)  # the rerun gives the same results
+        assert not partials(out)  # and a killed run's staging folder is gone
+    assert any(code != 1 for code in outcomes), "no trial was actually interrupted"
+
+
+def test_two_runs_racing_for_one_folder_never_interleave(world: dict[str, Any]) -> None:
+    for trial in range(3):
+        out = world["root"] / f"raced-{trial}"
+        children = [subprocess.Popen(command(world, out), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        results = []
+        for child in children:
+            _, err = child.communicate(timeout=120)
+            results.append((child.returncode, err))
+        codes = sorted(code for code, _ in results)
+        assert codes == [1, 2], results  # one decides, the other refuses
+        assert "OUTPUT_EXISTS" in next(err for code, err in results if code == 2)
+        assert_complete(world, out)
+        assert not partials(out)
+
+
+def _limited(limit: int) -> Any:
+    def apply() -> None:  # in the child: writing past the limit fails with EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_file_size_limit_hit_at_every_write_fails_cleanly(tmp_path: Path) -> None:
+    whole = tmp_path / "whole"
+    assert main(["run", str(EXAMPLE), "--out", str(whole), "--as-of", AS_OF]) == 0
+    sizes = sorted({p.stat().st_size for p in whole.iterdir() if p.stat().st_size > 0})
+    for size in sizes:  # just too small for each file in turn: each write stage fails
+        out = tmp_path / f"limited-{size}"
+        run = subprocess.run([*ENGINE, "run", str(EXAMPLE), "--out", str(out), "--as-of",
+                              AS_OF], capture_output=True, text=True,
+                             preexec_fn=_limited(size - 1))
+        assert run.returncode == 2 and "IO_ERROR" in run.stderr, (size, run.stderr)
+        assert not out.exists() and not partials(out)
+
+
+def test_a_full_disk_fails_cleanly_and_keeps_earlier_evidence(world: dict[str, Any],
+                                                               tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    assert mounted.returncode == 0, f"a 1 MB tmpfs is needed here: {mounted.stderr}"
+    try:
+        earlier = disk / "earlier"
+        assert main(["run", str(EXAMPLE), "--out", str(earlier), "--as-of", AS_OF]) == 0
+        before = {p.name: p.read_bytes() for p in earlier.iterdir()}
+        out = disk / "big"
+        run = subprocess.run(command(world, out), capture_output=True, text=True)
+        assert run.returncode == 2 and "IO_ERROR" in run.stderr and "No space left" in \
+            run.stderr, run.stderr
+        assert not out.exists() and not partials(out)
+        assert {p.name: p.read_bytes() for p in earlier.iterdir()} == before
+        assert sorted(p.name for p in disk.iterdir()) == ["earlier"]
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.parametrize("failure_rate", [0.1, 0.5, 0.9])
+def test_a_flapping_judge_ends_incomplete_or_recovers_never_pass_on_missing(
+        gate: Gate, failure_rate: float) -> None:
+    rng = random.Random(f"flap-{failure_rate}")
+    judge = Judge()
+    try:
+        configure(gate, judge, concurrency=8, timeout_s=0.3, retries=2, backoff_s=0.01,
+                  max_backoff_s=0.02)
+        bad = [{"status": 500}, {"status": 503}, {"delay": 0.6}, {"truncate": True},
+               {"raw": "<html>bad gateway</html>"}]
+        judge.script["*"] = [rng.choice(bad) if rng.random() < failure_rate else {}
+                             for _ in range(400)] + [{"status": 500}]
+        rows = refund.rows(fixed=True) + [grounding(i) for i in range(40)]
+        code, card, out = gate.run(rows, "--no-judge-cache", "--as-of", AS_OF)
+    finally:
+        judge.close()
+    answered = judgements(out)
+    missing = [j for j in answered if j["verdict"] is None]
+    assert len(answered) == 40
+    if missing:
+        assert card["decision"] == "INCOMPLETE" and code == 3
+    else:
+        assert card["decision"] == "PASS" and code == 0
+    if failure_rate == 0.9:  # three attempts each at 90% failure: some are surely lost
+        assert missing
+    statuses = [json.loads(line)["status"] for line in (out / "rows.jsonl").read_text()
+                .splitlines() if '"grounding"' in line]
+    assert statuses.count("ERROR") == len(missing)
+
+
+def test_stale_staging_of_a_dead_process_is_removed_and_a_live_one_kept(
+        tmp_path: Path) -> None:
+    from engine.evidence import Staging, _partial_prefix
+
+    out = tmp_path / "out"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"{_partial_prefix(out)}{dead.pid}-abc"
+    live = tmp_path / f"{_partial_prefix(out)}{os.getppid()}-def"
+    other_host = tmp_path / f".out.partial-elsewhere-{dead.pid}-ghi"
+    for folder in (stale, live, other_host):
+        folder.mkdir()
+    Staging(out).discard()
+    assert not stale.exists() and live.exists() and other_host.exists()
