@@ -199,8 +199,9 @@ def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
     """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
     judge runtime that is still collecting, only judged inspections run, to gather prompts.
 
-    A shard passes its own ``tally`` (to spool its suite rows) and ``seen``: the row ids of
-    earlier shards that recur in it; the set is filled with this shard's ids as it goes."""
+    A shard passes its own ``tally`` (to spool its suite rows) and ``seen``, the ids validated
+    so far (``shards.SeenIds`` also answers for ids earlier shards validated); the set is
+    filled with this pass's ids as it goes."""
     runner = _Runner(evaluation, sink, judge, tally, seen)
     for item in items:
         runner.record(item)

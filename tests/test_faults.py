@@ -89,6 +89,7 @@ def test_a_run_killed_at_random_points_leaves_nothing_partial(world: dict[str, A
         assert subprocess.run(command(world, out), capture_output=True).returncode == 1
         assert_complete(world, out)  # the rerun gives the same results
         assert not partials(out)  # and a killed run's staging folder is gone
+    print(f"signal {sig}: exit codes {outcomes}")  # shown with -s; docs/security.md figures
     assert any(code != 1 for code in outcomes), "no trial was actually interrupted"
 
 

@@ -36,3 +36,19 @@ def test_ci_runs_the_readme_commands() -> None:
     assert "pytest" in commands[1]
     for command in commands:
         assert command in ci.splitlines()
+
+
+def test_every_test_docs_security_cites_exists() -> None:
+    import ast
+    import re
+
+    text = (ROOT / "docs" / "security.md").read_text()
+    cited = re.findall(r"`(test_\w+\.py)::(test_\w+)`", text)
+    bare = re.findall(r"\| `(test_\w+)` \|", text)  # fault rows name tests/test_faults.py
+    assert len(cited) > 20 and len(bare) >= 6
+    defined: dict[str, set[str]] = {}
+    for path in (ROOT / "tests").glob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        defined[path.name] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for module, name in cited + [("test_faults.py", b) for b in bare]:
+        assert name in defined.get(module, set()), f"docs/security.md cites {module}::{name}"
