@@ -12,6 +12,7 @@ import ast
 import io
 import math
 import tokenize
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -424,7 +425,9 @@ def compile_formula(source: str, names: Mapping[str, str],
                            MAX_LENGTH + 1)
     _check_brackets(source)
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        with warnings.catch_warnings():  # what Python only warns about ("1and x") is refused,
+            warnings.simplefilter("error")  # so a formula means the same on every version
+            tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise FormulaError(f"not a valid formula: {exc.msg}", "FORMULA_SYNTAX",
                            exc.offset or 1) from None

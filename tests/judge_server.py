@@ -21,6 +21,7 @@ class Judge:
     def __init__(self) -> None:
         self.script: dict[str, list[dict[str, Any]]] = {}
         self.responder: Any = None  # body -> reply text, for answers that depend on the request
+        self.decide: Any = None  # body -> step, instead of the script (per-request behaviour)
         self.received: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.active = self.peak = 0  # requests being answered now, and the most at once
@@ -37,11 +38,14 @@ class Judge:
                     judge.received.append({"path": self.path, "body": body,
                                            "headers": dict(self.headers)})
                     steps = judge.script.get(body["model"]) or judge.script.get("*") or [{}]
-                    step = steps.pop(0) if len(steps) > 1 else steps[0]
+                    step = judge.decide(body) if judge.decide is not None else \
+                        steps.pop(0) if len(steps) > 1 else steps[0]
                     judge.active += 1
                     judge.peak = max(judge.peak, judge.active)
                 try:
                     judge.answer(self, step, body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (a deadline): that is the point of a delay
                 finally:
                     with judge.lock:
                         judge.active -= 1

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,9 @@ def world(tmp_path_factory: Any) -> dict[str, Any]:
     world = {"root": root, "data": data, "key": root / "keys" / "private.pem",
              "pub": root / "keys" / "public.pem"}
     reference = root / "reference"
+    started = time.perf_counter()
     assert subprocess.run(command(world, reference)).returncode == 1  # the gate fails
+    world["duration"] = time.perf_counter() - started  # kills are drawn inside this span
     world["reference"] = {n: (reference / n).read_bytes()
                           for n in ("scorecard.json", "rows.jsonl", "findings.jsonl")}
     return world
@@ -72,11 +75,11 @@ def test_a_run_killed_at_random_points_leaves_nothing_partial(world: dict[str, A
                                                               sig: int) -> None:
     rng = random.Random(f"kill-{sig}")
     outcomes = []
-    for trial in range(4):
+    for trial in range(5):
         out = world["root"] / f"killed-{sig}-{trial}"
         with subprocess.Popen(command(world, out), stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True) as child:
-            time.sleep(rng.uniform(0.3, 3.5))
+            time.sleep(rng.uniform(0.1, 1.05) * world["duration"])
             child.send_signal(sig)
             _, err = child.communicate(timeout=60)
         outcomes.append(child.returncode)
@@ -151,31 +154,47 @@ def test_a_full_disk_fails_cleanly_and_keeps_earlier_evidence(world: dict[str, A
         subprocess.run(["umount", str(disk)], check=True)
 
 
-@pytest.mark.parametrize("failure_rate", [0.1, 0.5, 0.9])
+RETRIED = [{"status": 500}, {"status": 503}, {"delay": 0.6}, {"truncate": True}]
+NOT_RETRIED = [{"raw": "<html>bad gateway</html>"}, {"status": 401}]
+
+
+@pytest.mark.parametrize("failure_rate, faults, retries", [
+    (0.1, RETRIED + NOT_RETRIED, 2), (0.5, RETRIED + NOT_RETRIED, 2),
+    (0.9, RETRIED + NOT_RETRIED, 2), (0.3, RETRIED, 4)])
 def test_a_flapping_judge_ends_incomplete_or_recovers_never_pass_on_missing(
-        gate: Gate, failure_rate: float) -> None:
-    rng = random.Random(f"flap-{failure_rate}")
+        gate: Gate, failure_rate: float, faults: list[dict[str, Any]], retries: int) -> None:
+    attempts: Counter[str] = Counter()
+
+    def decide(body: dict[str, Any]) -> dict[str, Any]:
+        """Each prompt's n-th attempt fails or not by a seeded draw, whatever the order in
+        which 8 concurrent requests arrive."""
+        prompt = json.dumps(body["messages"], sort_keys=True)
+        attempts[prompt] += 1  # the server holds its lock here
+        draw = random.Random(f"{failure_rate}-{prompt}-{attempts[prompt]}")
+        return draw.choice(faults) if draw.random() < failure_rate else {}
+
     judge = Judge()
+    judge.decide = decide
     try:
-        configure(gate, judge, concurrency=8, timeout_s=0.3, retries=2, backoff_s=0.01,
+        configure(gate, judge, concurrency=8, timeout_s=0.3, retries=retries, backoff_s=0.01,
                   max_backoff_s=0.02)
-        bad = [{"status": 500}, {"status": 503}, {"delay": 0.6}, {"truncate": True},
-               {"raw": "<html>bad gateway</html>"}]
-        judge.script["*"] = [rng.choice(bad) if rng.random() < failure_rate else {}
-                             for _ in range(400)] + [{"status": 500}]
         rows = refund.rows(fixed=True) + [grounding(i) for i in range(40)]
         code, card, out = gate.run(rows, "--no-judge-cache", "--as-of", AS_OF)
     finally:
         judge.close()
     answered = judgements(out)
     missing = [j for j in answered if j["verdict"] is None]
-    assert len(answered) == 40
+    print(f"failure rate {failure_rate}: {judge.calls()} requests, {len(missing)} of 40 "
+          f"verdicts lost, {card['decision']}")  # shown with -s; docs/security.md figures
+    assert len(answered) == 40 and judge.calls() > 40
     if missing:
         assert card["decision"] == "INCOMPLETE" and code == 3
     else:
         assert card["decision"] == "PASS" and code == 0
     if failure_rate == 0.9:  # three attempts each at 90% failure: some are surely lost
         assert missing
+    if faults == RETRIED:  # 5 attempts at 30%: these draws all recover
+        assert not missing
     statuses = [json.loads(line)["status"] for line in (out / "rows.jsonl").read_text()
                 .splitlines() if '"grounding"' in line]
     assert statuses.count("ERROR") == len(missing)
