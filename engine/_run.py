@@ -112,7 +112,7 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         raise
     finally:
         if tally is not None:
-            tally.suite_rows.close()  # the sorted chunks spilled to temporary files
+            tally.close()  # suite rows and case counts spilled to temporary files
     overall = card["overall"]["score"] if card["overall"] else None
     where = display(evaluation.inputs[evaluation.unit_input].path)
     located = [f"{where}:{s['line']}: {s['code']}: {s['message']}"

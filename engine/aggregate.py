@@ -8,6 +8,7 @@ from typing import Any
 
 from . import _findings
 from ._sorted_digest import SortedDigest
+from ._spill import CaseTrials
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED
 
 MAX_SAMPLES = 20  # record problems listed by place in the scorecard; all are counted
@@ -60,8 +61,8 @@ class Tally:
     rows: int = 0
     record_problems: Counter[str] = field(default_factory=Counter)
     samples: list[dict[str, Any]] = field(default_factory=list)
-    # category -> case -> [scored trials, passed trials], in order of first appearance
-    cases: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # (category, case) -> [scored trials, passed trials]; on disk past a limit
+    cases: CaseTrials = field(default_factory=CaseTrials)
     # validation: (dimension, class) -> rows; the rows with something to say; capture errors
     validation: Counter[tuple[str, str]] = field(default_factory=Counter)
     validation_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -92,9 +93,7 @@ class Tally:
     def count_case(self, category: str, case: str, status: str) -> None:
         """Count a scored trial of a case (PASS and FAIL only) for pass^k and consistency."""
         if status in (PASS, FAIL):
-            counts = self.cases.setdefault(category, {}).setdefault(case, [0, 0])
-            counts[0] += 1
-            counts[1] += status == PASS
+            self.cases.add(category, case, 1, int(status == PASS))
 
     def count_problem(self, code: str, sample: dict[str, Any]) -> None:
         """Count a record that could not be used, keeping the first few by place."""
@@ -114,12 +113,7 @@ class Tally:
         self.rows += other.rows
         self.record_problems.update(other.record_problems)
         self.samples = (self.samples + other.samples)[:MAX_SAMPLES]
-        for category, cases in other.cases.items():
-            mine_cases = self.cases.setdefault(category, {})
-            for case, (n, c) in cases.items():
-                trials = mine_cases.setdefault(case, [0, 0])
-                trials[0] += n
-                trials[1] += c
+        self.cases.merge(other.cases)
         self.validation.update(other.validation)
         self.validation_rows += other.validation_rows
         self.capture_errors += other.capture_errors
@@ -134,3 +128,8 @@ class Tally:
             self.measures.setdefault(category, (kind, []))[1].extend(values)
         _findings.merge(self.findings, other.findings)
         return self
+
+    def close(self) -> None:
+        """Release what lives in temporary files (spilled suite rows, case counts)."""
+        self.suite_rows.close()
+        self.cases.close()

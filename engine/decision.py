@@ -152,7 +152,7 @@ def decide(evaluation: Evaluation, tally: Tally,
         return _result(evaluation, reasons, validation=validation, judge=judge)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
     categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
-                                  len(tally.cases.get(name, {})), tally.error_codes,
+                                  tally.cases.count(name), tally.error_codes,
                                   tally.measures.get(name), reasons)
                   for name in policy.categories}
     included = [name for name, c in categories.items() if c["attempted"]]
@@ -160,7 +160,7 @@ def decide(evaluation: Evaluation, tally: Tally,
         reasons.append(Reason(INCOMPLETE, "NO_CATEGORIES", "policy:spec.categories",
                               "no category has any rows"))
     controls = _controls(evaluation, tally, reasons)
-    reliability = {name: pass_hat_k(tally.cases.get(name, {}), policy.pass_k)
+    reliability = {name: pass_hat_k(tally.cases.cases(name), policy.pass_k)
                    for name in included}
     _reliability_gates(evaluation, reliability, reasons)
     overall, conditions = _formulas(evaluation, categories, reasons)

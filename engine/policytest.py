@@ -41,7 +41,7 @@ def run_case(file: Path, policy: Policy, case: dict[str, Any]) -> dict[str, Any]
     for name, given in case["given"]["categories"].items():
         counts = Counts(**given)
         tally.categories[name] = counts
-        tally.cases[name] = {"given": [counts.n, counts.passed]}
+        tally.cases.add(name, "given", counts.n, counts.passed)
     outcome = decide(_evaluation(file, policy), tally)
     got = {"decision": outcome["decision"],
            "reasons": sorted(r["code"] for r in outcome["reasons"])}

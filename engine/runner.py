@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import _findings
+from ._spill import IdSet
 from .aggregate import WAIVED, Tally
 from .assevra import INVALID
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
@@ -64,7 +65,7 @@ class _Runner:
     """State of one pass over the records."""
 
     def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None,
-                 tally: Tally | None = None, seen: set[str] | None = None) -> None:
+                 tally: Tally | None = None, seen: Any = None) -> None:
         self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
         self.tally = tally if tally is not None else Tally()
         self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge,
@@ -73,7 +74,7 @@ class _Runner:
         source = evaluation.inputs[evaluation.unit_input]
         self.source = source.spec_path
         self.validator = VALIDATORS.get(source.format) if self.policy.validate else None
-        self.seen: set[str] = seen if seen is not None else set()  # validated row ids
+        self.seen: Any = seen if seen is not None else IdSet()  # validated row ids
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
@@ -129,7 +130,8 @@ class _Runner:
         case_id = self.evaluation.unit_case.search(item.data)
         unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
         unit_id = self.evaluation.unit_id.search(item.data)
-        self.tally.case_units[str(case_id)] += 1
+        if not suite.derived:  # runs per suite case (a derived suite has no list to check)
+            self.tally.case_units[str(case_id)] += 1
         control = self.policy.controls is not None and truthy(self.policy.controls.search(unit))
         outcomes: dict[str, Outcome] = {}
         for category in self.policy.categories.values():
@@ -195,7 +197,7 @@ class _Runner:
 
 
 def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
-        judge: Any = None, tally: Tally | None = None, seen: set[str] | None = None) -> Tally:
+        judge: Any = None, tally: Tally | None = None, seen: Any = None) -> Tally:
     """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
     judge runtime that is still collecting, only judged inspections run, to gather prompts.
 
@@ -203,8 +205,12 @@ def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
     so far (``shards.SeenIds`` also answers for ids earlier shards validated); the set is
     filled with this pass's ids as it goes."""
     runner = _Runner(evaluation, sink, judge, tally, seen)
-    for item in items:
-        runner.record(item)
+    try:
+        for item in items:
+            runner.record(item)
+    finally:
+        if seen is None:
+            runner.seen.close()
     return runner.tally
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from . import evidence, runner, spec
 from ._sorted_digest import SortedDigest
+from ._spill import IdSet
 from .aggregate import Tally
 from .errors import SpecErrors, UsageError
 from .judge import JudgeConfig, Runtime
@@ -126,7 +127,7 @@ def id_key(row_id: str) -> bytes:
     return hashlib.blake2b(row_id.encode("utf-8", "surrogatepass"), digest_size=KEY).digest()
 
 
-class SeenIds(set[str]):
+class SeenIds(IdSet):
     """The ids this shard validated so far, plus (by key) those earlier shards validated
     that recur here: ``row_id in seen`` is then what one process would answer."""
 
@@ -135,7 +136,7 @@ class SeenIds(set[str]):
         self.earlier = earlier
 
     def __contains__(self, row_id: object) -> bool:
-        return set.__contains__(self, row_id) or (
+        return IdSet.__contains__(self, row_id) or (
             bool(self.earlier) and isinstance(row_id, str) and id_key(row_id) in self.earlier)
 
 
@@ -178,6 +179,7 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, bytes | 
         tally.suite_rows.close()
     tally.suite_rows = SortedDigest()
     keys = b"".join(sorted(id_key(i) for i in seen)) if runner_validates(evaluation) else None
+    seen.close()
     return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), keys
 
 
@@ -293,7 +295,7 @@ def _combine(refs: list[Any], get: Callable[[Any], Part], rows: Path,
                 del part
     except BaseException:
         if tally is not None:
-            tally.suite_rows.close()
+            tally.close()
         raise
     assert tally is not None, "a file always makes at least one shard"
     return tally, unit_sha, rows_hash.hexdigest()

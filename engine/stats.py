@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
+from fractions import Fraction
 from math import comb
 from typing import Any
 
@@ -23,26 +26,46 @@ def wilson(passed: int, n: int, z: float = DEFAULT_Z) -> tuple[float, float] | N
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def pass_hat_k(cases: dict[str, list[int]], k: int) -> dict[str, Any] | None:
-    """Repeated-trial statistics over cases given as case -> [scored trials, passes].
+def pass_hat_k(cases: Iterable[tuple[str, int, int]], k: int) -> dict[str, Any] | None:
+    """Repeated-trial statistics over cases given as (case, scored trials, passes).
 
     Per case, pass^k is C(c,k)/C(n,k) (the unbiased estimator), 0 when c < k, undefined when
-    n < k; ``pass_hat_k`` is the unweighted mean over cases where it is defined. A case is
-    repeated when n >= 2; ``consistency`` is the share of repeated cases whose trials all
-    agree. None unless some case is repeated.
+    n < k; ``pass_hat_k`` is the unweighted mean over cases where it is defined, computed
+    exactly and rounded once (so the order of cases does not matter). A case is repeated
+    when n >= 2; ``consistency`` is the share of repeated cases whose trials all agree.
+    None unless some case is repeated.
     """
-    repeated = [(case, n, c) for case, (n, c) in cases.items() if n >= 2]
+    defined: Counter[tuple[int, int]] = Counter()  # (n, c) -> cases: few distinct pairs
+    repeated = agreeing = 0
+    flaky: list[str] = []
+    for case, n, c in cases:
+        if n >= k:
+            defined[n, c] += 1
+        if n >= 2:
+            repeated += 1
+            agreeing += c in (0, n)
+            if 0 < c < n:
+                flaky.append(case)
     if not repeated:
         return None
-    defined = [comb(c, k) / comb(n, k) if c >= k else 0.0 for n, c in cases.values() if n >= k]
     return {
         "k": k,
-        "pass_hat_k": sum(defined) / len(defined) if defined else None,
-        "pass_hat_k_cases": len(defined),
-        "repeated_cases": len(repeated),
-        "consistency": sum(1 for _, n, c in repeated if c in (0, n)) / len(repeated),
-        "flaky_cases": sorted(case for case, n, c in repeated if 0 < c < n),
+        "pass_hat_k": _exact_mean(defined, k),
+        "pass_hat_k_cases": sum(defined.values()),
+        "repeated_cases": repeated,
+        "consistency": agreeing / repeated,
+        "flaky_cases": sorted(flaky),
     }
+
+
+def _exact_mean(defined: Counter[tuple[int, int]], k: int) -> float | None:
+    """The mean of C(c,k)/C(n,k) over the counted cases, as the nearest double."""
+    cases = sum(defined.values())
+    if not cases:
+        return None
+    total = sum((Fraction(comb(c, k), comb(n, k)) * times for (n, c), times in defined.items()),
+                Fraction(0))
+    return float(total / cases)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -254,3 +254,40 @@ def test_state_matching_is_transitive(a: Any, b: Any, c: Any) -> None:
     if not state_matches(a, b) and not state_matches(b, c):
         assert not state_matches(a, c)
     assert not state_matches(a, _extend(_extend(a, b), c))
+
+
+@PROFILE
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.text("xyz", max_size=3),
+                          st.integers(1, 3), st.integers(0, 3)), max_size=40),
+       st.integers(0, 6))
+def test_case_counts_on_disk_equal_case_counts_in_memory(adds: list[Any], limit: int) -> None:
+    import pickle
+
+    from engine._spill import CaseTrials
+    memory, disk = CaseTrials(limit=10**9), CaseTrials(limit=limit)
+    for category, case, n, c in adds:
+        memory.add(category, case, n, min(c, n))
+        disk.add(category, case, n, min(c, n))
+    for category in ("a", "b"):
+        assert list(disk.cases(category)) == list(memory.cases(category))
+        assert disk.count(category) == memory.count(category)
+    assert disk == memory and pickle.loads(pickle.dumps(disk)) == memory
+    merged = CaseTrials(limit=limit)
+    merged.merge(disk)
+    merged.merge(memory)
+    assert [(k, n // 2, c // 2) for k, n, c in merged.cases("a")] == list(memory.cases("a"))
+    for store in (memory, disk, merged):
+        store.close()
+
+
+@PROFILE
+@given(st.lists(st.text("abc", max_size=3), max_size=30), st.integers(0, 5))
+def test_id_set_on_disk_is_a_set(items: list[str], limit: int) -> None:
+    from engine._spill import IdSet
+    ids, reference = IdSet(limit=limit), set()
+    for item in items:
+        assert (item in ids) == (item in reference)
+        ids.add(item)
+        reference.add(item)
+    assert list(ids) == sorted(reference) and "never" not in ids
+    ids.close()
