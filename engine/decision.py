@@ -352,7 +352,7 @@ def _reliability_gates(evaluation: Evaluation, reliability: dict[str, Any],
         path = f"policy:spec.gate.{key}"
         for name, block in reliability.items():
             value = None if block is None else (
-                len(block["flaky_cases"]) if stat == "flaky" else block[stat])
+                block["flaky_count"] if stat == "flaky" else block[stat])
             if value is None:
                 reasons.append(Reason(INCOMPLETE, "GATE_NULL", path,
                                       f"'{name}' has no repeated cases to measure {stat}", name))

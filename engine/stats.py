@@ -26,6 +26,9 @@ def wilson(passed: int, n: int, z: float = DEFAULT_Z) -> tuple[float, float] | N
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+FLAKY_LISTED = 100  # flaky cases named in the scorecard (all are counted)
+
+
 def pass_hat_k(cases: Iterable[tuple[str, int, int]], k: int) -> dict[str, Any] | None:
     """Repeated-trial statistics over cases given as (case, scored trials, passes).
 
@@ -36,8 +39,8 @@ def pass_hat_k(cases: Iterable[tuple[str, int, int]], k: int) -> dict[str, Any] 
     None unless some case is repeated.
     """
     defined: Counter[tuple[int, int]] = Counter()  # (n, c) -> cases: few distinct pairs
-    repeated = agreeing = 0
-    flaky: list[str] = []
+    repeated = agreeing = flaky_count = 0
+    flaky: list[str] = []  # the first FLAKY_LISTED by case id (cases come sorted)
     for case, n, c in cases:
         if n >= k:
             defined[n, c] += 1
@@ -45,7 +48,9 @@ def pass_hat_k(cases: Iterable[tuple[str, int, int]], k: int) -> dict[str, Any] 
             repeated += 1
             agreeing += c in (0, n)
             if 0 < c < n:
-                flaky.append(case)
+                flaky_count += 1
+                if len(flaky) < FLAKY_LISTED:
+                    flaky.append(case)
     if not repeated:
         return None
     return {
@@ -55,6 +60,7 @@ def pass_hat_k(cases: Iterable[tuple[str, int, int]], k: int) -> dict[str, Any] 
         "repeated_cases": repeated,
         "consistency": agreeing / repeated,
         "flaky_cases": sorted(flaky),
+        "flaky_count": flaky_count,
     }
 
 

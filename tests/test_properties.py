@@ -291,3 +291,14 @@ def test_id_set_on_disk_is_a_set(items: list[str], limit: int) -> None:
         reference.add(item)
     assert list(ids) == sorted(reference) and "never" not in ids
     ids.close()
+
+
+def test_flaky_cases_are_all_counted_and_the_first_hundred_named() -> None:
+    from engine.stats import pass_hat_k
+    cases = [(f"case-{i:04d}", 3, 1 + i % 2) for i in range(150)] + [("zz", 3, 3)]
+    block = pass_hat_k(iter(cases), 2)
+    assert block is not None and block["flaky_count"] == 150 and block["repeated_cases"] == 151
+    assert block["flaky_cases"] == [f"case-{i:04d}" for i in range(100)]
+    # pass^2 per case: 0 for c = 1, C(2,2)/C(3,2) = 1/3 for c = 2 (75 cases), 1 for c = 3:
+    # exactly 26/151, rounded once
+    assert block["pass_hat_k"] == 26 / 151
