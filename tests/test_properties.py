@@ -257,7 +257,8 @@ def test_state_matching_is_transitive(a: Any, b: Any, c: Any) -> None:
 
 
 @PROFILE
-@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.text("xyz", max_size=3),
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]),
+                          st.text(st.sampled_from("xyz\u00e9\uffff\U0001f600"), max_size=3),
                           st.integers(1, 3), st.integers(0, 3)), max_size=40),
        st.integers(0, 6))
 def test_case_counts_on_disk_equal_case_counts_in_memory(adds: list[Any], limit: int) -> None:
