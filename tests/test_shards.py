@@ -201,3 +201,18 @@ def test_shards_need_the_ray_executor(tmp_path: Path, capsys: Any) -> None:
     assert main(["run", str(EXAMPLE), "--out", str(tmp_path / "o"), "--executor", "ray",
                  "--shards", "0"]) == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_the_command_starts_its_own_ray_instance(tmp_path: Path) -> None:
+    """As a user runs it: a fresh process starts a local Ray instance, shards, and exits."""
+    import subprocess
+    import sys
+
+    local, sharded = tmp_path / "local", tmp_path / "ray"
+    base = [sys.executable, "-m", "engine", "run", str(EXAMPLE), "--as-of", "2026-11-29"]
+    assert subprocess.run([*base, "--out", str(local)], capture_output=True).returncode == 0
+    run = subprocess.run([*base, "--out", str(sharded), "--executor", "ray", "--shards", "3"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "support-agent: PASS" in run.stdout
+    assert evidence_files(sharded) == evidence_files(local)
