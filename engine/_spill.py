@@ -11,7 +11,7 @@ not depend on where the state lives: consumers read it in sorted order.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 LIMIT = 100_000  # entries kept in memory before moving to disk
@@ -144,10 +144,3 @@ class CaseTrials:
             self._db = None
         self._memory = {}
 
-
-def from_entries(entries: Iterable[tuple[str, str, int, int]]) -> CaseTrials:
-    """A CaseTrials holding the given counts (policy tests state them directly)."""
-    out = CaseTrials()
-    for category, case, n, c in entries:
-        out.add(category, case, n, c)
-    return out

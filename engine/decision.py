@@ -10,7 +10,7 @@ from ._reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
 from .aggregate import Counts, Tally
 from .errors import FormulaError
 from .formula import Z_KEY, evaluate
-from .records import VALIDATORS
+from .runner import validator
 from .spec import Evaluation
 from .stats import notes, pass_hat_k, wilson
 
@@ -305,10 +305,9 @@ def _formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
 def _validation(evaluation: Evaluation, tally: Tally,
                 reasons: list[Reason]) -> dict[str, Any] | None:
     """Row classes by dimension; in strict mode any non-LABELED row fails validation."""
-    policy = evaluation.policy
-    source = evaluation.inputs[evaluation.unit_input]
-    if not policy.validate or source.format not in VALIDATORS:
+    if validator(evaluation) is None:
         return None
+    policy, source = evaluation.policy, evaluation.inputs[evaluation.unit_input]
     classes = {k: sum(n for (_, klass), n in tally.validation.items() if klass == k)
                for k in ("LABELED", "UNLABELED", "INVALID")}
     by_dimension: dict[str, dict[str, int]] = {}

@@ -26,6 +26,12 @@ def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | Bad
     return FORMATS[source.format](source.path, digest)
 
 
+def validator(evaluation: Evaluation) -> Callable[[Any, Any, Any], Any] | None:
+    """The row validator of the unit input's format, when the policy validates rows."""
+    source = evaluation.inputs[evaluation.unit_input]
+    return VALIDATORS.get(source.format) if evaluation.policy.validate else None
+
+
 def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context,
             inspections: dict[str, Inspection] | None = None) -> Outcome:
     """Run one primitive; anything but a proper Outcome becomes a coded ERROR. A judged
@@ -73,7 +79,7 @@ class _Runner:
         self.collecting = judge is not None and judge.collecting
         source = evaluation.inputs[evaluation.unit_input]
         self.source = source.spec_path
-        self.validator = VALIDATORS.get(source.format) if self.policy.validate else None
+        self.validator = validator(evaluation)
         self.seen: Any = seen if seen is not None else IdSet()  # validated row ids
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
 

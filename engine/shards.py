@@ -178,17 +178,9 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, bytes | 
     finally:
         tally.suite_rows.close()
     tally.suite_rows = SortedDigest()
-    keys = b"".join(sorted(id_key(i) for i in seen)) if runner_validates(evaluation) else None
+    keys = b"".join(sorted(id_key(i) for i in seen)) if runner.validator(evaluation) else None
     seen.close()
     return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), keys
-
-
-def runner_validates(evaluation: spec.Evaluation) -> bool:
-    """Whether the run checks row ids (an input format with a row validator)."""
-    from .records import VALIDATORS
-
-    fmt = evaluation.inputs[evaluation.unit_input].format
-    return bool(evaluation.policy.validate) and fmt in VALIDATORS
 
 
 class RayExecutor:

@@ -1,9 +1,10 @@
 """A scripted judge endpoint on loopback for the judge runtime tests (real HTTP, real sockets).
 
-Each reply is scripted per (path, model): a list of steps consumed in order, the last one
-repeating. A step is a dict: ``verdict`` (text the model answers), ``status``, ``headers``,
-``delay`` (seconds before answering), ``truncate`` (send fewer bytes than announced) or
-``raw`` (a body that is not the provider's JSON).
+Each reply is scripted per model (or "*"): a list of steps consumed in order, the last one
+repeating, or a function of the request body giving the step. A step is a dict:
+``verdict`` (text the model answers), ``status``, ``headers``, ``delay`` (seconds before
+answering), ``truncate`` (send fewer bytes than announced) or ``raw`` (a body that is not
+the provider's JSON).
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ class Judge:
     """The server, its script, and what it received."""
 
     def __init__(self) -> None:
-        self.script: dict[str, list[dict[str, Any]]] = {}
+        self.script: dict[str, Any] = {}  # model -> steps, or body -> step
         self.responder: Any = None  # body -> reply text, for answers that depend on the request
-        self.decide: Any = None  # body -> step, instead of the script (per-request behaviour)
         self.received: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.active = self.peak = 0  # requests being answered now, and the most at once
@@ -38,7 +38,7 @@ class Judge:
                     judge.received.append({"path": self.path, "body": body,
                                            "headers": dict(self.headers)})
                     steps = judge.script.get(body["model"]) or judge.script.get("*") or [{}]
-                    step = judge.decide(body) if judge.decide is not None else \
+                    step = steps(body) if callable(steps) else \
                         steps.pop(0) if len(steps) > 1 else steps[0]
                     judge.active += 1
                     judge.peak = max(judge.peak, judge.active)

@@ -174,7 +174,7 @@ def test_a_flapping_judge_ends_incomplete_or_recovers_never_pass_on_missing(
         return draw.choice(faults) if draw.random() < failure_rate else {}
 
     judge = Judge()
-    judge.decide = decide
+    judge.script["*"] = decide
     try:
         configure(gate, judge, concurrency=8, timeout_s=0.3, retries=retries, backoff_s=0.01,
                   max_backoff_s=0.02)

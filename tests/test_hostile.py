@@ -145,4 +145,6 @@ def test_a_discovery_package_outside_the_root_is_never_read(capsys: Any,
     policy.write_text(text.replace("package: .", "package: ../outside"))
     (tmp_path / "outside").mkdir()
     assert main(["validate", str(tmp_path / "fqd")]) == 2
-    assert "PATH_ESCAPES_ROOT" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "PATH_ESCAPES_ROOT" in err
+    assert "BAD_DATA_FILE" not in err  # reading the (empty) outside folder would say so
