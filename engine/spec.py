@@ -15,6 +15,7 @@ from ._canonical import digest
 from ._compile import compile_selector
 from ._policy import Category, Condition, Inspection, Policy, compile_policy
 from .errors import Problem, SpecErrors, did_you_mean
+from .inspections._base import clip
 from .judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 
 DERIVES_SUITE = ("assevra-jsonl", "discovery-tasks")
@@ -143,8 +144,9 @@ class _Loader:
             target = (Path(doc.file).resolve().parent / rel).resolve()
             escapes, exists = not target.is_relative_to(self.root), target.exists()
         except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             self.problems.append(doc.problem(where, "BAD_PATH",
-                                             f"'{rel[:200]}' is not a usable path: {exc}"))
+                                             f"'{clip(rel)}' is not a usable path: {why}"))
             return None
         if escapes:
             self.problems.append(doc.problem(
