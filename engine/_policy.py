@@ -52,6 +52,7 @@ class Category:
     inspections: list[str]
     spec_path: str
     severity: str = "high"
+    min_cases: int = 1  # scored suite cases the category needs to be resolved
 
 
 @dataclass
@@ -168,7 +169,8 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                                     cat.get("min_n", gate.get("min_n", 1)),
                                     cat.get("required", True), cat["inspections"],
                                     f"policy:spec.categories.{name}",
-                                    cat.get("severity", "high"))
+                                    cat.get("severity", "high"),
+                                    cat.get("min_cases", gate.get("min_cases", 1)))
     used |= {str(entry["fallback"]) for entry in spec["inspections"] if "fallback" in entry}
     for i, entry in enumerate(spec["inspections"]):
         if entry["id"] not in used:

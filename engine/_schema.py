@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
@@ -31,12 +32,22 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
+# Formats the engine's own schemas assert: calendar dates (2027-02-30 is not one).
+_FORMATS = jsonschema.FormatChecker(formats=("date",))
+
+
+def is_date(text: str) -> bool:
+    """True for a real calendar date written YYYY-MM-DD."""
+    return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text)) and \
+        _FORMATS.conforms(text, "date")
+
+
 @cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
     """A validator for one of the engine's schemas, checked against the meta-schema once."""
     schema = load_schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
 
 
 def _words(types: Any) -> str:
@@ -95,6 +106,8 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
         message, code = "must not be empty", code or "EMPTY"
     elif kw == "pattern":
         message, code = f"'{err.instance}' is not a valid name or value", code or "BAD_VALUE"
+    elif kw == "format" and err.validator_value == "date":
+        message, code = f"'{err.instance}' is not a calendar date (YYYY-MM-DD)", "BAD_DATE"
     elif kw == "uniqueItems":
         message, code = "holds the same entry twice", code or "DUPLICATE_ENTRY"
     else:

@@ -18,6 +18,7 @@ from typing import Any
 
 from . import shards, signing, spec
 from ._run import Result, execute
+from ._schema import is_date
 from ._version import __version__
 from .errors import EngineError, SpecErrors, UsageError, VerifyError
 from .judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
@@ -47,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trusted-key", action="append", default=[], type=Path,
                      help="public key a baseline must be signed by (repeatable)")
     run.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
-                     "default today")
+                     "default today; a release is never judged before today")
     run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
     run.add_argument("--judge-base-url", help="override the judge endpoint")
     run.add_argument("--judge-model", help="override the judge model")
@@ -138,12 +139,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--baseline needs a single Evaluation (name its folder or file)",
                          "AMBIGUOUS_BASELINE")
     trusted = [signing.load_public(p) for p in args.trusted_key]
-    as_of = args.as_of or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
-    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", as_of):
-        raise UsageError(f"--as-of wants YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    as_of = args.as_of or today
+    if not is_date(as_of):
+        raise UsageError(f"--as-of wants a calendar date YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
     for evaluation in evaluations:
         evaluation.judge = _judge_overrides(evaluation.judge, args)
-        evaluation.as_of = as_of
+        # A release is judged on the real date: --as-of may look ahead, never back (a
+        # back-dated run would revive expired waivers and sign the PASS).
+        evaluation.as_of = max(as_of, today) if evaluation.policy.purpose == "release" \
+            else as_of
+        evaluation.as_of_requested = as_of
     cache = None if args.no_judge_cache else args.judge_cache
     progress = _progress if sys.stderr.isatty() else None
     executor = _executor(args)

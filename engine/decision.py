@@ -10,7 +10,7 @@ from ._reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
 from .aggregate import Counts, Tally
 from .errors import FormulaError
 from .formula import Z_KEY, evaluate
-from .runner import validator
+from .runner import suite_digest, validator
 from .spec import Evaluation
 from .stats import notes, pass_hat_k, wilson
 
@@ -68,12 +68,11 @@ def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
              f"no row of '{name}' can be verified without a judge")
     elif n == 0 or counts.errors or counts.abstained or n < cat.min_n or \
-            cases < evaluation.policy.min_cases:
+            cases < cat.min_cases:
         state, met = "UNRESOLVED", None
-        if cases < evaluation.policy.min_cases:
-            hold(INCOMPLETE, "BELOW_MIN_CASES", "policy:spec.gate.min_cases",
-                 f"'{name}' has {cases} scored cases, fewer than min_cases "
-                 f"{evaluation.policy.min_cases}")
+        if cases < cat.min_cases:
+            hold(INCOMPLETE, "BELOW_MIN_CASES", f"{path}.min_cases",
+                 f"'{name}' has {cases} scored cases, fewer than min_cases {cat.min_cases}")
         if counts.errors or counts.abstained:
             hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
                  f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
@@ -140,6 +139,12 @@ def decide(evaluation: Evaluation, tally: Tally,
            judge: dict[str, Any] | None = None) -> dict[str, Any]:
     """Categories, overall score, conditions, reasons and the decision for one tally."""
     policy, reasons = evaluation.policy, []
+    suite_sha = suite_digest(evaluation, tally)
+    if evaluation.suite_pin is not None and suite_sha != evaluation.suite_pin:
+        reasons.append(Reason(INCOMPLETE, "SUITE_MISMATCH", "evaluation:spec.suite_sha256",
+                              f"the records' suite digest {suite_sha} is not the pinned "
+                              f"{evaluation.suite_pin}: this is not the suite governance "
+                              "approved"))
     if judge is not None and judge["identity"]["provider"] == "mock":
         reasons.append(Reason(SELF_TEST, "MOCK_JUDGE", "evaluation:spec.judge.provider",
                               "a mock judge answered: simulated evidence can never PASS"))
@@ -175,6 +180,15 @@ def decide(evaluation: Evaluation, tally: Tally,
 def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
     policy = evaluation.policy
     decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
+    if decision == PASS and policy.purpose == "release" and evaluation.suite.from_evidence \
+            and evaluation.suite_pin is None:
+        # The evidence chose its own cases, assertions and dimensions: it may show a FAIL,
+        # never a PASS (docs/release-gate.md, "Scope").
+        reasons.append(Reason(INCOMPLETE, "SUITE_NOT_PINNED", "evaluation:spec.suite_sha256",
+                              "the records carry their own cases and assertions and the "
+                              "Evaluation pins no suite_sha256, so the evidence chose what "
+                              "was tested: a release needs the approved suite's digest"))
+        decision = INCOMPLETE
     reasons.sort(key=lambda r: ORDER.index(r.decision))
     categories = parts.get("categories", {})
     required = [n for n, c in policy.categories.items() if c.required] or \
@@ -245,7 +259,13 @@ def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | No
                         "rows_waived": tally.waived[w["id"]] if tally is not None else 0,
                         "note": "" if active else f"expired on {w['expires']}: it no longer "
                         "applies"})
-    return {"as_of": evaluation.as_of, "entries": entries}
+    block: dict[str, Any] = {"as_of": evaluation.as_of, "entries": entries}
+    if evaluation.as_of_requested and evaluation.as_of_requested != evaluation.as_of:
+        block["requested_as_of"] = evaluation.as_of_requested
+        block["note"] = (f"--as-of {evaluation.as_of_requested} was asked for; a release is "
+                         "judged on the real date, so waivers were judged as of "
+                         f"{evaluation.as_of}")
+    return block
 
 
 def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:
@@ -364,7 +384,8 @@ def _coverage(evaluation: Evaluation, tally: Tally, validated: bool) -> list[Rea
     reasons = []
     source = evaluation.inputs[evaluation.unit_input].spec_path
     for code, count in sorted(tally.record_problems.items()):
-        if validated and code not in ("UNKNOWN_CASE", "MISSING_CASE_ID", "RESERVED_FIELD"):
+        if validated and code not in ("UNKNOWN_CASE", "MISSING_CASE_ID", "RESERVED_FIELD",
+                                      "EXTRA_RUN"):
             continue  # reported by validation, which the policy's strictness governs
         reasons.append(Reason(INCOMPLETE, code, source,
                               f"{count} record(s) of input '{evaluation.unit_input}' could "

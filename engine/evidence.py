@@ -26,6 +26,7 @@ from ._version import __version__
 from .aggregate import Tally
 from .decision import EXIT_CODES
 from .errors import UsageError
+from .runner import suite_digest
 from .spec import Evaluation
 
 SCORECARD_VERSION = "specgate.scorecard/v1"
@@ -104,12 +105,6 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
     }
 
 
-def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
-    """The Suite's digest, or for a suite derived from records the digest of their inputs and
-    assertions, sorted by id (agent-release-gate §10)."""
-    if not evaluation.suite.derived:
-        return evaluation.suite.sha256
-    return tally.suite_rows.hexdigest()
 
 
 def validation_report(evaluation: Evaluation, tally: Tally,

@@ -11,7 +11,7 @@ from .aggregate import WAIVED, Tally
 from .assevra import INVALID
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
 from .inspections._base import clip, truthy
-from .records import FORMATS, VALIDATORS, BadRecord, Record
+from .records import FORMATS, SPLITTABLE, VALIDATORS, BadRecord, Record
 from .spec import Evaluation, Inspection
 
 Row = dict[str, Any]
@@ -71,7 +71,8 @@ class _Runner:
     """State of one pass over the records."""
 
     def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None,
-                 tally: Tally | None = None, seen: Any = None) -> None:
+                 tally: Tally | None = None, seen: Any = None,
+                 runs_before: dict[str, int] | None = None) -> None:
         self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
         self.tally = tally if tally is not None else Tally()
         self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge,
@@ -82,6 +83,8 @@ class _Runner:
         self.validator = validator(evaluation)
         self.seen: Any = seen if seen is not None else IdSet()  # validated row ids
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
+        self.line_based = source.format in SPLITTABLE
+        self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
         row = {"input": self.evaluation.unit_input, "line": line, "status": ERROR,
@@ -136,9 +139,12 @@ class _Runner:
         case_id = self.evaluation.unit_case.search(item.data)
         unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
         unit_id = self.evaluation.unit_id.search(item.data)
-        if not suite.derived:  # runs per suite case (a derived suite has no list to check)
-            self.tally.case_units[str(case_id)] += 1
-        control = self.policy.controls is not None and truthy(self.policy.controls.search(unit))
+        refused = self.admit(unit_id, str(case_id))
+        if refused is not None:
+            self.problem(item.line, *refused, unit=clip(unit_id))
+            return
+        control = self.policy.controls is not None and truthy(
+            self.policy.controls.search(governed(self.evaluation, unit)))
         outcomes: dict[str, Outcome] = {}
         for category in self.policy.categories.values():
             for inspection_id in category.inspections:
@@ -179,14 +185,41 @@ class _Runner:
                                   self.evaluation.unit_trace.search(item.data))
                 self.sink(row)
 
+    def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
+        """Why a unit may not be scored: its id was seen before, or its suite case already
+        has every run it declares (extra runs would dilute the rates); None if it may."""
+        if self.validator is None and self.line_based and _is_id(unit_id):
+            key = str(unit_id)
+            if key in self.seen:
+                return "DUPLICATE_ID", f"unit id {clip(unit_id)!r} appears more than once"
+            self.seen.add(key)
+        if self.evaluation.suite.derived:
+            return None  # a derived suite has no list of runs to check (its digest binds them)
+        want = self.evaluation.suite.trials[case]
+        if self.runs_before.get(case, 0) + self.tally.case_units[case] >= want:
+            return "EXTRA_RUN", (f"case {clip(case)!r} declares {want} trial(s); a run beyond "
+                                 "them is refused, never scored")
+        self.tally.case_units[case] += 1
+        return None
+
     def waiver(self, category: str, case: str, unit: dict[str, Any]) -> str | None:
-        """The id of the first active waiver whose whole scope matches this FAIL row."""
-        tags = unit.get("tags") or (unit.get("case") or {}).get("tags") or []
+        """The id of the first active waiver whose whole scope matches this FAIL row. Scope
+        is matched against governance data only: the category, the suite case id and the
+        suite case's tags (a suite derived from records is governance data only when the
+        Evaluation pins its digest; otherwise only category scopes can match)."""
+        governance = governed(self.evaluation, unit)
+        trusted = not self.evaluation.suite.derived or self.evaluation.suite_pin is not None
+        tags = (governance.get("tags") if self.evaluation.suite.derived
+                else (governance.get("case") or {}).get("tags")) or []
+        tags = tags if isinstance(tags, list) else []
         for w in self.waivers:
             scope = w["scope"]
+            if not trusted and ("cases" in scope or "tags" in scope):
+                continue
             if ("categories" not in scope or category in scope["categories"]) and \
                     ("cases" not in scope or case in scope["cases"]) and \
-                    ("tags" not in scope or set(scope["tags"]) & set(tags)):
+                    ("tags" not in scope or set(scope["tags"]) & {
+                        t for t in tags if isinstance(t, str)}):
                 return str(w["id"])
         return None
 
@@ -203,14 +236,16 @@ class _Runner:
 
 
 def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
-        judge: Any = None, tally: Tally | None = None, seen: Any = None) -> Tally:
+        judge: Any = None, tally: Tally | None = None, seen: Any = None,
+        runs_before: dict[str, int] | None = None) -> Tally:
     """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
     judge runtime that is still collecting, only judged inspections run, to gather prompts.
 
     A shard passes its own ``tally`` (to spool its suite rows) and ``seen``, the ids validated
     so far (``shards.SeenIds`` also answers for ids earlier shards validated); the set is
-    filled with this pass's ids as it goes."""
-    runner = _Runner(evaluation, sink, judge, tally, seen)
+    filled with this pass's ids as it goes. ``runs_before`` counts, by suite case, the runs
+    earlier shards admitted."""
+    runner = _Runner(evaluation, sink, judge, tally, seen, runs_before)
     try:
         for item in items:
             runner.record(item)
@@ -218,6 +253,27 @@ def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
         if seen is None:
             runner.seen.close()
     return runner.tally
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
+    """The Suite's digest, or for a suite derived from records the digest of their inputs and
+    assertions, sorted by id (agent-release-gate §10)."""
+    if not evaluation.suite.derived:
+        return evaluation.suite.sha256
+    return str(tally.suite_rows.hexdigest())
+
+
+def governed(evaluation: Evaluation, unit: dict[str, Any]) -> dict[str, Any]:
+    """What of a unit is governance data, for controls and waiver scopes: the suite case
+    (``{"case": ...}``) for a Suite file; for a suite derived from the records, the record's
+    inputs and assertions, which suite_sha256 binds (measured fields removed)."""
+    if evaluation.suite.derived:
+        return suite_part(unit)
+    return {"case": unit.get("case")}
 
 
 def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:

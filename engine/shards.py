@@ -107,6 +107,7 @@ class Job:
     spool: str
     judge: JudgeConfig | None
     earlier: frozenset[bytes]  # keys of this shard's ids that an earlier shard validated
+    runs_before: tuple[tuple[str, int], ...] = ()  # runs earlier shards admitted, by case
 
 
 @dataclass
@@ -144,9 +145,12 @@ def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str]:
     return evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256
 
 
-def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, bytes | None]:
+Seen = tuple[bytes, dict[str, int]]  # sorted id keys, runs admitted by suite case
+
+
+def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, Seen]:
     """Worker side: reload the spec, check it is the driver's, score the byte range.
-    Returns the part and the sorted keys of the ids it validated (None: ids unchecked)."""
+    Returns the part, and the sorted keys of the ids it admitted with its runs per case."""
     os.chdir(job.cwd)  # paths in rows are shown relative to the driver's folder
     loaded = [e for e in spec.load([Path(job.root)], {k: Path(v) for k, v in
                                                       job.overrides.items()})
@@ -170,7 +174,7 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, bytes | 
             items = read_jsonl_part(source.path, read, job.span.start, job.span.end,
                                     job.span.first_line)
             tally = runner.run(evaluation, items, evidence.RowWriter(handle), runtime,
-                               tally=tally, seen=seen)
+                               tally=tally, seen=seen, runs_before=dict(job.runs_before))
         if read.hexdigest() != job.span.sha256:
             raise UsageError(f"{spec.display(source.path)} changed while the run was going "
                              "on; run again", "INPUT_CHANGED")
@@ -178,9 +182,9 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, bytes | 
     finally:
         tally.suite_rows.close()
     tally.suite_rows = SortedDigest()
-    keys = b"".join(sorted(id_key(i) for i in seen)) if runner.validator(evaluation) else None
+    keys = b"".join(sorted(id_key(i) for i in seen))
     seen.close()
-    return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), keys
+    return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), (keys, dict(tally.case_units))
 
 
 class RayExecutor:
@@ -220,12 +224,17 @@ class RayExecutor:
                         evaluation.as_of, _digests(evaluation), span, str(spool),
                         runtime.config if runtime is not None else None, frozenset())
                     for i, span in enumerate(spans)]
-            parts, keys = zip(*(self._remote.remote(job, answers) for job in jobs),
+            parts, seen = zip(*(self._remote.remote(job, answers) for job in jobs),
                               strict=True)
-            refs = list(parts)
-            again = _recurring(self._get(list(keys)))
+            refs, found = list(parts), list(self._get(list(seen)))
+            again = _recurring([keys for keys, _ in found])
             for i, earlier in again.items():  # ids met before: score the shard knowing them
-                refs[i], _ = self._remote.remote(replace(jobs[i], attempt=1, earlier=earlier),
+                jobs[i] = replace(jobs[i], attempt=1, earlier=earlier)
+                refs[i], ref = self._remote.remote(jobs[i], answers)
+                found[i] = self._get(ref)
+            for i, before in _runs_before(evaluation.suite.trials, found).items():
+                # its cases already have runs in earlier shards: score it knowing how many
+                refs[i], _ = self._remote.remote(replace(jobs[i], attempt=2, runs_before=before),
                                                  answers)
             return _combine(refs, self._get, rows, unit_sha)
         finally:
@@ -254,16 +263,28 @@ def _common(a: bytes, b: bytes) -> set[bytes]:
     return out
 
 
-def _recurring(keys: list[bytes | None]) -> dict[int, frozenset[bytes]]:
+def _recurring(keys: list[bytes]) -> dict[int, frozenset[bytes]]:
     """For each shard, the keys of ids it validated that an earlier shard validated too."""
-    present = [k for k in keys if k is not None]
-    if len(present) < len(keys):
-        return {}
     out = {}
-    for i, mine in enumerate(present):
-        found = set().union(*(_common(mine, present[j]) for j in range(i)))
+    for i, mine in enumerate(keys):
+        found = set().union(*(_common(mine, keys[j]) for j in range(i)))
         if found:
             out[i] = frozenset(found)
+    return out
+
+
+def _runs_before(trials: dict[str, int],
+                 found: list[Seen]) -> dict[int, tuple[tuple[str, int], ...]]:
+    """Shards that admitted runs of a case whose trials earlier shards already (partly)
+    used, each with the runs earlier shards admitted by case (what one process would have
+    counted when it reached the shard). A shard's own count is capped at the trials."""
+    admitted: dict[str, int] = {}
+    out = {}
+    for i, (_, counts) in enumerate(found):
+        if any(admitted.get(c, 0) and admitted[c] + n > trials[c] for c, n in counts.items()):
+            out[i] = tuple(sorted(admitted.items()))
+        for case, n in counts.items():
+            admitted[case] = min(trials[case], admitted.get(case, 0) + n)
     return out
 
 

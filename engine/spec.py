@@ -19,6 +19,10 @@ from .inspections._base import clip
 from .judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 
 DERIVES_SUITE = ("assevra-jsonl", "discovery-tasks")
+# Formats whose records carry the evaluated party's own cases and assertions: the suite they
+# derive is governance data only when the Evaluation pins its digest (spec.suite_sha256).
+# A task inventory (discovery-tasks) is governance's own file.
+EVIDENCE_SUITES = ("assevra-jsonl",)
 
 
 @dataclass
@@ -31,6 +35,7 @@ class Suite:
     trials: dict[str, int]
     sha256: str
     derived: bool = False  # cases and digest come from the records (assevra-jsonl)
+    from_evidence: bool = False  # ... and those records are written by the evaluated party
 
 
 @dataclass
@@ -62,6 +67,8 @@ class Evaluation:
     trusted_keys: list[Path] = field(default_factory=list)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     as_of: str = ""  # the UTC date waivers are judged on (set by the command line)
+    as_of_requested: str = ""  # the date asked for (a release never goes back before today)
+    suite_pin: str | None = None  # spec.suite_sha256: the suite governance approved
     # how it was loaded (spec path as given, --input overrides), so a worker can reload it
     root: Path | None = None
     overrides: dict[str, Path] = field(default_factory=dict)
@@ -287,9 +294,10 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
             for i, rel in enumerate(history.get("trusted_keys", []))]
     judge = _judge_config(loader, doc, spec.get("judge"))
     if "suite" not in spec and unit_input is not None:
-        if spec["inputs"][unit_input].get("format", "jsonl") in DERIVES_SUITE:
+        fmt = spec["inputs"][unit_input].get("format", "jsonl")
+        if fmt in DERIVES_SUITE:
             suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
-                          derived=True)
+                          derived=True, from_evidence=fmt in EVIDENCE_SUITES)
         else:
             loader.problems.append(doc.problem(
                 ("spec",), "MISSING_KEY", "'suite' is required here",
@@ -299,7 +307,8 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     meta = doc.data["metadata"]
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
-                      [k for k in keys if k is not None], judge)
+                      [k for k in keys if k is not None], judge,
+                      suite_pin=spec.get("suite_sha256"))
 
 
 def _exists(path: Path) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+import rfc8785
 import yaml
 
 from engine.cli import main
@@ -55,14 +57,47 @@ def spec(tmp_path: Path) -> Spec:
     return Spec(tmp_path)
 
 
+# Keys a row's suite part leaves out (agent-release-gate §10), written from the protocol.
+MEASURED = {"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
+            "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s", "trace_id",
+            "span_id", "trial_id"}
+
+
+def suite_sha256(rows: list[dict[str, Any]]) -> str:
+    """The protocol's suite digest, computed here independently of the engine: the JCS bytes
+    of every row's inputs and assertions (measured and '_' keys removed), sorted by id."""
+    parts = [{k: v for k, v in r.items() if k not in MEASURED and not k.startswith("_")}
+             for r in sorted(rows, key=lambda r: str(r.get("id", "")))]
+    return hashlib.sha256(rfc8785.dumps(parts)).hexdigest()
+
+
 class Gate:
-    """A private copy of specs/agent-release-gate and helpers to run datasets through it."""
+    """A private copy of specs/agent-release-gate and helpers to run datasets through it.
+
+    The copy is the protocol's generic form: no dimension is marked required (so every
+    included one is), and each dataset run through it is pinned as the approved suite, as
+    governance would pin it after review; ``run(..., pin=False)`` leaves the pin out."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.dir = root / "agent-release-gate"
         shutil.copytree(GATE, self.dir)
         self.runs = 0
+
+        def generic(spec: dict[str, Any]) -> None:
+            for category in spec["categories"].values():
+                category["required"] = False
+                category.pop("min_cases", None)
+        self.policy(generic)
+
+    def pin(self, digest: str | None) -> None:
+        """Pin (or with None, unpin) the Evaluation's suite_sha256."""
+        path = self.dir / "evaluation.yaml"
+        data = yaml.safe_load(path.read_text())
+        data["spec"].pop("suite_sha256", None)
+        if digest is not None:
+            data["spec"]["suite_sha256"] = digest
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
 
     def policy(self, change: Any) -> None:
         import yaml
@@ -71,8 +106,13 @@ class Gate:
         change(data["spec"])
         path.write_text(yaml.safe_dump(data, sort_keys=False))
 
-    def run(self, rows: list[Any], *extra: str) -> tuple[int, dict[str, Any], Path]:
+    def run(self, rows: list[Any], *extra: str,
+            pin: bool = True) -> tuple[int, dict[str, Any], Path]:
         self.runs += 1
+        ids = [r.get("id") for r in rows if isinstance(r, dict)]
+        whole = len(ids) == len(rows) and all(isinstance(i, str) for i in ids) and \
+            len(set(ids)) == len(ids)
+        self.pin(suite_sha256(rows) if pin and whole else None)
         data = self.root / f"rows-{self.runs}.jsonl"
         data.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
                                 for r in rows))

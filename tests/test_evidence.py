@@ -346,7 +346,9 @@ def test_state_moved_to_disk_gives_the_same_evidence(tmp_path: Path, monkeypatch
     from bench.assevra_data import rows as generated_rows
     from engine import _spill
 
-    from .conftest import GATE
+    from .conftest import Gate, suite_sha256
+    gate = Gate(tmp_path)  # the generic gate, with the clean dataset pinned as its suite
+    gate.pin(suite_sha256(generated_rows(3000, seed=4)))
     lines = [json_.dumps(r) for r in generated_rows(3000, seed=4)]
     clean = tmp_path / "clean.jsonl"
     clean.write_text("\n".join(lines) + "\n")
@@ -358,7 +360,7 @@ def test_state_moved_to_disk_gives_the_same_evidence(tmp_path: Path, monkeypatch
         for limit in (10**9, 7):
             monkeypatch.setattr(_spill, "LIMIT", limit)
             outs.append(tmp_path / f"{data.stem}-{limit}")
-            assert main(["run", str(GATE), "--input", f"runs={data}", "--out",
+            assert main(["run", str(gate.dir), "--input", f"runs={data}", "--out",
                          str(outs[-1]), "--as-of", "2026-11-29"]) == code
         files = [{p.name: p.read_bytes() for p in out.iterdir()} for out in outs]
         assert files[0] == files[1]

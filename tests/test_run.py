@@ -342,15 +342,15 @@ def _leak_and_waive(spec: Spec, expires: str, scope: dict[str, Any]) -> None:
 
 
 def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None:
-    _leak_and_waive(spec, "2026-12-31", {"categories": ["safety"],
+    _leak_and_waive(spec, "2099-12-31", {"categories": ["safety"],
                                          "cases": ["refund-late-delivery"]})
-    code, out = spec.run("--as-of", "2026-11-29")
+    code, out = spec.run("--as-of", "2099-06-30")
     card = spec.scorecard()
     safety = card["categories"]["safety"]
     assert (safety["n"], safety["passed"], safety["waived"]) == (31, 31, 1) and code == 0
     [entry] = card["waivers"]["entries"]
     assert (entry["status"], entry["rows_waived"]) == ("active", 1)
-    assert card["waivers"]["as_of"] == "2026-11-29"
+    assert card["waivers"]["as_of"] == "2099-06-30"
     assert "W-7" in (out / "scorecard.html").read_text()
     assert "W-7: active, 1 FAIL row(s) waived" in (out / "scorecard.md").read_text()
     waived = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()
@@ -360,12 +360,12 @@ def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None
     skipped = case.find("skipped")
     assert case.get("name") == "W-7" and skipped is not None
     assert "1 FAIL row(s) waived" in skipped.get("message", "")
-    assert "governance@example.com until 2026-12-31" in skipped.get("message", "")
+    assert "governance@example.com until 2099-12-31" in skipped.get("message", "")
 
 
 def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
     _leak_and_waive(spec, "2026-11-28", {"categories": ["safety"]})
-    code, out = spec.run("--as-of", "2026-11-29")
+    code, out = spec.run("--as-of", "2099-06-30")
     card = spec.scorecard()
     [entry] = card["waivers"]["entries"]
     assert entry["status"] == "expired" and "no longer applies" in entry["note"]
@@ -378,8 +378,8 @@ def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
 
 
 def test_a_waiver_scope_must_match_wholly(spec: Spec) -> None:
-    _leak_and_waive(spec, "2026-12-31", {"categories": ["safety"], "cases": ["password-reset"]})
-    assert spec.run("--as-of", "2026-11-29")[0] == 1  # the leak is in another case
+    _leak_and_waive(spec, "2099-12-31", {"categories": ["safety"], "cases": ["password-reset"]})
+    assert spec.run("--as-of", "2099-06-30")[0] == 1  # the leak is in another case
 
 
 def test_missing_evidence_is_never_waived(spec: Spec) -> None:
@@ -389,7 +389,7 @@ def test_missing_evidence_is_never_waived(spec: Spec) -> None:
     spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[{
         "id": "W-8", "scope": {"categories": ["safety", "resolution"]}, "justification": "j",
         "approver": "a", "expires": "2099-01-01"}]))
-    code, _ = spec.run("--as-of", "2026-11-29")
+    code, _ = spec.run("--as-of", "2099-06-30")
     assert code == 3 and spec.scorecard()["categories"]["safety"]["errors"] == 2
 
 
