@@ -21,7 +21,7 @@ from engine.cli import main
 from engine.errors import UsageError
 from engine.records import read_jsonl, read_jsonl_part
 
-from .conftest import EXAMPLE, GATE
+from .conftest import EXAMPLE, GATE, suite_sha256
 from .judge_server import Judge
 from .test_judge import configure, grounding
 
@@ -117,10 +117,11 @@ def test_ray_shards_give_the_single_process_evidence_byte_for_byte(
 
 
 def test_ray_shards_of_a_clean_dataset_reach_the_same_failing_decision(
-        ray_local: Any, tmp_path: Path) -> None:
+        ray_local: Any, tmp_path: Path, gate: Any) -> None:
     data = tmp_path / "runs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in generated_rows(4000, seed=3)))
-    local, sharded, code = run_both(tmp_path, GATE, data, shards_n=3)
+    gate.pin(suite_sha256(generated_rows(4000, seed=3)))
+    local, sharded, code = run_both(tmp_path, gate.dir, data, shards_n=3)
     assert code == 1  # the generated failures fail the gate
     card = json.loads(local["scorecard.json"])
     assert card["inputs"]["runs"]["records"] == 4000 and card["findings_count"] > 0
@@ -130,6 +131,19 @@ def test_ray_shards_of_a_clean_dataset_reach_the_same_failing_decision(
 def test_ray_shards_of_a_suite_with_cases(ray_local: Any, tmp_path: Path) -> None:
     local, sharded, code = run_both(tmp_path, EXAMPLE, None, shards_n=4)
     assert code == 0 and sharded == local
+
+
+def test_ray_shards_refuse_extra_runs_and_repeated_ids_as_one_process_does(
+        ray_local: Any, tmp_path: Path, spec: Any) -> None:
+    runs = spec.runs()
+    extra = [{**runs[0], "id": f"again-{i}"} for i in range(3)]  # case 1 declares 2 trials
+    spec.write_runs(runs + [runs[5]] + extra + runs[:2] + [{**runs[3], "id": "again-x"}])
+    local, sharded, code = run_both(tmp_path, spec.dir, None, shards_n=4)
+    assert code == 3 and sharded == local
+    problems = [json.loads(x) for x in local["rows.jsonl"].splitlines() if b'"category"' not in x]
+    assert [(r["line"], r["code"]) for r in problems] == [
+        (17, "DUPLICATE_ID"), (18, "EXTRA_RUN"), (19, "EXTRA_RUN"), (20, "EXTRA_RUN"),
+        (21, "DUPLICATE_ID"), (22, "DUPLICATE_ID"), (23, "EXTRA_RUN")]
 
 
 def test_workers_never_call_the_judge_and_the_driver_keeps_its_bound(
@@ -168,8 +182,8 @@ def job_for(tmp_path: Path) -> tuple[shards.Job, spec.Evaluation]:
 
 def test_a_worker_refuses_an_input_or_spec_that_changed(tmp_path: Path) -> None:
     job, _ = job_for(tmp_path)
-    part, keys = shards.score_part(job, None)  # in this process: the real worker function
-    assert part.tally.records == 30 and keys is not None and len(keys) == 30 * shards.KEY
+    part, (keys, _) = shards.score_part(job, None)  # in this process: the worker function
+    assert part.tally.records == 30 and len(keys) == 30 * shards.KEY
     assert keys == b"".join(sorted(shards.id_key(r["id"]) for r in generated_rows(30)))
     # told that an earlier shard validated one of its ids, the worker flags it here
     first = json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0])["id"]
@@ -192,7 +206,14 @@ def test_common_keys_of_two_sorted_key_strings() -> None:
     assert shards._common(b"".join(a), b"".join(b)) == want
     keys = [b"".join(a), b"".join(b), b"".join(sorted(want))]
     assert shards._recurring(keys) == {1: frozenset(want), 2: frozenset(want)}
-    assert shards._recurring([keys[0], None]) == {}
+
+
+def test_runs_before_a_shard_are_counted_as_one_process_would() -> None:
+    trials = {"a": 2, "b": 3}
+    found = [(b"", {"a": 1}), (b"", {"a": 2, "b": 1}), (b"", {"b": 2}), (b"", {"a": 1})]
+    # shard 1: 'a' had 1 earlier, 1 + 2 > 2; shard 2: 'b' had 1, 1 + 2 = 3 fits; shard 3:
+    # 'a' already has its 2 (1, then 1 of shard 1's 2)
+    assert shards._runs_before(trials, found) == {1: (("a", 1),), 3: (("a", 2), ("b", 3))}
 
 
 def test_shards_need_the_ray_executor(tmp_path: Path, capsys: Any) -> None:
