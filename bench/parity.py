@@ -10,6 +10,7 @@ report and exits 1 on any difference.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -19,6 +20,7 @@ import venv
 from pathlib import Path
 from typing import Any
 
+import rfc8785
 import yaml
 
 from . import assevra_data
@@ -65,7 +67,8 @@ def run_assevra(env: Path, dataset: Path, out: Path) -> dict[str, Any]:
 
 
 def specgate_spec(work: Path) -> Path:
-    """The shipped release gate with statistics.wilson_z set to 1.96 (parity rule D1)."""
+    """The shipped release gate in the protocol's generic form, as Assevra runs it: no
+    dimension marked required (every included one is) and statistics.wilson_z 1.96 (D1)."""
     folder = work / "agent-release-gate"
     if folder.exists():
         shutil.rmtree(folder)
@@ -73,12 +76,33 @@ def specgate_spec(work: Path) -> Path:
     policy = folder / "policy.yaml"
     data = yaml.safe_load(policy.read_text())
     data["spec"]["statistics"]["wilson_z"] = 1.96
+    for category in data["spec"]["categories"].values():
+        category["required"] = False
+        category.pop("min_cases", None)
     policy.write_text(yaml.safe_dump(data, sort_keys=False))
     return folder
 
 
+MEASURED = {"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
+            "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s", "trace_id",
+            "span_id", "trial_id"}
+
+
+def pin_suite(spec: Path, dataset: Path) -> None:
+    """Pin the dataset as the approved suite (what governance does after review, and what
+    Assevra never asks for): §10's digest, written out here from the protocol."""
+    rows = [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
+    parts = [{k: v for k, v in r.items() if k not in MEASURED and not k.startswith("_")}
+             for r in sorted(rows, key=lambda r: str(r.get("id", "")))]
+    evaluation = spec / "evaluation.yaml"
+    data = yaml.safe_load(evaluation.read_text())
+    data["spec"]["suite_sha256"] = hashlib.sha256(rfc8785.dumps(parts)).hexdigest()
+    evaluation.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
 def run_specgate(spec: Path, dataset: Path, out: Path) -> tuple[dict[str, Any], dict[str, str]]:
     """specgate's scorecard and row statuses (agent rows and controls) for a dataset."""
+    pin_suite(spec, dataset)
     subprocess.run([sys.executable, "-m", "engine", "run", str(spec), "--input",
                     f"runs={dataset}", "--out", str(out)], capture_output=True, cwd=ROOT)
     card = json.loads((out / "scorecard.json").read_bytes())

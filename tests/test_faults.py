@@ -26,7 +26,7 @@ from bench.assevra_data import write as write_rows
 from engine.cli import main
 
 from . import refund
-from .conftest import EXAMPLE, GATE, Gate
+from .conftest import EXAMPLE, Gate, suite_sha256
 from .judge_server import Judge
 from .test_judge import configure, grounding, judgements
 
@@ -40,8 +40,10 @@ def world(tmp_path_factory: Any) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("faults")
     data = write_rows(root / "runs.jsonl", 20_000, seed=11)
     assert main(["keygen", "--out-dir", str(root / "keys")]) == 0
+    gate = Gate(root)  # the generic gate with this dataset pinned as its suite
+    gate.pin(suite_sha256([json.loads(x) for x in data.read_text().splitlines()]))
     world = {"root": root, "data": data, "key": root / "keys" / "private.pem",
-             "pub": root / "keys" / "public.pem"}
+             "pub": root / "keys" / "public.pem", "gate": gate.dir}
     reference = root / "reference"
     started = time.perf_counter()
     assert subprocess.run(command(world, reference)).returncode == 1  # the gate fails
@@ -52,8 +54,8 @@ def world(tmp_path_factory: Any) -> dict[str, Any]:
 
 
 def command(world: dict[str, Any], out: Path) -> list[str]:
-    return [*ENGINE, "run", str(GATE), "--input", f"runs={world['data']}", "--out", str(out),
-            "--as-of", AS_OF, "--key", str(world["key"])]
+    return [*ENGINE, "run", str(world["gate"]), "--input", f"runs={world['data']}", "--out",
+            str(out), "--as-of", AS_OF, "--key", str(world["key"])]
 
 
 def partials(out: Path) -> list[Path]:

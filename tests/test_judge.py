@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from . import refund
-from .conftest import Gate
+from .conftest import Gate, suite_sha256
 from .judge_server import Judge
 
 FAST = {"timeout_s": 0.5, "retries": 2, "backoff_s": 0.01, "max_backoff_s": 0.05}
@@ -305,6 +305,7 @@ def test_progress_shows_on_a_terminal_and_not_in_logs(gate: Gate, judge: Judge) 
     data = gate.root / "progress.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in
                             refund.rows(fixed=True) + [grounding(1), grounding(2)]))
+    gate.pin(suite_sha256(refund.rows(fixed=True) + [grounding(1), grounding(2)]))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def stderr_of(out: str, terminal: bool) -> str:
