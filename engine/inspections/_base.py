@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,9 @@ from typing import Any
 PASS, FAIL, ERROR, ABSTAIN, SKIPPED = "PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED"
 STATUSES = (PASS, FAIL, ERROR, ABSTAIN, SKIPPED)
 MAX_EVIDENCE = 500  # characters of any one string kept as evidence
+MAX_ITEMS, MAX_DEPTH = 50, 8  # items of one list or object, and levels, kept as evidence
+MAX_TOTAL = 4000  # characters of one whole value (its strings and keys) kept as evidence
+_CUT = re.compile(r"\.\.\. \[(\d+) more characters\]\Z")
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,41 @@ def is_number(v: Any) -> bool:
 
 
 def clip(value: Any) -> Any:
-    """Evidence small enough for a row: long strings are shortened and say so."""
-    if isinstance(value, str) and len(value) > MAX_EVIDENCE:
-        return value[:MAX_EVIDENCE] + f"... [{len(value) - MAX_EVIDENCE} more characters]"
-    if isinstance(value, list):
-        return [clip(v) for v in value[:50]]
-    if isinstance(value, dict):
-        return {k: clip(v) for k, v in list(value.items())[:50]}
-    return value
+    """Evidence small enough for a row, whatever the record held: at most MAX_EVIDENCE
+    characters of one string, MAX_ITEMS items of one list or object, MAX_DEPTH levels, and
+    MAX_TOTAL characters in all (each item costs at least two); every cut says how much."""
+    left = [MAX_TOTAL]
+
+    def text(s: str) -> str:
+        cap = max(0, min(MAX_EVIDENCE, left[0]))
+        cut = _CUT.search(s, max(0, len(s) - 40))  # clipped before: count what it left out
+        head, more = (s[:cut.start()], int(cut.group(1))) if cut else (s, 0)
+        left[0] -= min(len(head), cap) + 2
+        if len(head) <= cap:
+            return s
+        return head[:cap] + f"... [{len(head) - cap + more} more characters]"
+
+    def walk(v: Any, depth: int) -> Any:
+        if isinstance(v, str):
+            return text(v)
+        if not isinstance(v, list | dict):
+            left[0] -= 8
+            return v
+        left[0] -= 2
+        if depth >= MAX_DEPTH:
+            return f"[{len(v)} item(s) nested deeper than {MAX_DEPTH} levels]"
+        items = list(v.items()) if isinstance(v, dict) else list(enumerate(v))
+        kept = []
+        for key, item in items[:MAX_ITEMS]:
+            if left[0] <= 0:
+                break
+            kept.append((text(key) if isinstance(key, str) else key, walk(item, depth + 1)))
+        more = len(items) - len(kept)
+        if isinstance(v, list):
+            return [x for _, x in kept] + ([f"... [{more} more items]"] if more else [])
+        return {**dict(kept), **({"...": f"[{more} more keys]"} if more else {})}
+
+    return walk(value, 0)
 
 
 def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcome:
