@@ -122,7 +122,7 @@ class _Runner:
                                                    "messages": [{"level": "error",
                                                                  "code": item.code,
                                                                  "field": "",
-                                                                 "message": item.message,
+                                                                 "message": clip(item.message),
                                                                  "hint": ""}]})
             self.problem(item.line, item.code, item.message)
             return

@@ -12,6 +12,7 @@ STATUSES = (PASS, FAIL, ERROR, ABSTAIN, SKIPPED)
 MAX_EVIDENCE = 500  # characters of any one string kept as evidence
 MAX_ITEMS, MAX_DEPTH = 50, 8  # items of one list or object, and levels, kept as evidence
 MAX_TOTAL = 4000  # characters of one whole value (its strings and keys) kept as evidence
+_MORE = re.compile(r"(?:\.\.\. )?\[(\d+) more (?:items|keys)\]")
 _CUT = re.compile(r"\.\.\. \[(\d+) more characters\]\Z")
 
 
@@ -112,39 +113,50 @@ def is_number(v: Any) -> bool:
 def clip(value: Any) -> Any:
     """Evidence small enough for a row, whatever the record held: at most MAX_EVIDENCE
     characters of one string, MAX_ITEMS items of one list or object, MAX_DEPTH levels, and
-    MAX_TOTAL characters in all (each item costs at least two); every cut says how much."""
-    left = [MAX_TOTAL]
+    MAX_TOTAL characters in all (each item costs at least two); every cut says how much,
+    and clipping clipped evidence again keeps those counts."""
+    return _Clip().walk(value, 0)
 
-    def text(s: str) -> str:
-        cap = max(0, min(MAX_EVIDENCE, left[0]))
-        cut = _CUT.search(s, max(0, len(s) - 40))  # clipped before: count what it left out
+
+class _Clip:
+    """One clip: the characters left to keep."""
+
+    def __init__(self) -> None:
+        self.left = MAX_TOTAL
+
+    def text(self, s: str) -> str:
+        cap = max(0, min(MAX_EVIDENCE, self.left))
+        cut = _CUT.search(s, max(0, len(s) - 40))
         head, more = (s[:cut.start()], int(cut.group(1))) if cut else (s, 0)
-        left[0] -= min(len(head), cap) + 2
+        self.left -= min(len(head), cap) + 2
         if len(head) <= cap:
             return s
         return head[:cap] + f"... [{len(head) - cap + more} more characters]"
 
-    def walk(v: Any, depth: int) -> Any:
+    def walk(self, v: Any, depth: int) -> Any:
         if isinstance(v, str):
-            return text(v)
+            return self.text(v)
         if not isinstance(v, list | dict):
-            left[0] -= 8
+            self.left -= 8
             return v
-        left[0] -= 2
+        self.left -= 2
         if depth >= MAX_DEPTH:
             return f"[{len(v)} item(s) nested deeper than {MAX_DEPTH} levels]"
         items = list(v.items()) if isinstance(v, dict) else list(enumerate(v))
+        last = items[-1] if items else None
+        cut = _MORE.fullmatch(last[1]) if last and isinstance(last[1], str) and (
+            isinstance(v, list) or last[0] == "...") else None
+        items, more = (items[:-1], int(cut.group(1))) if cut else (items, 0)
         kept = []
         for key, item in items[:MAX_ITEMS]:
-            if left[0] <= 0:
+            if self.left <= 0:
                 break
-            kept.append((text(key) if isinstance(key, str) else key, walk(item, depth + 1)))
-        more = len(items) - len(kept)
+            kept.append((self.text(key) if isinstance(key, str) else key,
+                         self.walk(item, depth + 1)))
+        more += len(items) - len(kept)
         if isinstance(v, list):
             return [x for _, x in kept] + ([f"... [{more} more items]"] if more else [])
         return {**dict(kept), **({"...": f"[{more} more keys]"} if more else {})}
-
-    return walk(value, 0)
 
 
 def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcome:
