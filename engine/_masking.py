@@ -41,6 +41,8 @@ class Masker:
         for finder in self.finders:
             text = finder.mask(text) if isinstance(finder, Detector) else \
                 finder.sub(_redact, text)
+        if " more characters]" not in text:
+            return text
         return _CUT.sub(lambda m: REDACTED + m.group(1), text)
 
 

@@ -126,37 +126,59 @@ class _Clip:
 
     def text(self, s: str) -> str:
         cap = max(0, min(MAX_EVIDENCE, self.left))
-        cut = _CUT.search(s, max(0, len(s) - 40))
-        head, more = (s[:cut.start()], int(cut.group(1))) if cut else (s, 0)
-        self.left -= min(len(head), cap) + 2
-        if len(head) <= cap:
+        if len(s) <= cap:
+            self.left -= len(s) + 2
             return s
-        return head[:cap] + f"... [{len(head) - cap + more} more characters]"
+        self.left -= cap + 2
+        cut = _CUT.search(s, max(0, len(s) - 40)) if s.endswith(" more characters]") else None
+        head, more = (s[:cut.start()], int(cut.group(1))) if cut else (s, 0)
+        return s if len(head) <= cap else \
+            head[:cap] + f"... [{len(head) - cap + more} more characters]"
 
     def walk(self, v: Any, depth: int) -> Any:
         if isinstance(v, str):
             return self.text(v)
-        if not isinstance(v, list | dict):
-            self.left -= 8
-            return v
+        if isinstance(v, list):
+            return self.items(v, depth)
+        if isinstance(v, dict):
+            return self.keys(v, depth)
+        self.left -= 8
+        return v
+
+    def items(self, v: list[Any], depth: int) -> Any:
         self.left -= 2
         if depth >= MAX_DEPTH:
             return f"[{len(v)} item(s) nested deeper than {MAX_DEPTH} levels]"
-        items = list(v.items()) if isinstance(v, dict) else list(enumerate(v))
-        last = items[-1] if items else None
-        cut = _MORE.fullmatch(last[1]) if last and isinstance(last[1], str) and (
-            isinstance(v, list) or last[0] == "...") else None
-        items, more = (items[:-1], int(cut.group(1))) if cut else (items, 0)
+        more = _more(v[-1]) if v and isinstance(v[-1], str) else None
+        if more is not None:  # clipped before: count what it left out
+            v = v[:-1]
         kept = []
-        for key, item in items[:MAX_ITEMS]:
+        for item in v[:MAX_ITEMS]:
             if self.left <= 0:
                 break
-            kept.append((self.text(key) if isinstance(key, str) else key,
-                         self.walk(item, depth + 1)))
-        more += len(items) - len(kept)
-        if isinstance(v, list):
-            return [x for _, x in kept] + ([f"... [{more} more items]"] if more else [])
-        return {**dict(kept), **({"...": f"[{more} more keys]"} if more else {})}
+            kept.append(self.walk(item, depth + 1))
+        more = (more or 0) + len(v) - len(kept)
+        return kept + [f"... [{more} more items]"] if more else kept
+
+    def keys(self, v: dict[str, Any], depth: int) -> Any:
+        self.left -= 2
+        if depth >= MAX_DEPTH:
+            return f"[{len(v)} item(s) nested deeper than {MAX_DEPTH} levels]"
+        more = _more(v["..."]) if isinstance(v.get("..."), str) else None
+        kept: dict[str, Any] = {}
+        for key, item in v.items():
+            if self.left <= 0 or len(kept) == MAX_ITEMS:
+                break
+            if key != "..." or more is None:
+                kept[self.text(key)] = self.walk(item, depth + 1)
+        more = (more or 0) + len(v) - (more is not None) - len(kept)
+        return {**kept, "...": f"[{more} more keys]"} if more else kept
+
+
+def _more(marker: str) -> int | None:
+    """How many items an earlier clip's marker says it left out, or None."""
+    found = _MORE.fullmatch(marker) if marker.endswith(("more items]", "more keys]")) else None
+    return int(found.group(1)) if found else None
 
 
 def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcome:
