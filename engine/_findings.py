@@ -13,6 +13,8 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import SandboxedEnvironment
 
+from .inspections._base import clip
+
 FIELDS = ("title", "action", "verification")
 VARIABLES = frozenset({"category", "case", "worst_status", "rows", "statuses"})
 WORST = ("ERROR", "ABSTAIN", "FAIL")  # worst first
@@ -69,8 +71,8 @@ def add(groups: dict[tuple[str, str], dict[str, Any]], category: str, case: str,
     group["statuses"][row["status"]] = group["statuses"].get(row["status"], 0) + 1
     if len(group["rows"]) < MAX_LISTED:
         group["rows"].append(row["unit"])
-    if isinstance(trace, str) and trace not in group["traces"] and \
-            len(group["traces"]) < MAX_LISTED:
+    trace = clip(trace) if isinstance(trace, str) else None  # the record's: untrusted
+    if trace is not None and trace not in group["traces"] and len(group["traces"]) < MAX_LISTED:
         group["traces"].append(trace)
     evidence = row.get("message") or row.get("code") or row["status"]
     if evidence not in group["evidence"] and len(group["evidence"]) < MAX_EVIDENCE:
@@ -108,6 +110,7 @@ def findings(order: list[str], groups: dict[tuple[str, str], dict[str, Any]],
             if cat != category:
                 continue
             worst = next(s for s in WORST if s in group["statuses"])
+            case = clip(case)  # a derived suite's case ids come from the records
             blocker = worst in ("ERROR", "ABSTAIN") or severity.get(category) == "blocker"
             variables = {"category": category, "case": case, "worst_status": worst,
                          "rows": sum(group["statuses"].values()),

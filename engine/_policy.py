@@ -12,6 +12,7 @@ from . import _schema, _yaml
 from ._canonical import digest
 from ._compile import compile_checked_formula, compile_params, compile_selector, load_data_file
 from ._findings import build_fixes
+from ._masking import Masker, masker
 from ._reasons import REASON_CODES
 from ._version import SCORING_VERSION
 from .errors import did_you_mean
@@ -90,7 +91,7 @@ class Policy:
     reliability_gates: dict[str, float | int] = field(default_factory=dict)
     reason_codes: dict[str, str] = field(default_factory=dict)
     fixes: dict[str, Any] = field(default_factory=dict)
-    mask: Any = None  # a pii Detector applied to all row evidence, or None
+    mask: Masker | None = None  # what row evidence hides (_masking), or None
     comparison_required: bool = False
     document: dict[str, Any] = field(default_factory=dict)  # what policy_sha256 digests
     presentation_digests: dict[str, str] = field(default_factory=dict)
@@ -199,9 +200,9 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],
                                lambda data: build_fixes(data, set(categories)), loader.problems,
                                files.resolver(files.presentation)) or {}
-    mask = None
+    mask_with = None
     if "mask_with" in spec.get("evidence", {}):
-        mask = load_data_file(doc, ("spec", "evidence", "mask_with"),
+        mask_with = load_data_file(doc, ("spec", "evidence", "mask_with"),
                               spec["evidence"]["mask_with"], build_detector, loader.problems,
                               files.resolver(files.scoring))
     comparison = gate.get("comparison", {})
@@ -235,7 +236,9 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                   min_cases=gate.get("min_cases", 1),
                   reliability_gates={k: gate[k] for k in (
                       "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
-                  reason_codes=spec.get("reason_codes", {}), fixes=fixes, mask=mask,
+                  reason_codes=spec.get("reason_codes", {}), fixes=fixes,
+                  mask=masker(inspections.values(), mask_with,
+                              spec.get("evidence", {}).get("mask_matches", True)),
                   comparison_required=comparison.get("required", False),
                   comparison_rules=rules, document=document, report=spec.get("report"),
                   waivers=spec.get("waivers", []), catalogues=catalogues,

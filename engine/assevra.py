@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema
 
+from .inspections._base import clip
+
 LABELED, UNLABELED, INVALID = "LABELED", "UNLABELED", "INVALID"
 DIMENSIONS = ("grounding", "safety", "pii", "task_completion", "tool_call",
               "action_correctness", "injection", "cost", "latency")
@@ -44,8 +46,8 @@ class Verdict:
 
     def add(self, level: str, code: str, field_name: str, message: str, hint: str = "") -> None:
         """Record an error or a warning."""
-        self.messages.append({"level": level, "code": code, "field": field_name,
-                              "message": message, "hint": hint})
+        self.messages.append({"level": level, "code": code, "field": clip(field_name),
+                              "message": clip(message), "hint": clip(hint)})
 
     @property
     def code(self) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import _findings
+from ._masking import evidence
 from ._spill import IdSet
 from .aggregate import WAIVED, Tally
 from .assevra import INVALID
@@ -87,6 +88,7 @@ class _Runner:
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
+        message = clip(message)
         row = {"input": self.evaluation.unit_input, "line": line, "status": ERROR,
                "code": code, "message": message, "spec_path": self.source, **extra}
         self.tally.count_problem(code, {"line": line, "code": code, "message": message})
@@ -123,7 +125,7 @@ class _Runner:
                                                    "messages": [{"level": "error",
                                                                  "code": item.code,
                                                                  "field": "",
-                                                                 "message": item.message,
+                                                                 "message": clip(item.message),
                                                                  "hint": ""}]})
             self.problem(item.line, item.code, item.message)
             return
@@ -292,9 +294,9 @@ def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:
 def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, category: str,
          inspection: Inspection, outcome: Outcome) -> Row:
     row: Row = {
-        "unit": unit_id if isinstance(unit_id, str | int) and not isinstance(unit_id, bool)
+        "unit": clip(unit_id) if isinstance(unit_id, str | int) and not isinstance(unit_id, bool)
         else f"{evaluation.unit_input}:{item.line}",
-        "case": case_id, "input": evaluation.unit_input, "line": item.line,
+        "case": clip(case_id), "input": evaluation.unit_input, "line": item.line,
         "category": category, "inspection": inspection.id, "type": inspection.type,
         "status": outcome.status, "spec_path": inspection.spec_path,
     }
@@ -302,22 +304,9 @@ def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, categ
     if outcome.code:
         row["code"] = outcome.code
     if outcome.message:
-        row["message"] = _masked(outcome.message, mask)
+        row["message"] = evidence(outcome.message, mask)
     if outcome.expected is not None:
-        row["expected"] = _masked(outcome.expected, mask)
+        row["expected"] = evidence(outcome.expected, mask)
     if outcome.observed is not None:
-        row["observed"] = _masked(outcome.observed, mask)
+        row["observed"] = evidence(outcome.observed, mask)
     return row
-
-
-def _masked(value: Any, mask: Any) -> Any:
-    """Evidence with every value the policy's detector finds written as [REDACTED]."""
-    if mask is None:
-        return value
-    if isinstance(value, str):
-        return mask.mask(value)
-    if isinstance(value, list):
-        return [_masked(v, mask) for v in value]
-    if isinstance(value, dict):
-        return {k: _masked(v, mask) for k, v in value.items()}
-    return value

@@ -9,6 +9,8 @@ from fractions import Fraction
 from math import comb
 from typing import Any
 
+from .inspections._base import clip
+
 DEFAULT_Z = 1.959963984540054  # two-sided 95%, agent-release-gate §7.1
 
 
@@ -50,7 +52,7 @@ def pass_hat_k(cases: Iterable[tuple[str, int, int]], k: int) -> dict[str, Any] 
             if 0 < c < n:
                 flaky_count += 1
                 if len(flaky) < FLAKY_LISTED:
-                    flaky.append(case)
+                    flaky.append(clip(case))  # a derived suite's case ids come from records
     if not repeated:
         return None
     return {

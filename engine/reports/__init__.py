@@ -4,6 +4,7 @@ evidence and nothing else; the signed JSON stays the only source of truth."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from importlib import resources
 from typing import Any
@@ -57,10 +58,27 @@ def html(card: dict[str, Any]) -> str:
     return _HTML.get_template("scorecard.html.j2").render(card=card, interval_svg=interval_svg)
 
 
+# Characters that can start Markdown or HTML markup inside a line are written escaped, and
+# so are the starts of autolinks (scheme://, www., user@host).
+_MD_TABLE = str.maketrans({**{c: "\\" + c for c in "\\`*[]()#!|~@"},
+                           "&": "&amp;", "<": "&lt;", ">": "&gt;",
+                           **{chr(c): " " for c in (*range(32), 127)}})
+_AUTOLINK = re.compile(r"(?i)://|\bwww\.")
+
+
 def _md(text: Any) -> str:
-    """Text made safe for a Markdown table cell (no HTML, no column breaks)."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\n", " "))
+    """Text shown as itself in Markdown, also inside a table cell: no links, images, HTML,
+    code spans or column breaks, and one line (control characters are spaces)."""
+    return _AUTOLINK.sub(lambda m: "\\" + m.group(0) if m.group(0) == "://"
+                         else m.group(0)[:3] + "\\.", str(text).translate(_MD_TABLE))
+
+
+def _code(text: Any) -> str:
+    """Text for inside a code span (spec paths, codes): no backticks, pipes or line breaks."""
+    return str(text).translate(_CODE)
+
+
+_CODE = str.maketrans({"`": "'", "|": "\\|", **{chr(c): " " for c in range(32)}})
 
 
 def markdown(card: dict[str, Any]) -> str:
@@ -68,7 +86,7 @@ def markdown(card: dict[str, Any]) -> str:
     decision = card["decision"]
     note = " (not a release decision)" if decision in ("TRIAGE", "SELF_TEST") else ""
     lines = [f"## {_md(card['evaluation']['name'])}: **{decision}**{note}", "",
-             f"Policy `{_md(card['policy']['name'])} {_md(card['policy']['version'])}`, "
+             f"Policy `{_code(card['policy']['name'])} {_code(card['policy']['version'])}`, "
              f"purpose {card['purpose']}, policy_sha256 `{card['policy_sha256']}`.", "",
              "| category | state | n | passed | rate | Wilson 95% | threshold |",
              "|---|---|---|---|---|---|---|"]
@@ -78,12 +96,12 @@ def markdown(card: dict[str, Any]) -> str:
                      f"{fmt(c['wilson_upper'])}] | {fmt(c['threshold'])} |")
     if card["reasons"]:
         lines += ["", "| decision | code | message | spec path |", "|---|---|---|---|"]
-        lines += [f"| {r['decision']} | `{r['code']}` | {_md(r['message'])} | "
-                  f"`{_md(r['spec_path'])}` |" for r in card["reasons"]]
+        lines += [f"| {r['decision']} | `{_code(r['code'])}` | {_md(r['message'])} | "
+                  f"`{_code(r['spec_path'])}` |" for r in card["reasons"]]
     if card.get("waivers"):
-        lines += ["", f"Waivers (as of {card['waivers']['as_of']}):", ""]
-        lines += [f"- {_md(w['id'])}: {w['status']}, {w['rows_waived']} FAIL row(s) waived, "
-                  f"approved by {_md(w['approver'])} until {w['expires']}"
+        lines += ["", f"Waivers (as of {_md(card['waivers']['as_of'])}):", ""]
+        lines += [f"- {_md(w['id'])}: {w['status']}, {w['rows_waived']} FAIL row(s) "
+                  f"waived, approved by {_md(w['approver'])} until {_md(w['expires'])}"
                   + (f" ({_md(w['note'])})" if w.get("note") else "")
                   for w in card["waivers"]["entries"]]
     fixes = [f for f in card["findings"] if f.get("fix")]
@@ -150,7 +168,21 @@ def junit(card: dict[str, Any]) -> bytes:
         suite.set(key, str(value))
     root = ET.Element("testsuites", name=f"specgate {card['decision']}")
     root.append(suite)
+    for element in root.iter():
+        element.text = _xml(element.text) if element.text else element.text
+        for attribute, text in element.attrib.items():
+            element.set(attribute, _xml(text))
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+# What XML 1.0 cannot hold: most control characters, surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """Text XML can hold: each character it cannot is written as its escape (\\x01)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 256
+                        else f"\\u{ord(m.group(0)):04x}", text)
 
 
 def _finding_message(f: dict[str, Any]) -> str:
