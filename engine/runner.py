@@ -210,7 +210,7 @@ class _Runner:
         suite case's tags (a suite derived from records is governance data only when the
         Evaluation pins its digest; otherwise only category scopes can match)."""
         governance = governed(self.evaluation, unit)
-        trusted = not self.evaluation.suite.derived or self.evaluation.suite_pin is not None
+        trusted = not self.evaluation.suite.from_evidence or self.evaluation.suite_pin is not None
         tags = (governance.get("tags") if self.evaluation.suite.derived
                 else (governance.get("case") or {}).get("tags")) or []
         tags = tags if isinstance(tags, list) else []
