@@ -88,7 +88,7 @@ def _open(envelope: dict[str, Any], key: Ed25519PublicKey, pinned: bool) -> dict
         claimed = [s.get("keyid") for s in envelope["signatures"] if isinstance(s, dict)]
         if claimed and keyid not in claimed:  # a diagnosis only: either way it fails
             raise VerifyError("signed by a key that is not the pinned --trusted-key (keyid "
-                              f"{str(claimed[0])[:16]}…)", "KEY_NOT_TRUSTED") from None
+                              f"{str(claimed[0])[:16]}...)", "KEY_NOT_TRUSTED") from None
         raise
 
 
@@ -99,9 +99,10 @@ def _subjects(statement: dict[str, Any]) -> dict[str, str]:
         for subject in statement["subject"]:
             name, sha = subject["name"], subject["digest"]["sha256"]
             if not isinstance(name, str) or not isinstance(sha, str) or name in subjects:
-                raise ValueError(f"subject {name!r} is repeated or not a string")
-            local = name.removeprefix(INPUTS) if name.startswith(INPUTS) else name
-            if not local or "/" in local or "\\" in local or local in (".", ".."):
+                raise ValueError(f"subject {str(name)[:80]!r} is repeated or not a string")
+            local = name.removeprefix(INPUTS)
+            if not 0 < len(local) <= 255 or "/" in local or "\\" in local or \
+                    local in (".", ".."):
                 raise ValueError(f"subject {name[:80]!r} is not a file name")
             subjects[name] = sha
     except (KeyError, TypeError, ValueError) as exc:
