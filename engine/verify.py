@@ -101,8 +101,8 @@ def _subjects(statement: dict[str, Any]) -> dict[str, str]:
             if not isinstance(name, str) or not isinstance(sha, str) or name in subjects:
                 raise ValueError(f"subject {str(name)[:80]!r} is repeated or not a string")
             local = name.removeprefix(INPUTS)
-            if not 0 < len(local) <= 255 or "/" in local or "\\" in local or \
-                    local in (".", ".."):
+            if not 0 < len(local.encode()) <= 255 or local in (".", "..") or \
+                    any(c in "/\\" or c < " " for c in local):
                 raise ValueError(f"subject {name[:80]!r} is not a file name")
             subjects[name] = sha
     except (KeyError, TypeError, ValueError) as exc:
@@ -113,10 +113,8 @@ def _subjects(statement: dict[str, Any]) -> dict[str, str]:
 
 def _digest(path: Path) -> str | None:
     """A file's SHA-256, or None when there is no file by that name."""
-    if not path.is_file():
-        return None
     try:
-        return sha256_file(path)
+        return sha256_file(path) if path.is_file() else None
     except OSError as exc:
         raise VerifyError(f"{path.name}: {exc.strerror}", "UNREADABLE") from None
 

@@ -249,7 +249,8 @@ def test_a_swapped_signer_key_does_not_matter_with_a_pinned_key(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("name", ["../outside.txt", "/etc/hostname", "sub/rows.jsonl", "",
-                                  "inputs/../x", "x" * 1000])
+                                  "inputs/../x", "x" * 1000, "\u00e9" * 200, "a\u0000b",
+                                  "a\nb"])
 def test_a_subject_that_is_not_a_file_name_is_refused(tmp_path: Path, keys: Path,
                                                       judge: Judge, monkeypatch: Any,
                                                       capsys: Any, name: str) -> None:
