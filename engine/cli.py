@@ -249,12 +249,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 1
     if not result.trusted:
         print(f"INTEGRITY OK, AUTHORSHIP UNVERIFIED: sha256 {result.scorecard_sha256}, "
-              "the signature matches the key shipped with the evidence; pin the signer's key "
-              "with --trusted-key to verify who signed")
-        return 1
-    print(f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, signed by "
-          "the pinned key")
-    return 0
+              "checked only against the signer.pub.pem shipped with the evidence, which "
+              "anyone can replace; pin the signer's public key obtained out of band, e.g. "
+              "--trusted-key governance-signing.pub.pem")
+    else:
+        print(f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, signed by "
+              f"the pinned key (keyid {result.signer[:16]})")
+    print(f"signed files checked: {', '.join(result.checked)}")
+    if result.absent:
+        print(f"projections not present (not checked): {', '.join(result.absent)}")
+    if result.unsigned:
+        print(f"NOT COVERED by the signature, do not rely on: {', '.join(result.unsigned)}")
+    return 0 if result.trusted else 1
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:

@@ -102,9 +102,9 @@ def open_envelope(data: dict[str, Any], key: Ed25519PublicKey) -> dict[str, Any]
     for sig in sigs:
         try:
             key.verify(sig, pae(PAYLOAD_TYPE, body))
-            if not isinstance(statement, dict):
-                break
-            return statement
         except InvalidSignature:
             continue
+        if not isinstance(statement, dict):
+            raise VerifyError("the signed payload is not an in-toto statement", "BAD_ENVELOPE")
+        return statement
     raise VerifyError("no signature on the DSSE envelope verifies with the key", "BAD_SIGNATURE")

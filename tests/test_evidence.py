@@ -266,11 +266,11 @@ def test_verify_fails_after_any_one_byte_change(spec: Spec, keys: Path, capsys: 
      "NOT_CANONICAL"),
     (lambda out: (out / "rows.jsonl").write_bytes((out / "rows.jsonl").read_bytes() + b"{}\n"),
      "DIGEST_MISMATCH"),
-    (lambda out: (out / "rows.jsonl").unlink(), "DIGEST_MISMATCH"),
+    (lambda out: (out / "rows.jsonl").unlink(), "SUBJECT_MISSING"),
     (lambda out: (out / "findings.jsonl").write_bytes(
         b"\n".join((out / "findings.jsonl").read_bytes().splitlines()[1:]) + b"\n"),
      "DIGEST_MISMATCH"),
-    (lambda out: (out / "findings.jsonl").unlink(), "DIGEST_MISMATCH"),
+    (lambda out: (out / "findings.jsonl").unlink(), "SUBJECT_MISSING"),
     (lambda out: (out / "scorecard.json.sig").write_bytes(bytes(64)), "BAD_SIGNATURE"),
     (lambda out: (out / "scorecard.json.sig").unlink(), "UNSIGNED"),
     (lambda out: (out / "scorecard.intoto.jsonl").write_text("not json\n"), "BAD_ENVELOPE"),

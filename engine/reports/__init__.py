@@ -113,7 +113,9 @@ def markdown(card: dict[str, Any]) -> str:
         lines += [f"- **{_md(f['id'])}** ({f['severity']}): {_md(f['fix']['action'])}"
                   for f in fixes[:20]]
     lines += ["", f"Scorecard rows_sha256 `{card['rows_sha256']}`; verify with "
-              "`engine verify scorecard.json --trusted-key KEY`.", ""]
+              "`engine verify scorecard.json --trusted-key governance-signing.pub.pem`, "
+              "pinning the signer's public key obtained out of band, never a key shipped "
+              "beside the evidence.", ""]
     return "\n".join(lines)
 
 
