@@ -17,7 +17,6 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from . import signing
 from .errors import FormulaError, VerifyError
 from .formula import evaluate
 from .verify import verify
@@ -27,7 +26,8 @@ SCORED = ("PASS", "FAIL")
 
 def _baseline(path: Path | None, keys: list[Ed25519PublicKey]) -> tuple[str, list[str],
                                                                          dict[str, Any]]:
-    """(status so far, reasons, baseline scorecard) for a baseline file."""
+    """(status so far, reasons, baseline scorecard) for a baseline file; the scorecard
+    carries the digest and signer that verified under ``_verified``."""
     if path is None or not path.is_file():
         return "missing", ["no baseline scorecard was found"], {}
     if not keys:
@@ -35,8 +35,14 @@ def _baseline(path: Path | None, keys: list[Ed25519PublicKey]) -> tuple[str, lis
     problems = []
     for key in keys:
         try:
-            verify(path, key)
-            return "comparable", [], json.loads(path.read_bytes())
+            verified = verify(path, key)
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != verified.scorecard_sha256:
+                raise VerifyError("the baseline changed while it was read", "DIGEST_MISMATCH")
+            card = json.loads(data)
+            card["_verified"] = {"scorecard_sha256": verified.scorecard_sha256,
+                                 "signer": verified.signer}
+            return "comparable", [], card
         except VerifyError as exc:
             problems.append(f"{exc.code}: {exc}")
     return "untrusted", problems[:1], {}
@@ -129,9 +135,7 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
                              "baseline": None, "categories": {}}
     if status != "comparable":
         return block
-    block["baseline"] = {"scorecard_sha256": hashlib.sha256(
-        baseline.read_bytes()).hexdigest() if baseline else None, "decision": base["decision"],
-        "signer": _signer(baseline)}
+    block["baseline"] = {**base["_verified"], "decision": base["decision"]}
     incompatible = _compatibility(card, base)
     if incompatible:
         block.update(status="incompatible", reasons=incompatible)
@@ -152,10 +156,3 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
                              for e in block["categories"].values()) or (
         _metrics_decision(base) == "PASS" and card["decision"] != "PASS")
     return block
-
-
-def _signer(baseline: Path | None) -> str | None:
-    if baseline is None or not (baseline.parent / "signer.pub.pem").exists():
-        return None
-    key = signing.load_public(baseline.parent / "signer.pub.pem")
-    return hashlib.sha256(signing.raw_public(key)).hexdigest()
