@@ -45,8 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     run.add_argument("--baseline", type=Path, help="earlier signed scorecard to compare with")
     run.add_argument("--trusted-key", action="append", default=[], type=Path,
-                     help="public key a baseline or a replayed scorecard must be signed by "
-                     "(repeatable)")
+                     help="public key a baseline must be signed by (repeatable)")
     run.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
                      "default today")
     run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")

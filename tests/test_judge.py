@@ -514,3 +514,101 @@ def test_a_rubric_field_named_like_an_input_is_a_located_spec_error(gate: Gate, 
     policy = (gate.dir / "policy.yaml").read_text().splitlines()
     at = next(i for i, x in enumerate(policy, 1) if "rubric: safety" in x)
     assert f"policy.yaml:{at}:" in line and "should_refuse" in line
+
+
+ANTHROPIC_NAMES = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
+
+
+def shaped(step: dict[str, Any], provider: str) -> dict[str, Any]:
+    """A step written in the OpenAI shape, in the provider's own shape."""
+    if provider != "anthropic":
+        return step
+    out = dict(step)
+    if "usage" in step:
+        out["usage"] = {ANTHROPIC_NAMES[k]: v for k, v in step["usage"].items()}
+    if "raw" in step:
+        out["raw"] = step["raw"].replace('"choices": [{"message": {"content": ',
+                                         '"content": [{"type": "text", "text": ').replace(
+            '}}]', '}]').replace('prompt_tokens', 'input_tokens').replace(
+            'completion_tokens', 'output_tokens')
+    return out
+
+
+@pytest.mark.parametrize("step, status", [
+    ({"headers": {"Content-Encoding": "gzip"}}, "ERROR"),        # a plain body said to be gzip
+    ({"headers": {"Content-Encoding": "deflate"}}, "ERROR"),
+    ({"headers": {"Content-Encoding": "x-unknown"}}, "PASS"),  # httpx passes it through as is
+    ({"usage": {"prompt_tokens": float("nan"), "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": float("inf"), "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": 10**30, "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": -1, "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": 1.5, "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": True, "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": "11", "completion_tokens": 7}}, "ERROR"),
+    ({"usage": {"prompt_tokens": 11.0, "completion_tokens": 7}}, "PASS"),  # a whole number
+    ({"raw": '{"choices": [{"message": {"content": "{\\"score\\": 5}"}}], '
+             '"usage": {"prompt_tokens": 1e400, "completion_tokens": 7}}'}, "ERROR"),
+    ({"raw": '{"choices": [{"message": {"content": "{\\"score\\": 5}"}}], '
+             '"usage": {"prompt_tokens": 11, "completion_tokens": 7}}'}, "PASS"),  # the control
+    ({"raw": '{"choices": [{"message": {"content": ["not text"]}}]}'}, "ERROR"),
+    ({"raw": '["not an object"]'}, "ERROR"),
+])
+@pytest.mark.parametrize("provider", ["openai-compatible", "anthropic"])
+def test_hostile_transport_values_are_coded_error_rows(gate: Gate, judge: Judge,
+                                                       step: dict[str, Any], status: str,
+                                                       provider: str) -> None:
+    """Nothing a judge endpoint sends is an INTERNAL_ERROR, and no odd count is evidence."""
+    configure(gate, judge, provider)
+    judge.script["m1"] = [{"verdict": '{"score": 5}', **shaped(step, provider)}]
+    code, card, out = run(gate, [grounding(1)])
+    row = rows_of(out)["g1"]
+    want = ("ERROR", "JUDGE_CALL_FAILED", 3) if status == "ERROR" else ("PASS", None, 0)
+    assert (row["status"], row.get("code"), code) == want
+    assert judge.calls() == 1  # a broken body is not transient: not asked again
+    text = (out / "judgements.jsonl").read_text() + (out / "scorecard.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text and "1000000000000000" not in text
+    if status == "PASS":
+        assert judgements(out)[0]["usage"] == {"input_tokens": 11, "output_tokens": 7}
+
+
+@pytest.mark.parametrize("retry_after, status, calls", [
+    ("soon", "PASS", 2),                           # unreadable: our own backoff instead
+    ("nan", "PASS", 2),
+    ("Wed, 99 Foo 20x1 07:28:00 GMT", "PASS", 2),
+    ("0.05", "PASS", 2),
+    ("99999", "ERROR", 1),                         # longer than max_backoff_s: give up now
+    ("1e400", "ERROR", 1),                         # infinity
+    ("Wed, 21 Oct 2125 07:28:00 GMT", "ERROR", 1),  # a date a century away
+])
+def test_retry_after_is_honoured_only_within_max_backoff(gate: Gate, judge: Judge,
+                                                         retry_after: str, status: str,
+                                                         calls: int) -> None:
+    import time
+
+    configure(gate, judge)  # max_backoff_s 0.05
+    judge.script["m1"] = [{"status": 429, "headers": {"Retry-After": retry_after}},
+                          {"verdict": '{"score": 5}'}]
+    started = time.monotonic()
+    code, _, out = run(gate, [grounding(1)])
+    row = rows_of(out)["g1"]
+    assert time.monotonic() - started < 20  # never waits what a hostile judge asks
+    assert (row["status"], judge.calls()) == (status, calls)
+    if status == "ERROR":
+        assert row["code"] == "JUDGE_CALL_FAILED" and code == 3
+        assert "longer than max_backoff_s" in judgements(out)[0]["error"]
+
+
+@pytest.mark.parametrize("key", ["sk-abc\r\nX-Evil: 1", "sk-abc\n", "sk-clé-42", "sk-\x00x"])
+@pytest.mark.parametrize("provider", ["openai-compatible", "anthropic"])
+def test_an_unusable_api_key_is_refused_before_any_request(gate: Gate, judge: Judge,
+                                                           monkeypatch: Any, capsys: Any,
+                                                           key: str, provider: str) -> None:
+    if "\x00" in key:  # the environment cannot hold NUL; a control character stands in
+        key = "sk-\x1bx"
+    monkeypatch.setenv("SPECGATE_TEST_KEY", key)
+    configure(gate, judge, provider)
+    code, _, out = run(gate, [grounding(1)])
+    printed = capsys.readouterr()
+    assert code == 2 and "BAD_API_KEY" in printed.err and "$SPECGATE_TEST_KEY" in printed.err
+    assert judge.calls() == 0 and not out.exists()
+    assert "sk-" not in printed.out + printed.err and "Traceback" not in printed.err
