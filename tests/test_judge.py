@@ -612,3 +612,33 @@ def test_an_unusable_api_key_is_refused_before_any_request(gate: Gate, judge: Ju
     assert code == 2 and "BAD_API_KEY" in printed.err and "$SPECGATE_TEST_KEY" in printed.err
     assert judge.calls() == 0 and not out.exists()
     assert "sk-" not in printed.out + printed.err and "Traceback" not in printed.err
+
+
+def test_an_evaluation_replays_only_a_scorecard_its_history_keys_trust(
+        gate: Gate, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    import shutil
+
+    configure(gate, judge)
+    judge.script["m1"] = [{"verdict": '{"score": 5}'}]
+    rows = [grounding(1)]
+    source_card, source = signed_run(gate, rows, tmp_path / "keys")
+    judge.close()
+    shutil.copytree(source, gate.dir / "earlier")
+    shutil.copy(tmp_path / "keys" / "public.pem", gate.dir / "release.pub.pem")
+    path = gate.dir / "evaluation.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["spec"]["judge"] = {"provider": "replay", "replay": "earlier"}
+    data["spec"].setdefault("history", {})["trusted_keys"] = ["release.pub.pem"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, card, _ = run(gate, rows, "--key", str(tmp_path / "keys" / "private.pem"))
+    assert card["decision"] == "PASS" and card["judge"]["provider"] == "replay"
+    assert card["judge"]["replayed_from"] == \
+        hashlib.sha256((source / "scorecard.json").read_bytes()).hexdigest()
+    assert card["judge_sha256"] == source_card["judge_sha256"]
+    # the same setting naming the bare judgements file is refused before anything runs
+    data["spec"]["judge"]["replay"] = "earlier/judgements.jsonl"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    capsys.readouterr()
+    code, _, out = run(gate, rows)
+    assert code == 2 and "REPLAY_NOT_A_SCORECARD" in capsys.readouterr().err
+    assert not out.exists()
