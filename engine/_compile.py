@@ -220,6 +220,12 @@ def _rubric(doc: Document, where: JPath, name: str, inputs: Any,
     except RubricError as exc:
         problems.append(doc.problem(where, "BAD_RUBRIC", str(exc)))
         return None
+    shadowed = sorted(set(rubric.fields) & set(inputs))
+    if shadowed:  # the judge owns its verdict fields, never the inspection's inputs
+        problems.append(doc.problem(where, "VERDICT_SHADOWS_INPUT",
+                                    f"rubric '{name}' declares verdict field "
+                                    f"'{shadowed[0]}', which is also an input's name",
+                                    "rename the input or the verdict field"))
     missing = sorted(rubric.variables - set(inputs))
     if missing:
         problems.append(doc.problem(where, "UNKNOWN_VARIABLE",

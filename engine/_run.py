@@ -15,7 +15,7 @@ from . import agentcard, evidence, history, reports, runner, shards, signing
 from ._canonical import digest
 from .decision import decide, with_comparison
 from .judge import Runtime
-from .judge._runtime import recorded_identity
+from .judge._replay import bind as bind_replay
 from .spec import Evaluation, display
 
 
@@ -47,7 +47,8 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
     staging = evidence.Staging(dest)
     tally = None
     try:
-        runtime = _judge_runtime(evaluation, cache, progress)
+        keys = [signing.load_public(k) for k in evaluation.trusted_keys] + (trusted or [])
+        runtime = _judge_runtime(evaluation, cache, progress, keys)
         if runtime is not None:  # first pass: gather the prompts, then answer them all
             runner.run(evaluation, runner.records(evaluation), lambda row: None, runtime)
             runtime.answer_all()
@@ -67,7 +68,6 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         report = _protocol_report(evaluation, tally)
         outcome = decide(evaluation, tally, judge)
         baseline = baseline or evaluation.baseline
-        keys = [signing.load_public(k) for k in evaluation.trusted_keys] + (trusted or [])
         if baseline is not None or keys or evaluation.policy.comparison_required:
             current = {"categories": outcome["categories"], "decision": outcome["decision"],
                        "suite_sha256": evidence.suite_digest(evaluation, tally),
@@ -139,21 +139,27 @@ def _protocol_report(evaluation: Evaluation,
 
 
 def _judge_runtime(evaluation: Evaluation, cache: Path | None,
-                   progress: Callable[[int, int], None] | None) -> Runtime | None:
-    """A judge runtime when the Evaluation configures a judge and the policy asks one."""
+                   progress: Callable[[int, int], None] | None,
+                   keys: list[Ed25519PublicKey]) -> Runtime | None:
+    """A judge runtime when the Evaluation configures a judge and the policy asks one; a
+    replay only from a scorecard that verifies against a trusted key."""
     rubrics = shards.rubrics(evaluation)
     if evaluation.judge.provider == "none" or not rubrics:
         return None
     config = replace(evaluation.judge, cache=cache)
-    if config.provider == "replay":
-        config = recorded_identity(config)
+    if config.replay is not None:
+        config = bind_replay(config, keys)
     return Runtime(config, rubrics, progress=progress)
 
 
 def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -> dict[str, Any]:
-    """The scorecard's record of the judge: identity (hashed), endpoint (recorded only)."""
-    identity = runtime.config.identity(runtime.rubrics)
+    """The scorecard's record of the judge: identity (hashed), endpoint and replay source
+    (recorded only, so a replay stays comparable with the run it replays)."""
+    config = runtime.config
+    identity = config.identity(runtime.rubrics)
     return {"identity": identity, "judge_sha256": digest(identity),
+            "provider": "replay" if config.replayed_from else config.provider,
+            "replayed_from": config.replayed_from,
             "base_url": runtime.config.base_url or None,
             "judgements": len(runtime.requests), "errors": runtime.stats["errors"],
             "judgements_sha256": judgements_sha}

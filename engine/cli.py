@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
     run.add_argument("--judge-base-url", help="override the judge endpoint")
     run.add_argument("--judge-model", help="override the judge model")
-    run.add_argument("--judge-replay", type=Path, help="judgements.jsonl to replay")
+    run.add_argument("--judge-replay", type=Path, metavar="SCORECARD",
+                     help="replay the judgements of a signed scorecard.json (or its folder); "
+                     "it must verify against a --trusted-key")
     run.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
                      help=f"judgement cache folder (default {DEFAULT_CACHE})")
     run.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
@@ -186,8 +188,8 @@ def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConf
     if args.judge_model:
         changes["model"], changes["panel"] = args.judge_model, ()
     if args.judge_replay:
-        if not args.judge_replay.is_file():
-            raise UsageError(f"--judge-replay: {args.judge_replay} is not a file",
+        if not args.judge_replay.exists():
+            raise UsageError(f"--judge-replay: {args.judge_replay} does not exist",
                              "INPUT_NOT_FOUND")
         changes["replay"] = args.judge_replay.resolve()
         changes.setdefault("provider", "replay")
@@ -196,7 +198,7 @@ def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConf
         raise UsageError(f"judge provider {config.provider} needs a model (--judge-model)",
                          "NO_JUDGE_MODEL")
     if config.provider == "replay" and config.replay is None:
-        raise UsageError("judge provider replay needs --judge-replay FILE", "NO_REPLAY")
+        raise UsageError("judge provider replay needs --judge-replay SCORECARD", "NO_REPLAY")
     return config
 
 
@@ -228,6 +230,10 @@ def _print_result(result: Result, signed: bool) -> None:
         s = result.judge_stats
         print(f"  judge: {s['calls']} call(s), {s['cache_hits']} from the cache, "
               f"{s['replayed']} replayed, {s['errors']} without a verdict")
+        rejected = s.get("cache_rejected", 0)
+        if rejected:
+            print(f"  judge cache: {rejected} entr{'y' if rejected == 1 else 'ies'} failed "
+                  "the MAC check and were not believed (asked again)")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

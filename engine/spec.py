@@ -327,8 +327,9 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
         if "replay" in block else None
     if provider == "replay" and "replay" not in block:
         loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",
-                                           "provider replay needs 'replay' (judgements.jsonl)",
-                                           "or pass --judge-replay FILE"))
+                                           "provider replay needs 'replay' (a signed "
+                                           "scorecard.json or its folder)",
+                                           "or pass --judge-replay SCORECARD"))
     if provider in ("openai-compatible", "anthropic") and "model" not in block \
             and "panel" not in block:
         loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",

@@ -3,8 +3,9 @@
 Each reply is scripted per model (or "*"): a list of steps consumed in order, the last one
 repeating, or a function of the request body giving the step. A step is a dict:
 ``verdict`` (text the model answers), ``status``, ``headers``, ``delay`` (seconds before
-answering), ``truncate`` (send fewer bytes than announced) or ``raw`` (a body that is not
-the provider's JSON).
+answering), ``truncate`` (send fewer bytes than announced), ``usage`` (the provider's usage
+object instead of the usual counts; Python's json writes NaN and Infinity as such) or
+``raw`` (a body that is not the provider's JSON).
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ class Judge:
             payload = step["raw"].encode()
         elif handler.path.endswith("/v1/messages"):
             payload = json.dumps({"content": [{"type": "text", "text": text}],
-                                  "usage": {"input_tokens": 11, "output_tokens": 7}}).encode()
+                                  "usage": step.get("usage", {"input_tokens": 11,
+                                                              "output_tokens": 7})}).encode()
         else:
             payload = json.dumps({"choices": [{"message": {"content": text},
                                                "finish_reason": "stop"}], "id": "r-1",
-                                  "usage": {"prompt_tokens": 11,
-                                            "completion_tokens": 7}}).encode()
+                                  "usage": step.get("usage", {"prompt_tokens": 11,
+                                                              "completion_tokens": 7})}).encode()
         handler.send_response(status)
         for name, value in step.get("headers", {}).items():
             handler.send_header(name, value)

@@ -179,3 +179,29 @@ def test_a_transport_failure_is_reported(spec: Path, judge: Judge, tmp_path: Pat
     judge.script["m1"] = [{"status": 500}]
     code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
     assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT" in out
+
+
+@pytest.mark.parametrize("key", ["sk-canary-9d2e\r\nX-Evil: 1", "sk-canary-9d2é"])
+def test_an_unusable_api_key_is_refused_and_never_printed(spec: Path, judge: Judge,
+                                                          tmp_path: Path, capsys: Any,
+                                                          monkeypatch: Any, key: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    code, _ = review(spec, judge, tmp_path / "reviews")
+    printed = capsys.readouterr()
+    assert code == 2 and "BAD_API_KEY" in printed.err and "$OPENAI_API_KEY" in printed.err
+    assert "canary" not in printed.out + printed.err and "Traceback" not in printed.err
+    assert judge.calls() == 0 and not (tmp_path / "reviews").exists()
+
+
+def test_a_good_api_key_is_sent_and_never_printed_or_written(spec: Path, judge: Judge,
+                                                             tmp_path: Path, capsys: Any,
+                                                             monkeypatch: Any) -> None:
+    canary = "sk-canary-4b7f0e2a"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    judge.script["m1"] = [{}, {"status": 500}]  # one answer, then the endpoint fails
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert judge.received[0]["headers"]["authorization"] == f"Bearer {canary}"
+    printed = out + capsys.readouterr().err
+    assert code == 1 and "MODEL_TRANSPORT" in printed and canary not in printed
+    for path in (tmp_path / "reviews").rglob("*"):
+        assert not path.is_file() or canary.encode() not in path.read_bytes(), path

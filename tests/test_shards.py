@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.assevra_data import rows as generated_rows
-from engine import shards, spec
+from engine import shards, signing, spec
 from engine.cli import main
 from engine.errors import UsageError
 from engine.records import read_jsonl, read_jsonl_part
@@ -148,23 +148,28 @@ def test_ray_shards_refuse_extra_runs_and_repeated_ids_as_one_process_does(
 
 def test_workers_never_call_the_judge_and_the_driver_keeps_its_bound(
         ray_local: Any, tmp_path: Path, gate: Any) -> None:
+    signing.keygen(tmp_path / "keys")  # a replay needs a signed source it trusts
+    signed = ["--key", str(tmp_path / "keys" / "private.pem"),
+              "--trusted-key", str(tmp_path / "keys" / "public.pem")]
     judge = Judge()
     try:
         configure(gate, judge, concurrency=2)
         judge.script["*"] = [{"delay": 0.05}]
         data = tmp_path / "judged.jsonl"
         data.write_text("".join(json.dumps(grounding(i)) + "\n" for i in range(12)))
-        live = run_both(tmp_path / "live", gate.dir, data, "--no-judge-cache", shards_n=3)
+        live = run_both(tmp_path / "live", gate.dir, data, "--no-judge-cache", *signed,
+                        shards_n=3)
         assert judge.calls() == 24  # 12 prompts, asked once by each run's driver
         assert judge.peak == 2  # the bound was reached and never passed
     finally:
         judge.close()
     assert live[0]["rows.jsonl"] == live[1]["rows.jsonl"]  # latencies differ, verdicts not
-    # answers replayed from the first run: the whole evidence is the same, judged or not
-    recorded = tmp_path / "live" / "local" / "judgements.jsonl"
+    # answers replayed from the first (signed) run: the whole evidence is the same
+    recorded = tmp_path / "live" / "local"
     local, sharded, _ = run_both(tmp_path / "replay", gate.dir, data, "--no-judge-cache",
-                                 "--judge-replay", str(recorded), shards_n=3)
-    assert sharded == local and local["judgements.jsonl"] == recorded.read_bytes()
+                                 "--judge-replay", str(recorded), *signed, shards_n=3)
+    assert sharded == local
+    assert local["judgements.jsonl"] == (recorded / "judgements.jsonl").read_bytes()
 
 
 def job_for(tmp_path: Path) -> tuple[shards.Job, spec.Evaluation]:

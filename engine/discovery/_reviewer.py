@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from .._canonical import canonical, digest
+from ..judge._transport import check_key
 from . import check_submission, sample
 from ._audit import AuditError, new_seed
 from ._blind import batches, definitions, payload, segments, validate
@@ -108,7 +109,7 @@ async def _ask(client: httpx.AsyncClient, reviewer: Reviewer, user: dict[str, An
     if len(reviewer.system) + len(text) > reviewer.max_input_chars:
         raise ReviewError("MODEL_INPUT_TOO_LARGE", f"{len(reviewer.system) + len(text)} "
                           f"characters exceed {reviewer.max_input_chars}")
-    key = os.environ.get(reviewer.api_key_env, "") if reviewer.api_key_env else ""
+    key = check_key(reviewer.api_key_env)  # checked before the first request too
     headers = {"authorization": f"Bearer {key}"} if key else {}
     body = {"model": reviewer.model, "max_tokens": reviewer.max_output_tokens,
             "response_format": {"type": "json_object"},
@@ -125,7 +126,8 @@ async def _ask(client: httpx.AsyncClient, reviewer: Reviewer, user: dict[str, An
             raise ReviewError("MODEL_TRANSPORT", f"finish_reason {choice['finish_reason']!r}")
         answer = loads(choice["message"]["content"])
     except (httpx.HTTPError, JsonError, KeyError, TypeError, IndexError) as exc:
-        raise ReviewError("MODEL_TRANSPORT", f"{type(exc).__name__}: {exc}") from None
+        said = str(exc).replace(key, "[the API key]") if key else str(exc)
+        raise ReviewError("MODEL_TRANSPORT", f"{type(exc).__name__}: {said}") from None
     receipt = {"model": reviewer.model, "usage": data.get("usage"),
                "request_sha256": digest({"system": reviewer.system, "payload": user}),
                "response_id": data.get("id")}
@@ -308,6 +310,7 @@ def _known_arms(task: dict[str, Any], gates: Gates, f: dict[str, Any],
 def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], corpora: Path,
                submissions: Path, folder: Path, budget: int) -> list[dict[str, Any]]:
     """Review every task of the inventory into ``folder``; one outcome per task."""
+    check_key(reviewer.api_key_env)  # BAD_API_KEY before anything is asked or written
     folder.mkdir(parents=True, exist_ok=True)
     lo, hi = pkg.discovery.audit["budget_range"]
     if not isinstance(budget, int) or not lo <= budget <= hi:

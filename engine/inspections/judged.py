@@ -2,8 +2,10 @@
 
 The rubric's template is rendered with the inspection's ``inputs`` (JMESPath selections
 from the unit); the verdict (one judge, or a panel's median and majority) is checked with
-the ``pass_when`` formula over the verdict's fields and the inputs. Without a configured
-judge the row is SKIPPED (NO_JUDGE), or the ``fallback`` inspection decides it.
+the ``pass_when`` formula over the verdict's fields and the inputs. Only the fields the
+rubric declares reach the formula, and they never shadow an input (a rubric declaring a
+field an input is named after is a spec error, ``VERDICT_SHADOWS_INPUT``). Without a
+configured judge the row is SKIPPED (NO_JUDGE), or the ``fallback`` inspection decides it.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def judge(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> O
         return answer
     note = answer.pop("$note")
     try:
-        ok = evaluate(params["pass_when"], {**values, **answer, "$wilson_z": ctx.wilson_z})
+        declared = {k: v for k, v in answer.items() if k in params["rubric"].fields}
+        ok = evaluate(params["pass_when"], {**declared, **values, "$wilson_z": ctx.wilson_z})
     except FormulaError as exc:
         return Outcome(ERROR, observed=answer, code=exc.code, message=str(exc))
     if not isinstance(ok, bool):

@@ -3,12 +3,15 @@
 A rubric is a YAML file (``name``, ``version``, ``template``, ``verdict_schema``, optional
 ``repair``) found by name in the policy's ``rubrics/`` folder, else among the rubrics
 shipped in ``rubrics/``. Templates render with strict undefined variables in a sandbox;
-verdicts are validated strictly (an integer is an integer: 4.0 is not one).
+verdicts are validated strictly (an integer is an integer: 4.0 is not one), and only the
+fields the verdict schema declares under ``properties`` may appear: a judge that adds a
+field (``should_refuse: false``) gives no verdict at all, whatever the schema allows.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -29,6 +32,7 @@ _STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
     "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool))
 StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
                                                type_checker=_STRICT_TYPES)
+FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ class Rubric:
         if errors:
             where = "/".join(map(str, errors[0].absolute_path)) or "$"
             return None, f"the verdict breaks the rubric's schema at {where}: {errors[0].message}"
+        extra = sorted(set(parsed.data) - set(self.fields))
+        if extra:  # only declared fields count; an extra one could shadow an input
+            names = ", ".join(repr(name[:40]) for name in extra[:5])
+            return None, f"the verdict has fields the rubric does not declare: {names}"
         return dict(parsed.data), ""
 
 
@@ -106,10 +114,20 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
     except jsonschema.SchemaError as exc:
         raise RubricError(f"rubric '{name}': verdict_schema is not a JSON Schema: "
                           f"{exc.message}") from None
-    fields = tuple(sorted(schema.get("properties", {}))) if isinstance(schema, dict) else ()
+    fields = _fields(name, schema)
     return Rubric(str(data["name"]), str(data["version"]), template, variables,
                   StrictValidator(schema), fields, bool(data.get("repair", False)),
                   digest(data))
+
+
+def _fields(name: str, schema: Any) -> tuple[str, ...]:
+    """The verdict fields a rubric declares: names a formula can use, nothing else."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    bad = sorted(str(field) for field in props if not FIELD_NAME.fullmatch(str(field)))
+    if bad:
+        raise RubricError(f"rubric '{name}': verdict field {bad[0][:40]!r} is not a name "
+                          "(letters, digits and _, starting with a letter)")
+    return tuple(sorted(props))
 
 
 def repair_prompt(prompt: str, reply: str, why: str) -> str:

@@ -12,19 +12,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import statistics
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from .._canonical import canonical, digest
+from ._cache import Cache, key_path, load_key
+from ._replay import load as load_replay
 from ._rubrics import Rubric, repair_prompt
-from ._transport import CallFailed, Endpoint, Reply, call
+from ._transport import CallFailed, Endpoint, Reply, call, check_key
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
 DEFAULT_KEYS = {"openai-compatible": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -50,8 +51,10 @@ class JudgeConfig:
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     disagreement: str = "annotate"
-    replay: Path | None = None
+    replay: Path | None = None  # as named: a scorecard or its folder; once bound, its judgements
     cache: Path | None = None
+    replay_sha256: str | None = None  # of the bound judgements.jsonl
+    replayed_from: str | None = None  # sha256 of the verified scorecard they come from
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -124,34 +127,6 @@ def _trusted(rec: Any, req: Request) -> dict[str, Any] | None:
     return rec if rec.get("verdict") is None and isinstance(rec.get("error"), str) else None
 
 
-class Cache:
-    """Answers by content address, one file each, written atomically."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def _path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.json"
-
-    def get(self, req: Request) -> dict[str, Any] | None:
-        """A trusted stored answer, or None."""
-        try:
-            return _trusted(json.loads(self._path(req.key).read_bytes()), req)
-        except (OSError, ValueError):
-            return None
-
-    def put(self, rec: dict[str, Any]) -> None:
-        """Store a successful answer (failures are retried next time, not cached)."""
-        if rec.get("verdict") is None:
-            return
-        path = self._path(rec["key"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(canonical(rec))
-        os.replace(tmp, path)
-
-
 def _mock_verdict(rubric: Rubric) -> str:
     schema = rubric.validator.schema
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -173,8 +148,8 @@ class Runtime:
     collecting: bool = True
     requests: dict[str, Request] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    stats: dict[str, int] = field(default_factory=lambda: {"calls": 0, "cache_hits": 0,
-                                                            "replayed": 0, "errors": 0})
+    stats: dict[str, int] = field(default_factory=lambda: {
+        "calls": 0, "cache_hits": 0, "cache_rejected": 0, "replayed": 0, "errors": 0})
     progress: Callable[[int, int], None] | None = None
 
     def ask(self, rubric: Rubric, values: dict[str, Any]) -> list[str]:
@@ -189,17 +164,12 @@ class Runtime:
         return keys
 
     def answer_all(self) -> None:
-        """Answer every collected request (cache, replay, mock or HTTP)."""
+        """Answer every collected request (replay, mock, or the cache, then HTTP)."""
         self.collecting = False
         pending = []
-        cache = Cache(self.config.cache) if self.config.cache else None
-        replayed = load_replay(self.config.replay) if self.config.replay else {}
+        replayed = load_replay(self.config) if self.config.replay else {}
         for req in self.requests.values():
-            hit = cache.get(req) if cache else None
-            if hit is not None:
-                self.answers[req.key] = hit
-                self.stats["cache_hits"] += 1
-            elif self.config.replay is not None:
+            if self.config.replay is not None:
                 rec = _trusted(replayed.get(req.key), req)
                 self.answers[req.key] = rec or record(
                     self.config, req, None, "no recorded judgement for this prompt", 0)
@@ -209,9 +179,26 @@ class Runtime:
                 self.answers[req.key] = record(self.config, req, reply, "", 1)
             else:
                 pending.append(req)
-        if pending:
-            asyncio.run(self._call_all(pending, cache))
+        cache = self._cache() if pending else None
+        still = []
+        for req in pending:
+            hit = cache.get(req.key, partial(_trusted, req=req)) if cache else None
+            if hit is not None:
+                self.answers[req.key] = hit
+                self.stats["cache_hits"] += 1
+            else:
+                still.append(req)
+        self.stats["cache_rejected"] = cache.rejected if cache else 0
+        if still:
+            check_key(self.config.api_key_env)  # before any request: a coded refusal
+            asyncio.run(self._call_all(still, cache))
         self.stats["errors"] = sum(1 for a in self.answers.values() if a["verdict"] is None)
+
+    def _cache(self) -> Cache | None:
+        """The sealed cache, when one is configured (its key is made on first use)."""
+        if self.config.cache is None:
+            return None
+        return Cache(self.config.cache, load_key(key_path(), self.config.cache))
 
     async def _call_all(self, pending: list[Request], cache: Cache | None) -> None:
         endpoint = Endpoint(self.config.provider, self.config.base_url,
@@ -261,36 +248,6 @@ class Runtime:
     def lines(self) -> list[bytes]:
         """judgements.jsonl, in the order requests were first made."""
         return [canonical(self.answers[key]) + b"\n" for key in self.requests]
-
-
-def load_replay(path: Path | None) -> dict[str, Any]:
-    """Recorded judgements by key."""
-    out: dict[str, Any] = {}
-    if path is None:
-        return out
-    for line in path.read_text("utf-8").splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            if isinstance(rec, dict) and isinstance(rec.get("key"), str):
-                out[rec["key"]] = rec
-    return out
-
-
-def recorded_identity(config: JudgeConfig) -> JudgeConfig:
-    """For provider ``replay``: the identity the recorded judgements were made under, so a
-    replay keeps it (and reproduces the scorecard bytes)."""
-    records = list(load_replay(config.replay).values())
-    if not records:
-        return config
-    first = records[0]
-    models = list(dict.fromkeys(str(r.get("model", "")) for r in records))
-    params = first.get("parameters") or {}
-    return replace(config, provider=str(first.get("provider")),
-                   model=models[0] if len(models) == 1 else "",
-                   panel=tuple(models) if len(models) > 1 else (),
-                   temperature=params.get("temperature", config.temperature),
-                   max_tokens=params.get("max_tokens", config.max_tokens),
-                   seed=params.get("seed", config.seed))
 
 
 def combine(records: list[dict[str, Any]], disagreement: str) -> tuple[dict[str, Any] | None,

@@ -3,15 +3,20 @@
 Two API shapes: ``openai-compatible`` (POST ``{base_url}/chat/completions``; OpenAI, vLLM,
 Ollama, llama.cpp server, LiteLLM) and ``anthropic`` (POST ``{base_url}/v1/messages``).
 429, 5xx, timeouts and broken connections are retried with exponential backoff and jitter,
-honouring ``Retry-After``; every call has a whole-request deadline, so a judge that
-trickles or stays down ends in a coded failure, never a hang. API keys come from the
-environment only and never appear in a message.
+honouring ``Retry-After`` up to ``max_backoff_s`` (a judge asking for a longer wait is a
+failed call, not a hang; an unreadable one is ignored); every call has a whole-request
+deadline, so a judge that trickles or stays down ends in a coded failure. A body that
+cannot be decoded (a ``Content-Encoding`` it does not have) and token counts that are not
+counts (negative, fractional, non-finite, beyond 2**53) are failed calls too, so nothing
+odd reaches the evidence. API keys come from the environment only, must be visible ASCII
+(a line break would split the request's headers) and never appear in a message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import os
 import random
 import time
@@ -20,8 +25,10 @@ from typing import Any
 
 import httpx
 
+from ..errors import UsageError
+
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-MAX_RETRY_AFTER_S = 60.0
+MAX_COUNT = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
 
 @dataclass(frozen=True)
@@ -55,9 +62,30 @@ class CallFailed(Exception):
         self.attempts = attempts
 
 
+def key_problem(key: str) -> str:
+    """Why an API key cannot go into a header ('' if it can); never quotes the key."""
+    if any(c in "\r\n" for c in key):
+        return "it holds a line break"
+    if not key.isascii():
+        return "it holds a non-ASCII character"
+    if any(not c.isprintable() or c.isspace() for c in key):
+        return "it holds a space or a control character"
+    return ""
+
+
+def check_key(variable: str | None) -> str:
+    """The API key in ``variable`` ('' if unset); UsageError BAD_API_KEY if unusable."""
+    key = os.environ.get(variable, "") if variable else ""
+    why = key_problem(key)
+    if why:
+        raise UsageError(f"the API key in ${variable} cannot be sent: {why} (the key is not "
+                         "shown)", "BAD_API_KEY")
+    return key
+
+
 def _request(endpoint: Endpoint, model: str, prompt: str,
              params: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
-    key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
+    key = check_key(endpoint.api_key_env)
     base = endpoint.base_url.rstrip("/")
     if endpoint.provider == "anthropic":
         headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
@@ -78,34 +106,60 @@ def _request(endpoint: Endpoint, model: str, prompt: str,
     return f"{base}/chat/completions", headers, body
 
 
+def _count(value: Any) -> int:
+    """A token count, or ValueError: a whole number in [0, 2**53), not a bool."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        raise ValueError("a token count is not a count")
+    return value
+
+
 def _text(provider: str, data: Any) -> tuple[str, dict[str, int]]:
-    """The reply text and token usage of a response body (KeyError/TypeError if malformed)."""
+    """The reply text and token usage of a response body (an exception if malformed)."""
     if provider == "anthropic":
         text = "".join(part["text"] for part in data["content"] if part.get("type") == "text")
         usage = data.get("usage") or {}
-        return text, {"input_tokens": int(usage.get("input_tokens", 0)),
-                      "output_tokens": int(usage.get("output_tokens", 0))}
+        return text, {"input_tokens": _count(usage.get("input_tokens")),
+                      "output_tokens": _count(usage.get("output_tokens"))}
     text = data["choices"][0]["message"]["content"]
+    if not isinstance(text, str):
+        raise TypeError("the reply is not text")
     usage = data.get("usage") or {}
-    return str(text), {"input_tokens": int(usage.get("prompt_tokens", 0)),
-                       "output_tokens": int(usage.get("completion_tokens", 0))}
+    return text, {"input_tokens": _count(usage.get("prompt_tokens")),
+                  "output_tokens": _count(usage.get("completion_tokens"))}
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
+    """The wait a response asks for in seconds; None if it asks none or is unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
         return None
     try:
-        return min(MAX_RETRY_AFTER_S, max(0.0, float(value)))
+        seconds = float(value)
     except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return None if when is None else min(MAX_RETRY_AFTER_S,
-                                             max(0.0, when.timestamp() - time.time()))
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+            seconds = when.timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return None
+    return None if math.isnan(seconds) else max(0.0, seconds)  # inf: a wait too long
 
 
 def _backoff(endpoint: Endpoint, attempt: int) -> float:
     ceiling = min(endpoint.max_backoff_s, endpoint.backoff_s * 2 ** (attempt - 1))
     return ceiling * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not security
+
+
+def _reply(response: httpx.Response, provider: str, started: float, attempt: int) -> Reply:
+    try:
+        text, usage = _text(provider, response.json())
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
+        raise CallFailed("the endpoint's response is not the expected JSON (reply text and "
+                         "token counts)", attempt) from None
+    return Reply(text, usage, int((time.monotonic() - started) * 1000), attempt)
 
 
 async def call(client: httpx.AsyncClient, endpoint: Endpoint, model: str, prompt: str,
@@ -123,18 +177,19 @@ async def call(client: httpx.AsyncClient, endpoint: Endpoint, model: str, prompt
             reason = f"no reply within {endpoint.timeout_s:g} s"
         except httpx.TransportError as exc:
             reason = f"transport error: {type(exc).__name__}"
+        except httpx.HTTPError as exc:  # a body that cannot be decoded, say: not transient
+            raise CallFailed(f"the response cannot be read ({type(exc).__name__})",
+                             attempt) from None
         else:
             if response.status_code == 200:
-                try:
-                    text, usage = _text(endpoint.provider, response.json())
-                except (ValueError, KeyError, TypeError, IndexError):
-                    raise CallFailed("the endpoint's response is not the expected JSON",
-                                     attempt) from None
-                return Reply(text, usage, int((time.monotonic() - started) * 1000), attempt)
+                return _reply(response, endpoint.provider, started, attempt)
             reason = f"HTTP {response.status_code}"
             if response.status_code not in RETRY_STATUS:
                 raise CallFailed(reason, attempt)
             asked = _retry_after(response)
+            if asked is not None and asked > endpoint.max_backoff_s:
+                raise CallFailed(f"{reason}; the endpoint asked to wait {asked:.3g} s, longer "
+                                 f"than max_backoff_s ({endpoint.max_backoff_s:g} s)", attempt)
             delay = asked if asked is not None else delay
         if attempt <= endpoint.retries:
             await asyncio.sleep(delay)

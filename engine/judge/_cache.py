@@ -1,0 +1,121 @@
+"""The judgement cache: content-addressed, one file per answer, each sealed with a local MAC.
+
+The cache folder usually sits on a CI runner the evaluated party controls, so a plain digest
+proves nothing (whoever edits an entry recomputes it). Every entry carries an HMAC-SHA256
+over its canonical bytes, keyed with a secret that is created on first use (mode 600) in a
+per-user place outside the cache folder and outside the evidence:
+``$SPECGATE_CACHE_KEY`` if set (a file path), else ``$XDG_CONFIG_HOME/specgate/cache.key``,
+else ``~/.config/specgate/cache.key``. An entry whose MAC fails is never believed: it is
+counted, ignored and asked again. Even a sealed entry's verdict is derived again from its
+stored response.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._canonical import canonical
+from ..errors import UsageError
+
+KEY_VARIABLE = "SPECGATE_CACHE_KEY"
+_DOMAIN = b"specgate.judgement-cache/v1\n"  # a MAC for this use only
+
+
+def key_path() -> Path:
+    """Where the cache key lives (see the module docstring)."""
+    named = os.environ.get(KEY_VARIABLE)
+    if named:
+        return Path(named)
+    base = os.environ.get("XDG_CONFIG_HOME")
+    try:
+        root = Path(base) if base else Path.home() / ".config"
+    except RuntimeError:
+        raise UsageError(f"no home folder for the judge cache key; set ${KEY_VARIABLE} to a "
+                         "file path or pass --no-judge-cache", "CACHE_KEY_UNUSABLE") from None
+    return root / "specgate" / "cache.key"
+
+
+def _create(path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return  # another run made it first: read that one
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_hex(32) + "\n")
+
+
+def load_key(path: Path, folder: Path) -> bytes:
+    """The cache key at ``path`` (made on first use); UsageError if it cannot be trusted."""
+    where = path.resolve()
+    if where.is_relative_to(folder.resolve()):
+        raise UsageError(f"the judge cache key {path} lies inside the cache folder, where "
+                         "whoever writes the cache could read it; keep it elsewhere",
+                         "CACHE_KEY_UNUSABLE")
+    try:
+        if not where.exists():
+            _create(where)
+        info = where.stat()
+        text = where.read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not ASCII text"
+        raise UsageError(f"the judge cache key {path} cannot be used: {reason}",
+                         "CACHE_KEY_UNUSABLE") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
+        raise UsageError(f"the judge cache key {path} must be a regular file only its owner "
+                         "can read (chmod 600)", "CACHE_KEY_UNUSABLE")
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise UsageError(f"the judge cache key {path} is not 64 lower-case hex digits "
+                         "(delete it to make a new one; the cache is then asked again)",
+                         "CACHE_KEY_UNUSABLE")
+    return bytes.fromhex(text)
+
+
+class Cache:
+    """Answers by content address, one sealed file each, written atomically."""
+
+    def __init__(self, folder: Path, key: bytes) -> None:
+        self.folder = folder
+        self.key = key
+        self.rejected = 0  # entries present whose MAC failed, or that could not be read
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def _mac(self, rec: Any) -> str:
+        return hmac.new(self.key, _DOMAIN + canonical(rec), "sha256").hexdigest()
+
+    def get(self, request_key: str, trusted: Callable[[Any], dict[str, Any] | None]
+            ) -> dict[str, Any] | None:
+        """The sealed entry for ``request_key`` that ``trusted`` accepts, or None."""
+        path = self._path(request_key)
+        try:
+            entry = json.loads(path.read_bytes())
+            rec, mac = entry["record"], entry["mac"]
+            sealed = isinstance(mac, str) and hmac.compare_digest(mac, self._mac(rec))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            sealed = False
+        found = trusted(rec) if sealed else None
+        self.rejected += found is None
+        return found
+
+    def put(self, rec: dict[str, Any]) -> None:
+        """Store a successful answer (failures are retried next time, not cached)."""
+        if rec.get("verdict") is None:
+            return
+        path = self._path(rec["key"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(canonical({"mac": self._mac(rec), "record": rec}))
+        os.replace(tmp, path)
