@@ -350,8 +350,9 @@ def test_replay_is_refused_unless_bound_to_a_trusted_scorecard(
     capsys.readouterr()
     code, card, out = run(gate, rows, *named, *trusted)
     err = capsys.readouterr().err
-    want = {"bare forged judgements": "REPLAY_NOT_A_SCORECARD",
-            "forged beside the scorecard": "REPLAY_MISMATCH"}.get(source, "REPLAY_UNTRUSTED")
+    want = {"bare forged judgements": "REPLAY_NOT_A_SCORECARD",  # verify names the file:
+            "forged beside the scorecard": "judgements.jsonl changed after signing"}.get(
+        source, "REPLAY_UNTRUSTED")
     assert code == 2 and want in err and "Traceback" not in err, err
     assert not out.exists() and judge.calls() == 1  # nothing written, nobody asked again
 
