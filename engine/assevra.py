@@ -210,8 +210,8 @@ def _measurable(row: Mapping[str, Any], dimension: str, budgets: Mapping[str, An
 def _labeled(row: Mapping[str, Any], dimension: str, budgets: Mapping[str, Any],
              v: Verdict) -> bool:
     suggested = row.get("_suggested")
-    suggested = set(suggested) if isinstance(suggested, list) else \
-        set(suggested) if isinstance(suggested, dict) else set()
+    suggested = {k for k in suggested if isinstance(k, str)} \
+        if isinstance(suggested, list | dict) else set()
     if dimension in ("cost", "latency"):
         budget, measured = _measurable(row, dimension, budgets)
         if not measured:

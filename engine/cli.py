@@ -146,7 +146,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not is_date(as_of):
         raise UsageError(f"--as-of wants a calendar date YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
     for evaluation in evaluations:
-        evaluation.judge = _judge_overrides(evaluation.judge, args)
+        declared = evaluation.judge
+        evaluation.judge = _judge_overrides(declared, args)
+        evaluation.judge_overridden = _other_live_judge(declared, evaluation.judge)
         # A release is judged on the real date: --as-of may look ahead, never back (a
         # back-dated run would revive expired waivers and sign the PASS).
         evaluation.as_of = max(as_of, today) if evaluation.policy.purpose == "release" \
@@ -200,6 +202,15 @@ def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConf
     if config.provider == "replay" and config.replay is None:
         raise UsageError("judge provider replay needs --judge-replay SCORECARD", "NO_REPLAY")
     return config
+
+
+def _other_live_judge(declared: JudgeConfig, used: JudgeConfig) -> bool:
+    """True when the command line points a live judge somewhere governance did not declare
+    (another provider, endpoint or model): whoever runs CI would be choosing the judge."""
+    if used.provider not in DEFAULT_URLS:
+        return False  # none, mock (SELF_TEST) or replay (bound to a trusted scorecard)
+    return (used.provider, used.base_url, used.models) != \
+        (declared.provider, declared.base_url, declared.models)
 
 
 def _progress(done: int, total: int) -> None:

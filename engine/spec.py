@@ -69,6 +69,7 @@ class Evaluation:
     as_of: str = ""  # the UTC date waivers are judged on (set by the command line)
     as_of_requested: str = ""  # the date asked for (a release never goes back before today)
     suite_pin: str | None = None  # spec.suite_sha256: the suite governance approved
+    judge_overridden: bool = False  # the command line chose another live judge
     # how it was loaded (spec path as given, --input overrides), so a worker can reload it
     root: Path | None = None
     overrides: dict[str, Path] = field(default_factory=dict)

@@ -212,3 +212,46 @@ def test_impossible_dates_are_refused(spec: Spec, date: str, capsys: Any) -> Non
     err = capsys.readouterr().err
     assert "policy.yaml:" in err and "BAD_DATE: spec.waivers[0].expires" in err
     assert not (spec.root / "spec").exists()
+
+
+def test_ci_cannot_point_a_release_at_a_judge_of_its_own(gate: Gate, tmp_path: Path,
+                                                         monkeypatch: Any) -> None:
+    from .judge_server import Judge
+    from .test_judge import configure, grounding
+
+    monkeypatch.setenv("SPECGATE_CACHE_KEY", str(tmp_path / "config" / "cache.key"))
+    monkeypatch.setenv("SPECGATE_TEST_KEY", "k-123")
+    governed, friendly = Judge(), Judge()  # friendly always answers score 5
+    try:
+        configure(gate, governed)
+        governed.script["m1"] = [{"verdict": '{"score": 1}'}]  # the output is unsupported
+        rows = refund.rows(fixed=True) + [grounding(1)]
+        code, card, _ = gate.run(rows, "--no-judge-cache")
+        assert code == 1 and card["categories"]["grounding"]["failed"] == 1
+        for override in (["--judge-base-url", f"{friendly.url}/v1"],
+                         ["--judge-base-url", f"{friendly.url}/v1", "--judge-model", "m9"]):
+            code, card, _ = gate.run(rows, "--no-judge-cache", *override)
+            assert friendly.calls() > 0 and card["categories"]["grounding"]["passed"] == 1
+            assert code == 3 and codes(card) == ["JUDGE_OVERRIDDEN"]
+        gate.policy(lambda s: s["gate"].update(purpose="triage"))  # a laptop's own judge
+        code, card, _ = gate.run(rows, "--no-judge-cache", "--judge-base-url",
+                                 f"{friendly.url}/v1")
+        assert code == 4 and "JUDGE_OVERRIDDEN" not in codes(card)
+    finally:
+        governed.close()
+        friendly.close()
+
+
+def test_an_integer_id_on_a_failing_run_is_named_not_a_crash(spec: Spec) -> None:
+    runs = failing(spec)
+    runs[0]["id"] = 7
+    spec.write_runs(runs)
+    code, out = spec.run()
+    assert code == 1 and "(7, run-002" in (out / "junit.xml").read_text()
+
+
+def test_odd_suggested_labels_are_read_not_a_crash(gate: Gate) -> None:
+    row = {"id": "a", "case_id": "a", "dimension": "task_completion", "agent_output": "x",
+           "must_include": ["x"], "_suggested": [[1], {"k": 2}, "must_include"]}
+    code, card, _ = gate.run([row])
+    assert code == 3 and card["validation"]["rows"]["UNLABELED"] == 1
