@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .inspections._base import clip
+from .inspections._base import MAX_EVIDENCE, clip
 from .inspections.pii import REDACTED, Detector
 
 # Inspection types whose matches are sensitive -> the parameter that finds them. Other
@@ -61,6 +61,8 @@ def masker(inspections: Iterable[Any], mask_with: Detector | None,
 
 def evidence(value: Any, mask: Masker | None) -> Any:
     """A value as a row may hold it: clipped, then masked."""
+    if isinstance(value, str) and len(value) <= MAX_EVIDENCE:  # most ids and messages
+        return value if mask is None else mask.text(value)
     value = clip(value)
     return value if mask is None else _masked(value, mask)
 

@@ -88,9 +88,11 @@ class _Runner:
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
-        message = clip(message)
+        mask = self.policy.mask
+        message = evidence(message, mask)
         row = {"input": self.evaluation.unit_input, "line": line, "status": ERROR,
-               "code": code, "message": message, "spec_path": self.source, **extra}
+               "code": code, "message": message, "spec_path": self.source,
+               **{k: evidence(v, mask) for k, v in extra.items()}}
         self.tally.count_problem(code, {"line": line, "code": code, "message": message})
         self.sink(row)
 
@@ -98,8 +100,8 @@ class _Runner:
         """Classify the record; False when it is INVALID and must not be scored."""
         assert self.validator is not None
         verdict = self.validator(item.data, self.seen, self.policy.budgets)
-        dimension = item.data.get("dimension")
-        dimension = dimension if isinstance(dimension, str) else ""
+        dimension = item.data.get("dimension")  # the record chose it: clip and mask it
+        dimension = evidence(dimension, self.policy.mask) if isinstance(dimension, str) else ""
         self.tally.validation[dimension, verdict.klass] += 1
         if truthy(item.data.get("_capture_error")):
             self.tally.capture_errors += 1
@@ -107,11 +109,12 @@ class _Runner:
                         "the capture of this run failed")
         if verdict.messages:
             self.tally.validation_rows.append({
-                "line": item.line, "id": clip(item.data.get("id")), "dimension": dimension,
-                "class": verdict.klass, "messages": verdict.messages})
+                "line": item.line, "id": evidence(item.data.get("id"), self.policy.mask),
+                "dimension": dimension, "class": verdict.klass,
+                "messages": evidence(verdict.messages, self.policy.mask)})
         if verdict.klass == INVALID:
             self.problem(item.line, verdict.code, verdict.messages[0]["message"],
-                         unit=clip(item.data.get("id")))
+                         unit=item.data.get("id"))
             return False
         return True
 
@@ -143,7 +146,7 @@ class _Runner:
         unit_id = self.evaluation.unit_id.search(item.data)
         refused = self.admit(unit_id, str(case_id))
         if refused is not None:
-            self.problem(item.line, *refused, unit=clip(unit_id))
+            self.problem(item.line, *refused, unit=unit_id)
             return
         control = self.policy.controls is not None and truthy(
             self.policy.controls.search(governed(self.evaluation, unit)))
@@ -293,14 +296,14 @@ def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:
 
 def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, category: str,
          inspection: Inspection, outcome: Outcome) -> Row:
+    mask = evaluation.policy.mask  # ids and cases are the record's choice: masked too
     row: Row = {
-        "unit": clip(unit_id) if isinstance(unit_id, str | int) and not isinstance(unit_id, bool)
-        else f"{evaluation.unit_input}:{item.line}",
-        "case": clip(case_id), "input": evaluation.unit_input, "line": item.line,
+        "unit": evidence(unit_id, mask) if isinstance(unit_id, str | int) and
+        not isinstance(unit_id, bool) else f"{evaluation.unit_input}:{item.line}",
+        "case": evidence(case_id, mask), "input": evaluation.unit_input, "line": item.line,
         "category": category, "inspection": inspection.id, "type": inspection.type,
         "status": outcome.status, "spec_path": inspection.spec_path,
     }
-    mask = evaluation.policy.mask
     if outcome.code:
         row["code"] = outcome.code
     if outcome.message:

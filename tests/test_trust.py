@@ -255,3 +255,24 @@ def test_odd_suggested_labels_are_read_not_a_crash(gate: Gate) -> None:
            "must_include": ["x"], "_suggested": [[1], {"k": 2}, "must_include"]}
     code, card, _ = gate.run([row])
     assert code == 3 and card["validation"]["rows"]["UNLABELED"] == 1
+
+
+def test_sensitive_values_in_ids_and_labels_are_masked_everywhere(spec: Spec,
+                                                                  tmp_path: Path) -> None:
+    card = "4111 1111 1111 1111"  # Luhn-valid: the example's no-card-numbers check finds it
+    runs = spec.runs()
+    runs[0]["id"] = f"run {card}"
+    runs[0]["output"]["reply"] += f" Charged {card}."
+    spec.write_runs(runs)
+    code, out = spec.run()
+    assert code == 1
+    for path in out.iterdir():
+        assert card.encode() not in path.read_bytes(), path.name
+    gate = Gate(tmp_path / "g")
+    rows = refund.rows(fixed=True)
+    rows[0]["id"] = "cust-4111111111111111"
+    rows[1]["dimension"] = "4111111111111111"  # an unknown dimension: INVALID, and listed
+    code, _, gate_out = gate.run(rows)
+    assert code == 3
+    for path in gate_out.iterdir():
+        assert b"4111111111111111" not in path.read_bytes(), path.name

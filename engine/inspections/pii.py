@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ._base import (
@@ -132,8 +133,16 @@ class Detector:
                                 Hit(entity.name, entity.hard, match.start(), match.end(), value))
         return sorted(hits.values(), key=lambda h: (h.start, h.entity))
 
+    @cached_property
+    def anything(self) -> re.Pattern[str]:
+        """One pattern matching wherever any entity's pattern could: a text it does not
+        match holds nothing to mask (ids and short messages are mostly such texts)."""
+        return re.compile("|".join(f"(?:{e.pattern.pattern})" for e in self.entities))
+
     def mask(self, text: str, hits: list[Hit] | None = None) -> str:
         """``text`` with every occurrence of every detected value replaced by ``[REDACTED]``."""
+        if hits is None and not self.anything.search(text):
+            return text
         remember = hits is None and len(text) <= MASK_CACHED_CHARS
         if remember:
             known = self.masked.get(text)
