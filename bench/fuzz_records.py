@@ -143,11 +143,16 @@ def mutate(base: Base, rng: random.Random) -> tuple[list[bytes], list[str]]:
     return lines, done
 
 
-def _set(line: bytes, key: str, value: Any) -> bytes:
+def _load(line: bytes) -> Any:
+    """The line's JSON value, or None (the fuzzer's own reading must not crash)."""
     try:
-        record = json.loads(line)
-    except ValueError:
-        return line
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _set(line: bytes, key: str, value: Any) -> bytes:
+    record = _load(line)
     if not isinstance(record, dict):
         return line
     record[key] = value
@@ -157,9 +162,8 @@ def _set(line: bytes, key: str, value: Any) -> bytes:
 def _mutated_value(line: bytes, rng: random.Random) -> bytes:
     from .fuzz import _mutate_value
 
-    try:
-        record = json.loads(line)
-    except ValueError:
+    record = _load(line)
+    if record is None:
         return line
     _mutate_value(record, rng)
     return json.dumps(record).encode()
@@ -172,10 +176,7 @@ def _extra_runs(lines: list[bytes], fixed: list[bytes], rng: random.Random) -> l
         return []
     out = []
     for n in range(rng.choice([1, 5, 40, 200])):
-        try:
-            record = json.loads(rng.choice(passing))
-        except ValueError:
-            continue
+        record = _load(rng.choice(passing))
         if isinstance(record, dict):
             record["id"] = f"extra-{n}-{record.get('id')}"
             record["trial"], record["trial_id"] = 100 + n, str(100 + n)

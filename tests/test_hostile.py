@@ -280,3 +280,18 @@ def test_a_discovery_task_id_that_is_a_path_is_refused_before_reading(
     assert "tasks.json:2: BAD_TASK_ID: task_id" in capsys.readouterr().out
     # the task outside was never scored (on main it was read and counted as abstained)
     assert [r["task_id"] for r in card["report"]["task_scores"]] == [tasks[0]["task_id"]]
+
+
+def test_a_failing_run_with_a_numeric_id_is_reported(spec: Spec) -> None:
+    # found by bench/fuzz.py's records target: junit.xml joined the finding's unit ids
+    runs = spec.runs()
+    runs[0]["id"] = 7
+    runs[0]["output"]["reply"] += " Card 4111 1111 1111 1111 is on file."  # one leak FAILs
+    spec.write_runs(runs)
+    code, out = spec.run()
+    card = spec.scorecard()
+    assert code == 1 and card["decision"] == "FAIL"
+    assert ("safety:refund-late-delivery", [7]) in [(f["id"], f["rows"]) for f in
+                                                    card["findings"]]
+    assert "safety: case refund-late-delivery has 1 FAIL row(s) (7)" in \
+        (out / "junit.xml").read_text()

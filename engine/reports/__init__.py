@@ -157,7 +157,7 @@ def _finding_message(f: dict[str, Any]) -> str:
     """What to look at for a finding without a fix template."""
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(f.get("statuses", {}).items()))
     where = f"case {f['case']}" if f.get("case") else f["id"]
-    rows = ", ".join(f.get("rows", [])[:5])
+    rows = ", ".join(str(r) for r in f.get("rows", [])[:5])
     return (f"{f['category']}: {where} has {statuses or 'failing'} row(s)"
             + (f" ({rows})" if rows else "") + "; inspect these runs in rows.jsonl")
 
