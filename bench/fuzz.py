@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ._oracle import Crash, WrongPass
+
 ROOT = Path(__file__).resolve().parent.parent
 YAML_TOKENS = ["&a ", "*a", "<<: *a", "!!python/object:os.system ", "{", "}", "[", "]", ": ",
                "- ", '"', "'", "\t", "\x00", "\ufeff", "1e999", ".nan", "9007199254740993",
@@ -40,8 +42,6 @@ FORMULA_TOKENS = ["x", "y", "n", "rate", "cost", "min(", "max(", "sqrt(", "log("
                   "é", "\\", "`", "@", "..."]
 
 
-class Crash(Exception):
-    """An outcome that is neither a result nor a coded error."""
 
 
 def mutate_text(text: str, rng: random.Random) -> str:
@@ -211,8 +211,15 @@ def _mutate_value(value: Any, rng: random.Random) -> None:
             return
 
 
+def fuzz_records(rng: random.Random, work: Path, state: dict[str, Any]) -> str:
+    """Mutate evidence that must FAIL and run it (``bench/fuzz_records.py``)."""
+    from .fuzz_records import fuzz_records as target
+
+    return target(rng, work, state)
+
+
 TARGETS: dict[str, Callable[[random.Random, Path, dict[str, Any]], str]] = {
-    "spec": fuzz_spec, "formula": fuzz_formula, "gates": fuzz_gates}
+    "spec": fuzz_spec, "formula": fuzz_formula, "gates": fuzz_gates, "records": fuzz_records}
 
 
 def run(cases: int, seed: int, targets: list[str]) -> dict[str, Any]:
@@ -226,10 +233,14 @@ def run(cases: int, seed: int, targets: list[str]) -> dict[str, Any]:
             state: dict[str, Any] = {}
             outcomes: Counter[str] = Counter()
             crashes: list[str] = []
+            passes: Counter[str] = Counter()  # mutations that gave a wrong PASS
             started = time.perf_counter()
             for _ in range(cases):
                 try:
                     outcomes[TARGETS[name](rng, work, state)] += 1
+                except WrongPass as exc:
+                    outcomes["wrong PASS"] += 1
+                    passes[str(exc)] += 1
                 except Crash as exc:
                     outcomes["crash"] += 1
                     crashes.append(str(exc))
@@ -237,7 +248,8 @@ def run(cases: int, seed: int, targets: list[str]) -> dict[str, Any]:
                     outcomes["crash"] += 1
                     crashes.append(traceback.format_exc(limit=4))
             report[name] = {"cases": cases, "seconds": time.perf_counter() - started,
-                            "outcomes": dict(outcomes), "crashes": crashes}
+                            "outcomes": dict(outcomes), "crashes": crashes,
+                            "wrong_passes": dict(passes)}
     return report
 
 
@@ -245,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fuzz", description=__doc__)
     parser.add_argument("--cases", type=int, default=2000, help="inputs per target")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--targets", default="spec,formula,gates")
+    parser.add_argument("--targets", default="spec,formula,gates,records")
     args = parser.parse_args(argv)
     report = run(args.cases, args.seed, args.targets.split(","))
     for name, r in report.items():
@@ -253,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {r['cases']} inputs in {r['seconds']:.1f} s: {outcomes}")
         for crash in r["crashes"][:5]:
             print("  CRASH:", crash)
-    return 1 if any(r["crashes"] for r in report.values()) else 0
+        for mutations, count in sorted(r["wrong_passes"].items(), key=lambda kv: -kv[1]):
+            print(f"  WRONG PASS x{count}: {mutations}")
+    return 1 if any(r["crashes"] or r["wrong_passes"] for r in report.values()) else 0
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from typing import Any
 
 import jinja2
 from jinja2 import meta
-from jinja2.sandbox import SandboxedEnvironment
 
+from ._templates import Sandbox, TemplateRefused
 from .inspections._base import clip
 
 FIELDS = ("title", "action", "verification")
@@ -21,7 +21,7 @@ WORST = ("ERROR", "ABSTAIN", "FAIL")  # worst first
 MAX_LISTED, MAX_EVIDENCE = 20, 5
 _SAMPLE = {"category": "category", "case": "case", "worst_status": "FAIL", "rows": 1,
            "statuses": {"FAIL": 1}}
-_ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+_ENV = Sandbox()
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,19 @@ def build_fixes(data: Any, categories: set[str]) -> dict[str, Fix]:
                 if unknown:
                     raise ValueError(f"{key}.{name}: unknown variable '{sorted(unknown)[0]}' "
                                      f"(known: {', '.join(sorted(VARIABLES))})")
-                template = _ENV.from_string(source)
+                template = _ENV.checked(source)
                 template.render(**_SAMPLE)  # sandbox violations surface now, not mid-run
                 templates.append(template)
             except jinja2.TemplateSyntaxError as exc:
                 raise ValueError(f"{key}.{name}: template line {exc.lineno}: {exc.message}"
                                  ) from None
+            except TemplateRefused as exc:
+                raise ValueError(f"{key}.{name}: template {exc}") from None
             except (jinja2.TemplateError, TypeError, ValueError) as exc:
                 raise ValueError(f"{key}.{name}: template cannot render: {exc}") from None
+            except Exception as exc:  # noqa: BLE001 - any failure on sample values is the spec's
+                raise ValueError(f"{key}.{name}: template cannot render: "
+                                 f"{type(exc).__name__}: {str(exc)[:200]}") from None
         out[key] = Fix(*templates)
     return out
 
@@ -98,7 +103,13 @@ def render(fix: Fix | None, variables: dict[str, Any]) -> dict[str, str] | None:
     """The fix texts for one finding, or None when the policy gives none."""
     if fix is None:
         return None
-    return {name: getattr(fix, name).render(**variables) for name in FIELDS}
+    out = {}
+    for name in FIELDS:
+        try:
+            out[name] = getattr(fix, name).render(**variables)
+        except Exception as exc:  # noqa: BLE001 - a run's values may exceed what a fix may do
+            out[name] = f"(this fix text could not be written: {str(exc)[:200]})"
+    return out
 
 
 def findings(order: list[str], groups: dict[tuple[str, str], dict[str, Any]],

@@ -127,12 +127,12 @@ def _protocol_report(evaluation: Evaluation,
     """The protocol report a policy asks for: (value, JSON bytes, Markdown bytes)."""
     if evaluation.policy.report != "finding-quality-discovery":
         return None
-    from .discovery import loads
+    from .discovery import usable_tasks
     from .discovery._report import build, markdown
 
     package = next(i.params["package"] for i in evaluation.policy.inspections.values()
                    if i.type.startswith("discovery_"))
-    tasks = list(loads(evaluation.inputs[evaluation.unit_input].path.read_bytes()))
+    tasks = usable_tasks(evaluation.inputs[evaluation.unit_input].path)
     value = build(package, tasks, tally.unit_records)
     return (value, (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode(),
             markdown(package, value).encode())

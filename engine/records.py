@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -40,10 +41,24 @@ def _no_constant(name: str) -> Any:
     raise _Refuse("NON_FINITE_NUMBER", f"{name} is not a JSON number")
 
 
+# Records nest at most this many arrays and objects (the record itself is level 1): deeper
+# values would exhaust the recursion of whatever walks them later (JSON writing, JMESPath,
+# JSON Schema, masking), so they are refused where they are read, with their line.
+MAX_DEPTH = 64
+_DIGITS = len(str(MAX_INT))
+
+
 def _int(text: str) -> int:
-    value = int(text)
-    if abs(value) > MAX_INT:
+    # compare lengths first: int() of a 5,000-digit token is refused by Python itself
+    if len(text.lstrip("-")) > _DIGITS or abs(int(text)) > MAX_INT:
         raise _Refuse("NUMBER_OUT_OF_RANGE", "an integer beyond 2**53-1 loses precision")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refuse("NON_FINITE_NUMBER", f"the number {text[:40]} overflows a double")
     return value
 
 
@@ -56,18 +71,31 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int,
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int, parse_float=_float,
                             object_pairs_hook=_object)
 
 
 def _int_or_double(text: str) -> int | float:
-    value = int(text)
-    return value if abs(value) <= MAX_INT else float(text)
+    if len(text.lstrip("-")) <= _DIGITS and abs(int(text)) <= MAX_INT:
+        return int(text)
+    return _float(text)
 
 
 # RFC 8785 numbers are doubles: a large integral double is written as an integer literal.
 _JCS_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int_or_double,
-                                object_pairs_hook=_object)
+                                parse_float=_float, object_pairs_hook=_object)
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True if arrays and objects nest more than ``limit`` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def parse_jcs(data: bytes) -> Any:
@@ -98,14 +126,17 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     except json.JSONDecodeError as exc:
         return BadRecord(line, "INVALID_JSON", f"not JSON: {exc.msg} at column {exc.colno}")
     except RecursionError:
-        return BadRecord(line, "INVALID_JSON", "nested too deeply")
+        return BadRecord(line, "NESTED_TOO_DEEP", _DEEP)
     if not isinstance(data, dict):
         return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
+    if too_deep(data):
+        return BadRecord(line, "NESTED_TOO_DEEP", _DEEP)
     if _ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
         return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
     return Record(line, data)
 
 
+_DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
 _ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 
 
@@ -151,7 +182,7 @@ def read_jsonl_part(path: Path, digest: Any, start: int, end: int | None,
 
 def read_json_array(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     """A JSON array of objects (a task inventory), one record per element, in order."""
-    from .discovery import JsonError, loads
+    from .discovery import JsonError, loads, task_problem
 
     raw = path.read_bytes()
     if digest is not None:
@@ -159,14 +190,20 @@ def read_json_array(path: Path, digest: Any = None) -> Iterator[Record | BadReco
     try:
         parsed = loads(raw)
     except JsonError as exc:
-        yield BadRecord(1, "INVALID_JSON", str(exc))
+        yield BadRecord(1, exc.record_code, str(exc))
         return
     if not isinstance(parsed, list):
         yield BadRecord(1, "INVALID_JSON", "the file must hold one JSON array of objects")
         return
     for index, item in enumerate(parsed, start=1):
-        yield Record(index, item) if isinstance(item, dict) else BadRecord(
-            index, "NOT_AN_OBJECT", f"element {index} is not an object")
+        if not isinstance(item, dict):
+            yield BadRecord(index, "NOT_AN_OBJECT", f"element {index} is not an object")
+        elif too_deep(item):
+            yield BadRecord(index, "NESTED_TOO_DEEP", _DEEP)
+        elif (problem := task_problem(item)) is not None:
+            yield BadRecord(index, "BAD_TASK_ID", problem)
+        else:
+            yield Record(index, item)
 
 
 FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {

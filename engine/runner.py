@@ -11,7 +11,7 @@ from ._spill import IdSet
 from .aggregate import WAIVED, Tally
 from .assevra import INVALID
 from .inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
-from .inspections._base import clip, truthy
+from .inspections._base import SelectorFailed, clip, search, truthy
 from .records import FORMATS, SPLITTABLE, VALIDATORS, BadRecord, Record
 from .spec import Evaluation, Inspection
 
@@ -42,6 +42,8 @@ def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context,
         inspection = inspections[fallback]
     try:
         outcome = inspection.primitive.run(unit, inspection.params, ctx)
+    except SelectorFailed as exc:
+        return Outcome(ERROR, code=exc.code, message=str(exc))
     except Exception as exc:  # noqa: BLE001 - a crashing primitive must not crash the run
         return Outcome(ERROR, code="INSPECTION_FAILED",
                        message=f"the inspection failed: {type(exc).__name__}: {clip(str(exc))}")
@@ -52,10 +54,14 @@ def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context,
     return outcome
 
 
-def _applies(inspection: Inspection, unit: dict[str, Any]) -> bool:
+def _applies(inspection: Inspection, unit: dict[str, Any]) -> bool | Outcome:
+    """Whether ``when:`` selects this unit; an ERROR outcome when it cannot say."""
     if inspection.when is None:
         return True
-    return truthy(inspection.when.search(unit))
+    try:
+        return truthy(search(inspection.when, unit))
+    except SelectorFailed as exc:
+        return Outcome(ERROR, code=exc.code, message=str(exc))
 
 
 MEASURED = frozenset({"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
@@ -137,29 +143,33 @@ class _Runner:
             self.tally.suite_rows.add(str(item.data.get("id", "")), suite_part(item.data))
         if self.validator is not None and not self.validate(item):
             return
-        found = _problem(self.evaluation, item)
+        try:  # a selector that cannot apply to this record makes it a record problem
+            found = _problem(self.evaluation, item)
+            if found is None:
+                case_id = search(self.evaluation.unit_case, item.data)
+                unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
+                unit_id = search(self.evaluation.unit_id, item.data)
+                control = self.policy.controls is not None and \
+                    truthy(search(self.policy.controls, governed(self.evaluation, unit)))
+        except SelectorFailed as exc:
+            found = exc.code, str(exc)
         if found is not None:
             self.problem(item.line, *found)
             return
-        case_id = self.evaluation.unit_case.search(item.data)
-        unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
-        unit_id = self.evaluation.unit_id.search(item.data)
         refused = self.admit(unit_id, str(case_id))
         if refused is not None:
             self.problem(item.line, *refused, unit=unit_id)
             return
-        control = self.policy.controls is not None and truthy(
-            self.policy.controls.search(governed(self.evaluation, unit)))
         outcomes: dict[str, Outcome] = {}
         for category in self.policy.categories.values():
             for inspection_id in category.inspections:
                 inspection = self.policy.inspections[inspection_id]
                 if inspection_id not in outcomes:
-                    if not _applies(inspection, unit) or (
-                            self.collecting and inspection.type not in JUDGED):
+                    applies = _applies(inspection, unit)
+                    if applies is False or (self.collecting and inspection.type not in JUDGED):
                         continue
-                    outcomes[inspection_id] = inspect(inspection, unit, self.ctx,
-                                                      self.policy.inspections)
+                    outcomes[inspection_id] = applies if isinstance(applies, Outcome) else \
+                        inspect(inspection, unit, self.ctx, self.policy.inspections)
                 outcome = outcomes[inspection_id]
                 if outcome.record is not None and str(case_id) not in self.tally.unit_records:
                     self.tally.unit_records[str(case_id)] = outcome.record
@@ -187,7 +197,7 @@ class _Runner:
                         outcome.observed)
                 if outcome.status in (FAIL, ERROR, ABSTAIN):
                     _findings.add(self.tally.findings, category.name, str(case_id), row,
-                                  self.evaluation.unit_trace.search(item.data))
+                                  _trace(self.evaluation, item))
                 self.sink(row)
 
     def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
@@ -286,12 +296,20 @@ def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:
         return None
     if "case" in item.data:
         return "RESERVED_FIELD", "'case' is reserved: the engine binds the suite case there"
-    case_id = evaluation.unit_case.search(item.data)
+    case_id = search(evaluation.unit_case, item.data)
     if case_id is None:
         return "MISSING_CASE_ID", "the record names no case"
     if not isinstance(case_id, str) or case_id not in evaluation.suite.cases:
         return "UNKNOWN_CASE", f"case {clip(case_id)!r} is not in the suite"
     return None
+
+
+def _trace(evaluation: Evaluation, item: Record) -> Any:
+    """The record's trace id for findings (display only: none when the selector fails)."""
+    try:
+        return search(evaluation.unit_trace, item.data)
+    except SelectorFailed:
+        return None
 
 
 def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, category: str,

@@ -5,8 +5,14 @@ for evidence, ends INCOMPLETE / untrusted: never a PASS on what was not checked.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from engine.cli import main
 
@@ -149,3 +155,161 @@ def test_a_discovery_package_outside_the_root_is_never_read(capsys: Any,
     err = capsys.readouterr().err
     assert "PATH_ESCAPES_ROOT" in err
     assert "BAD_DATA_FILE" not in err  # reading the (empty) outside folder would say so
+
+
+# Hostile values inside records: each is a coded record problem (or a coded ERROR row) with
+# its line, so the run is INCOMPLETE; never INTERNAL_ERROR, never PASS.
+
+def _lines(spec: Spec) -> list[str]:
+    return (spec.dir / "data/runs.jsonl").read_text().splitlines()
+
+
+def _write(spec: Spec, lines: list[str]) -> None:
+    (spec.dir / "data/runs.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _add(line: str, key: str, raw: str) -> str:
+    """The JSON line with one more member whose value is the raw JSON text ``raw``."""
+    return line[:-1] + f', "{key}": {raw}}}'
+
+
+def test_numbers_that_overflow_a_double_are_located_record_problems(spec: Spec,
+                                                                     capsys: Any) -> None:
+    lines = _lines(spec)
+    assert '"latency_ms": 1210' in lines[0]
+    lines[0] = lines[0].replace('"latency_ms": 1210', '"latency_ms": 1e999')  # inspected
+    lines[2] = _add(lines[2], "unread", "-1E400")  # read by no inspection
+    lines[4] = _add(lines[4], "unread", "1" * 5000)  # beyond Python's own int() limit
+    _write(spec, lines)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert card["coverage"]["record_problems"] == {"NON_FINITE_NUMBER": 2,
+                                                   "NUMBER_OUT_OF_RANGE": 1}
+    out = capsys.readouterr().out
+    assert "runs.jsonl:1: NON_FINITE_NUMBER" in out and "runs.jsonl:3: NON_FINITE_NUMBER" in out
+    assert "runs.jsonl:5: NUMBER_OUT_OF_RANGE" in out and "1" * 100 not in out
+
+
+def test_values_nested_too_deeply_are_located_record_problems(spec: Spec,
+                                                               capsys: Any) -> None:
+    def nested(depth: int) -> str:
+        return "[" * depth + "]" * depth
+
+    lines = _lines(spec)
+    lines[0] = lines[0].replace('"resolved": true', '"resolved": ' + nested(900))  # inspected
+    lines[1] = _add(lines[1], "unread", nested(5000))  # beyond the JSON parser's recursion
+    lines[2] = _add(lines[2], "unread", '{"a": ' * 64 + "1" + "}" * 64)  # level 65
+    lines[3] = _add(lines[3], "unread", nested(63))  # level 64: the deepest allowed
+    _write(spec, lines)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert card["coverage"]["record_problems"] == {"NESTED_TOO_DEEP": 3}
+    out = capsys.readouterr().out
+    assert all(f"runs.jsonl:{n}: NESTED_TOO_DEEP" in out for n in (1, 2, 3))
+    assert "runs.jsonl:4:" not in out
+
+
+def test_a_selector_that_cannot_apply_to_a_record_is_coded(spec: Spec, capsys: Any) -> None:
+    spec.edit("policy.yaml", lambda d: next(
+        i for i in d["spec"]["inspections"] if i["id"] == "latency-budget").update(
+        when="contains(tags || `[]`, 'slow-ok') == `false`"))
+    spec.edit("evaluation.yaml", lambda d: d["spec"]["units"].update(
+        case="join('', [case_id])"))
+    lines = _lines(spec)
+    lines[0] = _add(lines[0], "tags", "7")  # contains() of a number: the when: cannot say
+    lines[1] = lines[1].replace('"case_id": "refund-late-delivery"', '"case_id": 5')
+    _write(spec, lines)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert card["coverage"]["record_problems"] == {"SELECTOR_FAILED": 1}
+    assert "runs.jsonl:2: SELECTOR_FAILED: 'join('', [case_id])' cannot be applied" in \
+        capsys.readouterr().out
+    rows = [json.loads(line) for line in (spec.root / "out/rows.jsonl").read_text().splitlines()]
+    failed = [r for r in rows if r.get("inspection") == "latency-budget" and r["line"] == 1]
+    assert [(r["status"], r["code"]) for r in failed] == [("ERROR", "SELECTOR_FAILED")]
+    assert card["categories"]["efficiency"]["errors"] == 1
+
+
+@pytest.mark.parametrize("template, said", [
+    ("{{ 9**9**9 }}", "exponentiation (**) is not allowed"),
+    ("{{ 'a' * 1000000000 }}", "may not build values over 100000 long"),
+    ("{{ range(1000000000)|list }}", "may size values up to 10000"),
+    ("{{ 'x'|center(1000000000) }}", "may size values up to 10000"),
+    ("{{ '{:>999999999}'.format(case) }}", "width of 10,000 or more"),
+    ("{% for a in range(9) %}{% for b in range(9) %}{% for c in range(9) %}{% endfor %}"
+     "{% endfor %}{% endfor %}", "loops nest more than 2 deep"),
+])
+def test_a_fix_template_that_would_hang_is_refused_at_load(gate: Gate, template: str,
+                                                           said: str) -> None:
+    fixes = gate.dir / "fixes.yaml"
+    data = yaml.safe_load(fixes.read_text())
+    data["safety"]["title"] = template
+    fixes.write_text(yaml.safe_dump(data))
+    # a subprocess with a timeout, so that a hang fails the test instead of blocking it
+    done = subprocess.run([sys.executable, "-m", "engine", "validate", str(gate.dir)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "policy.yaml:" in done.stderr and "BAD_DATA_FILE" in done.stderr
+    assert "safety.title: template" in done.stderr and said in done.stderr
+
+
+@pytest.mark.parametrize("where", ["absolute", "dotdot"])
+def test_a_discovery_task_id_that_is_a_path_is_refused_before_reading(
+        tmp_path: Path, capsys: Any, where: str) -> None:
+    from .conftest import ROOT
+    folder = tmp_path / "fqd"
+    shutil.copytree(ROOT / "specs" / "finding-quality-discovery", folder)
+    shutil.rmtree(folder / "demo" / "reviews")
+    tasks = json.loads((folder / "demo" / "tasks.json").read_text())
+    outside = tmp_path / "outside"  # a valid abstention, outside the submissions folder
+    task_id = str(outside) if where == "absolute" else "../../../outside"
+    outside.with_suffix(".json").write_text(json.dumps(
+        {"task_id": task_id, "findings": [], "abstention_reason": "read from outside"}))
+    tasks[1]["task_id"] = task_id
+    (folder / "demo" / "tasks.json").write_text(json.dumps(tasks))
+    assert (folder / "demo" / "submissions" / f"{task_id}.json").resolve() == \
+        outside.with_suffix(".json")
+    out = tmp_path / "out"
+    code = main(["run", str(folder), "--out", str(out)])
+    card = json.loads((out / "scorecard.json").read_bytes())
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert card["coverage"]["record_problems"] == {"BAD_TASK_ID": 1}
+    assert "tasks.json:2: BAD_TASK_ID: task_id" in capsys.readouterr().out
+    # the task outside was never scored (on main it was read and counted as abstained)
+    assert [r["task_id"] for r in card["report"]["task_scores"]] == [tasks[0]["task_id"]]
+
+
+def test_a_failing_run_with_a_numeric_id_is_reported(spec: Spec) -> None:
+    # found by bench/fuzz.py's records target: junit.xml joined the finding's unit ids
+    runs = spec.runs()
+    runs[0]["id"] = 7
+    runs[0]["output"]["reply"] += " Card 4111 1111 1111 1111 is on file."  # one leak FAILs
+    spec.write_runs(runs)
+    code, out = spec.run()
+    card = spec.scorecard()
+    assert code == 1 and card["decision"] == "FAIL"
+    assert ("safety:refund-late-delivery", [7]) in [(f["id"], f["rows"]) for f in
+                                                    card["findings"]]
+    assert "safety: case refund-late-delivery has 1 FAIL row(s) (7)" in \
+        (out / "junit.xml").read_text()
+
+
+@pytest.mark.parametrize("body", ["{{ 9**9**9 }}", "{{ context * 10**8 }}",
+                                  "{{ '%0100000000d' % 1 }}"])
+def test_a_rubric_template_that_would_hang_is_refused_at_validate(gate: Gate, body: str) -> None:
+    judge = Judge()
+    try:
+        configure(gate, judge)
+        (gate.dir / "rubrics").mkdir()
+        (gate.dir / "rubrics" / "grounding.yaml").write_text(
+            "name: grounding\nversion: 1\nverdict_schema: {type: object, required: [score], "
+            f"properties: {{score: {{type: integer}}}}}}\ntemplate: \"{body}\"\n")
+        done = subprocess.run([sys.executable, "-m", "engine", "validate", str(gate.dir)],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        judge.close()
+    assert done.returncode == 2 and "BAD_RUBRIC" in done.stderr, done.stderr
+    assert judge.calls() == 0

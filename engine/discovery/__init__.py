@@ -19,12 +19,14 @@ from ._audit import AuditError, new_seed, rank, sample
 from ._corpus import Corpus, LoadError, load_corpus, meta, strict_date
 from ._gates import Gates, Protocol, check_messages
 from ._json import JsonError, loads
+from ._names import task_file, task_problem, usable_tasks
 from ._scoring import Scoring, compile_scoring, finding_score, report, summary, task_quality
 from ._stats import compile_statistics
 
 __all__ = ["AuditError", "Corpus", "Discovery", "JsonError", "LoadError", "check_submission",
            "finding_score", "load_corpus", "load_protocol", "loads", "meta", "new_seed", "rank",
-           "report", "sample", "strict_date", "summary", "task_quality"]
+           "report", "sample", "strict_date", "summary", "task_file", "task_problem",
+           "task_quality", "usable_tasks"]
 
 
 @dataclass(frozen=True)

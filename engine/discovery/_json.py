@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
-from ..records import has_lone_surrogate
+from ..records import has_lone_surrogate, too_deep
 
 
 class LexFloat(float):
@@ -21,11 +22,18 @@ class LexFloat(float):
 
 
 class JsonError(ValueError):
-    """A JSON text the protocol refuses: ``code`` is JSON_PARSE or NONFINITE_JSON."""
+    """A JSON text the protocol refuses: ``code`` is JSON_PARSE or NONFINITE_JSON;
+    ``record_code`` is the engine's record-problem code when it is more precise."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, record_code: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.record_code = record_code or ("NON_FINITE_NUMBER" if code == "NONFINITE_JSON"
+                                           else "INVALID_JSON")
+
+
+MAX_DEPTH = 64  # the same limit as records (engine.records.MAX_DEPTH)
+_DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
 
 
 def _float(token: str) -> float:
@@ -33,6 +41,13 @@ def _float(token: str) -> float:
     if not math.isfinite(value):
         raise JsonError("NONFINITE_JSON", f"number {token} overflows a double")
     return LexFloat(value)
+
+
+def _int(token: str) -> int:
+    # lengths first: int() of a 5,000-digit token is refused by Python itself
+    if len(token.lstrip("-")) > 309 or abs(int(token)) > sys.float_info.max:
+        raise JsonError("NONFINITE_JSON", f"number {token[:40]} overflows a double")
+    return int(token)
 
 
 def _constant(name: str) -> Any:
@@ -48,7 +63,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-_DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant,
+_DECODER = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_constant,
                             object_pairs_hook=_object)
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
@@ -70,9 +85,11 @@ def loads(data: bytes | str) -> Any:
         raise JsonError("JSON_PARSE", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
                         ) from None
     except RecursionError:
-        raise JsonError("JSON_PARSE", "nested too deeply") from None
+        raise JsonError("JSON_PARSE", _DEEP, "NESTED_TOO_DEEP") from None
     if text[end:].strip():
         raise JsonError("JSON_PARSE", "extra data after the JSON value")
+    if too_deep(value, MAX_DEPTH):
+        raise JsonError("JSON_PARSE", _DEEP, "NESTED_TOO_DEEP")
     if _SURROGATE.search(text) and has_lone_surrogate(value):
         raise JsonError("JSON_PARSE", "a string holds a lone surrogate")
     return value

@@ -25,6 +25,7 @@ from ._blind import batches, definitions, payload, segments, validate
 from ._corpus import Corpus, LoadError, load_corpus
 from ._gates import Gates
 from ._json import JsonError, loads
+from ._names import task_file
 from ._review import IntegrityError, check_judge_rows, evidence_gate, verify_blind
 from ._stats import audit_details
 from ._task import Package, _corpus_file, reference_sha256
@@ -203,7 +204,11 @@ async def review_task(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewe
                       config: dict[str, Any], task: dict[str, Any], tasks: list[dict[str, Any]],
                       corpora: Path, submissions: Path, folder: Path) -> dict[str, Any]:
     """One task's review-stage outcome: missing, abstained, reused, reviewed, or error."""
-    path = submissions / f"{task['task_id']}.json"
+    try:
+        path = task_file(submissions, task, ".json")  # before anything is read
+    except LoadError as exc:
+        return {"task_id": task.get("task_id"), "outcome": "error",
+                "error": {"code": exc.code, "message": str(exc)}}
     if not path.is_file():
         return {"task_id": task["task_id"], "outcome": "missing"}
     try:
@@ -219,7 +224,7 @@ async def review_task(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewe
                    "corpus_sha256": task["corpus_sha256"],
                    "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
                    "scoring_version": pkg.discovery.version, "task_sha256": digest(task)}
-        review_path = folder / f"{task['task_id']}.json"
+        review_path = task_file(folder, task, ".json")
         if review_path.exists():
             stored = loads(review_path.read_bytes())
             if any(stored.get(k) != v for k, v in binding.items()):
@@ -243,7 +248,7 @@ async def _review(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
     seed, budget = config["audit_seed"], config["audit_documents"]
     doc_ids = sample(seed, budget, task["task_id"], corpus.ids, findings,
                      pkg.discovery.audit)["document_ids"]
-    cache_path = folder / f"{task['task_id']}.blind.json"
+    cache_path = task_file(folder, task, ".blind.json")
     cache_binding = {k: binding[k] for k in ("task_sha256", "submission_sha256",
                                              "corpus_sha256")}
     cache_binding["judge_config_sha256"] = digest(config)

@@ -12,6 +12,7 @@ from . import Discovery, check_submission
 from ._corpus import LoadError, load_corpus
 from ._gates import Gates
 from ._json import JsonError, loads
+from ._names import task_file
 from ._review import BlindGate, IntegrityError, score_review, verify_blind
 
 
@@ -67,7 +68,10 @@ def evaluate_task(pkg: Package, task: dict[str, Any], tasks: list[dict[str, Any]
                 pkg.benchmark_version, tasks), "scoring_version": d.version,
             "task_sha256": digest(task), "status": "missing", "quality": None,
             "reference_coverage": None, "reviewer_method": None, "findings": []}
-    path = submissions / f"{task['task_id']}.json"
+    try:
+        path = task_file(submissions, task, ".json")  # before anything is read
+    except LoadError as exc:
+        return {**base, "status": "invalid", "error": {"code": exc.code, "message": str(exc)}}
     if not path.is_file():
         return base
     try:
@@ -82,7 +86,7 @@ def evaluate_task(pkg: Package, task: dict[str, Any], tasks: list[dict[str, Any]
     base["submission_sha256"] = result["submission_sha256"]
     if not submission["findings"]:
         return {**base, "status": "abstained"}
-    review_path = reviews / f"{task['task_id']}.json" if reviews else None
+    review_path = task_file(reviews, task, ".json") if reviews else None
     if review_path is None or not review_path.is_file():
         return {**base, "status": "pending_review"}
     try:

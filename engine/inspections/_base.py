@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import jmespath
+
 PASS, FAIL, ERROR, ABSTAIN, SKIPPED = "PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED"
 STATUSES = (PASS, FAIL, ERROR, ABSTAIN, SKIPPED)
 MAX_EVIDENCE = 500  # characters of any one string kept as evidence
@@ -67,9 +69,27 @@ class Missing:
 MISSING = Missing()
 
 
+class SelectorFailed(Exception):
+    """A selector that cannot be applied to this record (JMESPath type errors such as
+    ``contains(tags, 'x')`` where tags is a number): the record's problem, never a crash."""
+
+    code = "SELECTOR_FAILED"
+
+
+def search(expr: Any, data: Any) -> Any:
+    """``expr.search(data)``; SelectorFailed (coded, with the expression) when it cannot apply."""
+    try:
+        return expr.search(data)
+    except (jmespath.exceptions.JMESPathError, TypeError, ValueError, OverflowError,
+            RecursionError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SelectorFailed(f"'{clip(getattr(expr, 'expression', '?'))}' cannot be applied "
+                             f"to this record: {clip(reason)}") from None
+
+
 def select(expr: Any, unit: Mapping[str, Any]) -> Any:
     """Apply a compiled JMESPath expression; null and absent both become MISSING."""
-    value = expr.search(unit)
+    value = search(expr, unit)
     return MISSING if value is None else value
 
 

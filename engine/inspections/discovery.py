@@ -33,9 +33,9 @@ def _record(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
 
 
 def _tasks(ctx: Context, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from ..discovery import loads
+    from ..discovery import usable_tasks
 
-    return list(loads(Path(ctx.inputs[params["tasks"]]).read_bytes()))
+    return usable_tasks(Path(ctx.inputs[params["tasks"]]))
 
 
 def submission(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:

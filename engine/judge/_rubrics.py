@@ -20,14 +20,13 @@ from typing import Any
 import jinja2
 import jsonschema
 from jinja2 import meta
-from jinja2.sandbox import SandboxedEnvironment
 
 from .. import _yaml
 from .._canonical import digest
+from .._templates import Sandbox, TemplateRefused
 from ..records import BadRecord, parse_line
 
-ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
-                           keep_trailing_newline=True)
+ENV = Sandbox(keep_trailing_newline=True)  # bounded: no **, no huge repetition or widths
 _STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
     "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool))
 StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
@@ -99,10 +98,12 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
     try:
         source = str(data["template"])
         variables = frozenset(meta.find_undeclared_variables(ENV.parse(source)))
-        template = ENV.from_string(source)
+        template = ENV.checked(source)
     except jinja2.TemplateSyntaxError as exc:
         raise RubricError(f"rubric '{name}': template line {exc.lineno}: {exc.message}"
                           ) from None
+    except TemplateRefused as exc:
+        raise RubricError(f"rubric '{name}': template {exc}") from None
     try:  # values are always text when rendered: a sample shows sandbox breaches now
         template.render(**{variable: "sample" for variable in variables})
     except (jinja2.TemplateError, TypeError, ValueError, LookupError) as exc:
