@@ -112,9 +112,15 @@ class Sandbox(ImmutableSandboxedEnvironment):
         return self.from_string(source)
 
 
+MAX_RANGE = 1_000  # a range's length: two nested loops stay under a million steps
+
+
 def _range(*args: Any) -> range:
     _check_sizes(args)
-    return range(*args)
+    made = range(*args)
+    if len(made) > MAX_RANGE:
+        raise SecurityError(f"templates may loop over ranges of up to {MAX_RANGE} items")
+    return made
 
 
 def _loop_depth(node: nodes.Node, depth: int = 0) -> int | None:

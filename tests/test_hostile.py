@@ -241,6 +241,8 @@ def test_a_selector_that_cannot_apply_to_a_record_is_coded(spec: Spec, capsys: A
     ("{{ '{:>999999999}'.format(case) }}", "width of 10,000 or more"),
     ("{% for a in range(9) %}{% for b in range(9) %}{% for c in range(9) %}{% endfor %}"
      "{% endfor %}{% endfor %}", "loops nest more than 2 deep"),
+    ("{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}",
+     "ranges of up to 1000 items"),  # 10^8 steps: within every other bound, still refused
 ])
 def test_a_fix_template_that_would_hang_is_refused_at_load(gate: Gate, template: str,
                                                            said: str) -> None:
