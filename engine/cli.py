@@ -148,7 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for evaluation in evaluations:
         declared = evaluation.judge
         evaluation.judge = _judge_overrides(declared, args)
-        evaluation.judge_overridden = _other_live_judge(declared, evaluation.judge)
+        evaluation.judge_overridden = bool(shards.rubrics(evaluation)) and \
+            _judge_changed(declared, evaluation.judge)
         # A release is judged on the real date: --as-of may look ahead, never back (a
         # back-dated run would revive expired waivers and sign the PASS).
         evaluation.as_of = max(as_of, today) if evaluation.policy.purpose == "release" \
@@ -204,11 +205,15 @@ def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConf
     return config
 
 
-def _other_live_judge(declared: JudgeConfig, used: JudgeConfig) -> bool:
-    """True when the command line points a live judge somewhere governance did not declare
-    (another provider, endpoint or model): whoever runs CI would be choosing the judge."""
-    if used.provider not in DEFAULT_URLS:
-        return False  # none, mock (SELF_TEST) or replay (bound to a trusted scorecard)
+def _judge_changed(declared: JudgeConfig, used: JudgeConfig) -> bool:
+    """True when the command line chose a judge governance did not declare: another live
+    provider, endpoint or model, or no judge instead of a declared live one (the policy's
+    fallbacks in its place). Whoever runs CI would be choosing the judge. Replay (bound to
+    a trusted scorecard) and mock (always SELF_TEST) are not such choices."""
+    if used.provider in ("replay", "mock"):
+        return False
+    if used.provider not in DEFAULT_URLS and declared.provider not in DEFAULT_URLS:
+        return False  # no live judge either way
     return (used.provider, used.base_url, used.models) != \
         (declared.provider, declared.base_url, declared.models)
 

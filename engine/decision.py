@@ -189,12 +189,11 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
                               "Evaluation pins no suite_sha256, so the evidence chose what "
                               "was tested: a release needs the approved suite's digest"))
         decision = INCOMPLETE
-    if decision == PASS and policy.purpose == "release" and evaluation.judge_overridden \
-            and parts.get("judge") is not None:
+    if decision == PASS and policy.purpose == "release" and evaluation.judge_overridden:
         reasons.append(Reason(INCOMPLETE, "JUDGE_OVERRIDDEN", "evaluation:spec.judge",
                               "the command line chose a judge provider, endpoint or model "
-                              "the Evaluation does not declare: a release is judged only by "
-                              "the judge governance named"))
+                              "(or none) other than the Evaluation declares: a release is "
+                              "judged only by the judge governance named"))
         decision = INCOMPLETE
     reasons.sort(key=lambda r: ORDER.index(r.decision))
     categories = parts.get("categories", {})
