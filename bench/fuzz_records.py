@@ -120,7 +120,7 @@ def mutate(base: Base, rng: random.Random) -> tuple[list[bytes], list[str]]:
             continue
         elif kind == "bytes":
             i = rng.choice(free)
-            data = bytearray(lines[i])
+            data = bytearray(lines[i] or b" ")  # an earlier mutation may have emptied it
             for _ in range(rng.randint(1, 3)):
                 data[rng.randrange(len(data))] = rng.randrange(256)
             lines[i] = bytes(data)

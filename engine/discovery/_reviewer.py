@@ -164,7 +164,14 @@ async def _blind(client: httpx.AsyncClient, reviewer: Reviewer, pkg: Package, co
                     raise ReviewError("BLIND_CHECK_FAILED", f"the repaired response fails: {why}")
         return [{"doc_id": d, **row} for d, row in zip(group, rows, strict=True)], receipts
 
-    results = await asyncio.gather(*(one(g) for g in groups))  # assembled in batch order
+    # A task group, not gather: when one batch fails, the others are cancelled and awaited
+    # before the client closes, so no connection is left open behind the error.
+    try:
+        async with asyncio.TaskGroup() as running:
+            tasks = [running.create_task(one(g)) for g in groups]
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    results = [t.result() for t in tasks]  # assembled in batch order
     return [a for rows, _ in results for a in rows], [r for _, rs in results for r in rs]
 
 
