@@ -644,3 +644,38 @@ def test_an_evaluation_replays_only_a_scorecard_its_history_keys_trust(
     code, _, out = run(gate, rows)
     assert code == 2 and "REPLAY_NOT_A_SCORECARD" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_documented_replay_command_runs_verbatim(tmp_path: Path, judge: Judge,
+                                                     monkeypatch: Any) -> None:
+    """docs/judges.md's replay line, run as written from a folder laid out as it assumes."""
+    import shlex
+
+    from engine.cli import main
+
+    from .conftest import ROOT
+    [line] = [x for x in (ROOT / "docs" / "judges.md").read_text().splitlines()
+              if x.startswith("engine run") and "--judge-replay" in x]
+    monkeypatch.setenv("SPECGATE_TEST_KEY", "k-123")
+    monkeypatch.chdir(tmp_path)
+    gate = Gate(tmp_path / "specs")  # specs/agent-release-gate, judged on loopback
+    configure(gate, judge)
+    rows = refund.rows(fixed=True) + [grounding(1)]
+    (gate.dir / "data" / "refund-after.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    gate.pin(suite_sha256(rows))
+    private, public = signing.keygen(tmp_path / "keys")
+    public.rename(tmp_path / "keys" / "release.pub.pem")
+    assert main(["run", "specs/agent-release-gate", "--key", str(private), "--out",
+                 "earlier-run", "--no-judge-cache"]) == 0
+    asked = judge.calls()
+    assert asked == 1
+    assert main(shlex.split(line)[1:]) == 0
+    [out] = (tmp_path / "specgate-out" / "agent-release-gate").iterdir()
+    earlier = (tmp_path / "earlier-run" / "scorecard.json").read_bytes()
+    card = json.loads((out / "scorecard.json").read_bytes())
+    assert judge.calls() == asked  # answered from the signed run, nobody asked again
+    assert card["judge"]["provider"] == "replay"
+    assert card["judge"]["replayed_from"] == hashlib.sha256(earlier).hexdigest()
+    assert (out / "judgements.jsonl").read_bytes() == \
+        (tmp_path / "earlier-run" / "judgements.jsonl").read_bytes()
