@@ -56,15 +56,19 @@ def test_a_byte_order_mark_on_a_record_file_is_a_located_problem(spec: Spec,
     assert "runs.jsonl:1: BYTE_ORDER_MARK" in capsys.readouterr().out
 
 
+def local_rubric(gate: Gate, judge: Judge, template: str) -> None:
+    """Judge the gate on loopback with a local grounding rubric holding ``template``."""
+    configure(gate, judge)
+    (gate.dir / "rubrics").mkdir()
+    (gate.dir / "rubrics" / "grounding.yaml").write_text(
+        "name: grounding\nversion: 1\nverdict_schema: {type: object, required: [score], "
+        f"properties: {{score: {{type: integer}}}}}}\ntemplate: \"{template}\"\n")
+
+
 def test_a_rubric_template_cannot_escape_its_sandbox(gate: Gate, capsys: Any) -> None:
     judge = Judge()
     try:
-        configure(gate, judge)
-        (gate.dir / "rubrics").mkdir()
-        (gate.dir / "rubrics" / "grounding.yaml").write_text(
-            "name: grounding\nversion: 1\nverdict_schema: {type: object, required: [score], "
-            "properties: {score: {type: integer}}}\n"
-            "template: \"{{ context.__class__.__mro__[1].__subclasses__() }}\"\n")
+        local_rubric(gate, judge, "{{ context.__class__.__mro__[1].__subclasses__() }}")
         code, _, out = gate.run(refund.rows(fixed=True) + [grounding(1)], "--no-judge-cache")
     finally:
         judge.close()
@@ -304,11 +308,7 @@ def test_a_failing_run_with_a_numeric_id_is_reported(spec: Spec) -> None:
 def test_a_rubric_template_that_would_hang_is_refused_at_validate(gate: Gate, body: str) -> None:
     judge = Judge()
     try:
-        configure(gate, judge)
-        (gate.dir / "rubrics").mkdir()
-        (gate.dir / "rubrics" / "grounding.yaml").write_text(
-            "name: grounding\nversion: 1\nverdict_schema: {type: object, required: [score], "
-            f"properties: {{score: {{type: integer}}}}}}\ntemplate: \"{body}\"\n")
+        local_rubric(gate, judge, body)
         done = subprocess.run([sys.executable, "-m", "engine", "validate", str(gate.dir)],
                               capture_output=True, text=True, timeout=60)
     finally:

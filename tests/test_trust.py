@@ -253,14 +253,6 @@ def test_ci_cannot_point_a_release_at_a_judge_of_its_own(gate: Gate, tmp_path: P
         friendly.close()
 
 
-def test_an_integer_id_on_a_failing_run_is_named_not_a_crash(spec: Spec) -> None:
-    runs = failing(spec)
-    runs[0]["id"] = 7
-    spec.write_runs(runs)
-    code, out = spec.run()
-    assert code == 1 and "(7, run-002" in (out / "junit.xml").read_text()
-
-
 def test_odd_suggested_labels_are_read_not_a_crash(gate: Gate) -> None:
     row = {"id": "a", "case_id": "a", "dimension": "task_completion", "agent_output": "x",
            "must_include": ["x"], "_suggested": [[1], {"k": 2}, "must_include"]}
