@@ -180,20 +180,9 @@ def decide(evaluation: Evaluation, tally: Tally,
 def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
     policy = evaluation.policy
     decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
-    if decision == PASS and policy.purpose == "release" and evaluation.suite.from_evidence \
-            and evaluation.suite_pin is None:
-        # The evidence chose its own cases, assertions and dimensions: it may show a FAIL,
-        # never a PASS (docs/release-gate.md, "Scope").
-        reasons.append(Reason(INCOMPLETE, "SUITE_NOT_PINNED", "evaluation:spec.suite_sha256",
-                              "the records carry their own cases and assertions and the "
-                              "Evaluation pins no suite_sha256, so the evidence chose what "
-                              "was tested: a release needs the approved suite's digest"))
-        decision = INCOMPLETE
-    if decision == PASS and policy.purpose == "release" and evaluation.judge_overridden:
-        reasons.append(Reason(INCOMPLETE, "JUDGE_OVERRIDDEN", "evaluation:spec.judge",
-                              "the command line chose a judge provider, endpoint or model "
-                              "(or none) other than the Evaluation declares: a release is "
-                              "judged only by the judge governance named"))
+    blockers = _pass_blockers(evaluation) if decision == PASS else []
+    if blockers:
+        reasons += blockers
         decision = INCOMPLETE
     reasons.sort(key=lambda r: ORDER.index(r.decision))
     categories = parts.get("categories", {})
@@ -213,6 +202,25 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict
     out["findings"] = parts.get("findings", []) + _blockers(out, parts.get("tally"))
     for reason in out["reasons"]:
         reason["code"] = policy.reason_codes.get(reason["code"], reason["code"])
+    return out
+
+
+def _pass_blockers(evaluation: Evaluation) -> list[Reason]:
+    """What stands between otherwise passing evidence and a release PASS: facts the
+    evaluated party chose (docs/decisions.md). They never hide a FAIL the evidence shows."""
+    if evaluation.policy.purpose != "release":
+        return []
+    out = []
+    if evaluation.suite.from_evidence and evaluation.suite_pin is None:
+        out.append(Reason(INCOMPLETE, "SUITE_NOT_PINNED", "evaluation:spec.suite_sha256",
+                          "the records carry their own cases and assertions and the "
+                          "Evaluation pins no suite_sha256, so the evidence chose what was "
+                          "tested: a release needs the approved suite's digest"))
+    if evaluation.judge_overridden:
+        out.append(Reason(INCOMPLETE, "JUDGE_OVERRIDDEN", "evaluation:spec.judge",
+                          "the command line chose a judge provider, endpoint or model (or "
+                          "none) other than the Evaluation declares: a release is judged "
+                          "only by the judge governance named"))
     return out
 
 
