@@ -10,7 +10,6 @@ report and exits 1 on any difference.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import shutil
@@ -20,8 +19,10 @@ import venv
 from pathlib import Path
 from typing import Any
 
-import rfc8785
 import yaml
+
+from engine._canonical import digest
+from engine.runner import suite_part
 
 from . import assevra_data
 
@@ -83,20 +84,14 @@ def specgate_spec(work: Path) -> Path:
     return folder
 
 
-MEASURED = {"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
-            "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s", "trace_id",
-            "span_id", "trial_id"}
-
-
 def pin_suite(spec: Path, dataset: Path) -> None:
     """Pin the dataset as the approved suite (what governance does after review, and what
-    Assevra never asks for): §10's digest, written out here from the protocol."""
+    Assevra never asks for): §10's digest of the rows' inputs and assertions, by id."""
     rows = [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
-    parts = [{k: v for k, v in r.items() if k not in MEASURED and not k.startswith("_")}
-             for r in sorted(rows, key=lambda r: str(r.get("id", "")))]
+    parts = [suite_part(r) for r in sorted(rows, key=lambda r: str(r.get("id", "")))]
     evaluation = spec / "evaluation.yaml"
     data = yaml.safe_load(evaluation.read_text())
-    data["spec"]["suite_sha256"] = hashlib.sha256(rfc8785.dumps(parts)).hexdigest()
+    data["spec"]["suite_sha256"] = digest(parts)
     evaluation.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
