@@ -134,7 +134,8 @@ class _Runner:
                                                    "messages": [{"level": "error",
                                                                  "code": item.code,
                                                                  "field": "",
-                                                                 "message": clip(item.message),
+                                                                 "message": evidence(item.message,
+                                                                                     self.policy.mask),
                                                                  "hint": ""}]})
             self.problem(item.line, item.code, item.message)
             return

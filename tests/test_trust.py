@@ -275,7 +275,8 @@ def test_sensitive_values_in_ids_and_labels_are_masked_everywhere(spec: Spec,
     rows = refund.rows(fixed=True)
     rows[0]["id"] = "cust-4111111111111111"
     rows[1]["dimension"] = "4111111111111111"  # an unknown dimension: INVALID, and listed
-    code, _, gate_out = gate.run(rows)
+    lines: list[Any] = [*rows, '{"id": "x", "4111111111111111": 1, "4111111111111111": 2}']
+    code, _, gate_out = gate.run(lines)  # the last line's parser message names the key
     assert code == 3
     for path in gate_out.iterdir():
         assert b"4111111111111111" not in path.read_bytes(), path.name
