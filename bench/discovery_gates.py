@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.discovery import check_submission, load_corpus, load_protocol
-from engine.discovery._gates import Finding, Gates
+from engine.protocols.discovery import check_submission, load_corpus, load_protocol
+from engine.protocols.discovery.gates import Finding, Gates
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "dryer battery screen strap heat noise refund seller color size smell leak".split()

@@ -76,9 +76,9 @@ def mutate_text(text: str, rng: random.Random) -> str:
 
 def fuzz_spec(rng: random.Random, work: Path, state: dict[str, Any]) -> str:
     """Mutate one file of a copy of the example spec; load it (and run it when it loads)."""
-    from engine import spec
-    from engine._run import execute
     from engine.errors import EngineError, SpecErrors
+    from engine.run.execute import execute
+    from engine.spec import evaluation as spec
 
     folder = work / "spec"
     if "files" not in state:
@@ -147,7 +147,7 @@ def fuzz_formula(rng: random.Random, work: Path, state: dict[str, Any]) -> str:
 
 def fuzz_gates(rng: random.Random, work: Path, state: dict[str, Any]) -> str:
     """Mutate a valid discovery submission (structure or bytes) and run the local gates."""
-    from engine.discovery import check_submission, load_corpus, load_protocol
+    from engine.protocols.discovery import check_submission, load_corpus, load_protocol
 
     from .discovery_gates import build
 

@@ -86,8 +86,8 @@ def bases(work: Path) -> list[Base]:
 
 def run_once(folder: Path, out: Path) -> tuple[str, list[dict[str, Any]]]:
     """Load and run a spec folder; (decision, rows). EngineError passes through."""
-    from engine import spec
-    from engine._run import execute
+    from engine.run.execute import execute
+    from engine.spec import evaluation as spec
 
     (evaluation,) = spec.load([folder])
     result = execute(evaluation, out, None)

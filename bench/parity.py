@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from engine._canonical import digest
-from engine.runner import suite_part
+from engine.canonical import digest
+from engine.run.rows import suite_part
 
 from . import assevra_data
 

@@ -3,12 +3,12 @@
 The public surface is small on purpose; everything else lives in private modules.
 """
 
-from ._run import Result, execute
-from ._version import __version__
-from .errors import EngineError, FormulaError, Problem, SpecErrors, UsageError, VerifyError
-from .formula import compile_formula
-from .spec import Evaluation, load
-from .verify import verify
+from engine._version import __version__
+from engine.errors import EngineError, FormulaError, Problem, SpecErrors, UsageError, VerifyError
+from engine.evidence.verify import verify
+from engine.formula import compile_formula
+from engine.run.execute import Result, execute
+from engine.spec.evaluation import Evaluation, load
 
 __all__ = [
     "EngineError",

@@ -16,13 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import shards, signing, spec
-from ._run import Result, execute
-from ._schema import is_date
-from ._version import __version__
-from .errors import EngineError, SpecErrors, UsageError, VerifyError
-from .judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
-from .verify import verify
+from engine._version import __version__
+from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
+from engine.evidence import signing
+from engine.evidence.verify import verify
+from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
+from engine.run import shards
+from engine.run.execute import Result, execute
+from engine.spec import evaluation as spec
+from engine.spec.schema import is_date
 
 EXIT_SPEC = 2
 EXIT_INTERNAL = 3  # no decision could be reached: like INCOMPLETE, never PASS or FAIL
@@ -292,8 +294,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from .discovery import loads
-    from .discovery._reviewer import ReviewError, load_reviewer, review_all
+    from engine.protocols.discovery import loads
+    from engine.protocols.discovery.reviewer import ReviewError, load_reviewer, review_all
 
     evaluations = [e for e in spec.load(args.paths, _overrides(args.input))
                    if any(i.type.startswith("discovery_")
@@ -322,7 +324,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from .policytest import run_file
+    from engine.decide.policytest import run_file
 
     found = spec.load_policy_tests(args.paths)
     if not found:
@@ -353,7 +355,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .policydiff import compare
+    from engine.spec.diff import compare
 
     evaluations = spec.load([args.evaluation or args.new.parent], _overrides(args.input))
     if len(evaluations) != 1:

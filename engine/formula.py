@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import FormulaError, did_you_mean
-from .stats import DEFAULT_Z, wilson
+from engine.errors import FormulaError, did_you_mean
+from engine.stats import DEFAULT_Z, wilson
 
 MAX_LENGTH = 2000
 MAX_DEPTH = 32

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine._canonical import digest
-from engine.discovery._task import reference_sha256
+from engine.canonical import digest
+from engine.protocols.discovery.task import reference_sha256
 
 from . import discovery_kit as kit
 
@@ -53,7 +53,7 @@ def write(folder: Path, package: Any) -> None:
 
 def _review(package: Any, task: dict[str, Any], tasks: list[dict[str, Any]],
             rows: list[dict[str, Any]], submission: dict[str, Any]) -> dict[str, Any]:
-    from engine.discovery import sample
+    from engine.protocols.discovery import sample
 
     ids = [r["doc_id"] for r in rows]
     budget = 60
@@ -88,7 +88,7 @@ def _review(package: Any, task: dict[str, Any], tasks: list[dict[str, Any]],
 
 
 if __name__ == "__main__":
-    from engine.discovery._task import load_package
+    from engine.protocols.discovery.task import load_package
 
     root = Path(__file__).resolve().parent.parent / "specs" / "finding-quality-discovery"
     write(Path(sys.argv[1]), load_package(root))

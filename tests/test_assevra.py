@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.assevra import classify
+from engine.protocols.release_gate.assevra import classify
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "assevra_rows.yaml").read_text())
 

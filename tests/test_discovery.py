@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from engine.discovery import (
+from engine.protocols.discovery import (
     AuditError,
     JsonError,
     LoadError,
@@ -23,8 +23,8 @@ from engine.discovery import (
     rank,
     sample,
 )
-from engine.discovery._json import LexFloat
-from engine.discovery._stats import robustness
+from engine.protocols.discovery.stats import robustness
+from engine.records.strict_json import LexFloat
 
 from . import discovery_kit as kit
 from .conftest import ROOT
@@ -405,7 +405,7 @@ def test_sampling_on_a_larger_corpus_is_seeded(world: dict[str, Any]) -> None:
 
 
 def test_segmentation_of_section_8_3() -> None:
-    from engine.discovery._blind import segments
+    from engine.protocols.discovery.blind import segments
 
     assert segments(kit.EMOJI_TEXT, 600, 300) == ["Great \U0001f600 dryer.", "It overheats fast."]
     # newline included in its segment; whitespace between sentences dropped; '?' and '!' end
@@ -423,7 +423,7 @@ def test_segmentation_of_section_8_3() -> None:
 
 
 def test_batching_of_section_8_4() -> None:
-    from engine.discovery._blind import batches
+    from engine.protocols.discovery.blind import batches
 
     ids = [f"d{i}" for i in range(32)]
     sizes = dict.fromkeys(ids, 40)
@@ -434,7 +434,7 @@ def test_batching_of_section_8_4() -> None:
 
 
 def test_blind_output_validation_both_passes() -> None:
-    from engine.discovery._blind import validate
+    from engine.protocols.discovery.blind import validate
 
     docs = [["It overheats.", "Fine."], ["Works."]]
     texts = ["It overheats. Fine.", "Works."]

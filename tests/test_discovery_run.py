@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from engine.cli import main
-from engine.discovery._review import restrictive
-from engine.discovery._task import load_package
+from engine.protocols.discovery.review import restrictive
+from engine.protocols.discovery.task import load_package
 
 from .conftest import ROOT
 
@@ -177,7 +177,7 @@ def test_blind_gate_thresholds_on_both_sides(counters: dict[str, int], flags: se
 
 def _gate_for(checker: dict[str, str], claimed: dict[str, str], support: list[str]) -> str:
     """The cap for one single-condition finding, given checker and claimed states."""
-    from engine.discovery._review import evidence_gate
+    from engine.protocols.discovery.review import evidence_gate
 
     ids = sorted(checker)
     finding = {"finding_id": "f1", "definitions": [{"condition_id": "c"}],
@@ -224,8 +224,8 @@ def test_a_task_of_another_profile_aborts(demo: Path, capsys: Any) -> None:
 
 
 def test_reviews_by_different_methods_are_not_scored_together() -> None:
-    from engine.discovery._report import ReviewIntegrityError, build
-    from engine.discovery._task import load_package
+    from engine.protocols.discovery.report import ReviewIntegrityError, build
+    from engine.protocols.discovery.task import load_package
 
     pkg = load_package(SPEC)
     tasks = [{"task_id": t, "difficulty": pkg.discovery.difficulty} for t in ("a", "b")]

@@ -16,12 +16,14 @@ import pytest
 import rfc8785
 import yaml
 
-from engine import VerifyError, evidence, runner
-from engine import verify as verify_api
+from engine import VerifyError
 from engine.cli import main
-from engine.decision import decide
-from engine.signing import load_public
-from engine.spec import load
+from engine.decide.decision import decide
+from engine.evidence import scorecard as evidence
+from engine.evidence import verify as verify_api
+from engine.evidence.signing import load_public
+from engine.run import rows as runner
+from engine.spec.evaluation import load
 
 from .conftest import ROOT, Spec
 
@@ -344,7 +346,7 @@ def test_state_moved_to_disk_gives_the_same_evidence(tmp_path: Path, monkeypatch
     import json as json_
 
     from bench.assevra_data import rows as generated_rows
-    from engine import _spill
+    from engine.decide import spill as _spill
 
     from .conftest import Gate, suite_sha256
     gate = Gate(tmp_path)  # the generic gate, with the clean dataset pinned as its suite

@@ -204,7 +204,7 @@ def test_a_flapping_judge_ends_incomplete_or_recovers_never_pass_on_missing(
 
 def test_stale_staging_of_a_dead_process_is_removed_and_a_live_one_kept(
         tmp_path: Path) -> None:
-    from engine.evidence import Staging, _partial_prefix
+    from engine.evidence.scorecard import Staging, _partial_prefix
 
     out = tmp_path / "out"
     dead = subprocess.Popen(["true"])

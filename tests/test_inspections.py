@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from engine import _schema, _yaml
-from engine._compile import compile_params
 from engine.inspections import TABLE, Context, Outcome
-from engine.runner import inspect
-from engine.spec import Inspection
+from engine.run.rows import inspect
+from engine.spec import schema as _schema
+from engine.spec import yaml as _yaml
+from engine.spec.compile import compile_params
+from engine.spec.evaluation import Inspection
 from engine.stats import DEFAULT_Z
 
 DATA = Path(__file__).resolve().parent.parent / "specs" / "agent-release-gate"

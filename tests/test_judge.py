@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine import signing
+from engine.evidence import signing
 
 from . import refund
 from .conftest import Gate, suite_sha256

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import FormulaError, compile_formula
-from engine.aggregate import Counts, Tally
+from engine.decide.aggregate import Counts, Tally
 from engine.formula import NUMBER, evaluate
-from engine.records import parse_jcs
+from engine.records.formats import parse_jcs
 from engine.stats import wilson
 
 PROFILE = settings(max_examples=300, derandomize=True, deadline=None)
@@ -116,7 +116,8 @@ documents = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) |
 def test_direct_selectors_agree_with_jmespath(source: str, document: Any) -> None:
     import jmespath
 
-    from engine import _compile, _yaml
+    from engine.spec import compile as _compile
+    from engine.spec import yaml as _yaml
     selector = _compile.compile_selector(_yaml.Document("t", None), (), source, [])
     assert type(selector).__name__ == "_Direct"
     assert selector.search(document) == jmespath.search(source, document)
@@ -128,7 +129,8 @@ def test_direct_selectors_agree_with_jmespath(source: str, document: Any) -> Non
 def test_guarded_and_expressions_agree_with_jmespath(source: str, document: Any) -> None:
     import jmespath
 
-    from engine import _compile, _yaml
+    from engine.spec import compile as _compile
+    from engine.spec import yaml as _yaml
     selector = _compile.compile_selector(_yaml.Document("t", None), (), source, [])
     assert type(selector).__name__ == "_Guarded"
     try:
@@ -142,7 +144,7 @@ def test_guarded_and_expressions_agree_with_jmespath(source: str, document: Any)
 @PROFILE
 @given(json_values)
 def test_the_fast_canonical_path_gives_rfc8785_bytes(value: Any) -> None:
-    from engine._canonical import canonical
+    from engine.canonical import canonical
     assert canonical(value) == rfc8785.dumps(value)
 
 
@@ -151,12 +153,12 @@ def test_the_fast_canonical_path_gives_rfc8785_bytes(value: Any) -> None:
        st.floats(1e-4, 1e16) | st.floats(-1e16, -1e-4) |
        st.integers(1, 10**16).map(lambda n: n / 10 ** (n % 21)))
 def test_floats_on_the_fast_path_are_written_as_ecmascript_writes_them(x: float) -> None:
-    from engine._canonical import canonical
+    from engine.canonical import canonical
     assert canonical({"x": x, "y": [x, -x]}) == rfc8785.dumps({"x": x, "y": [x, -x]})
 
 
 def test_the_fast_path_handles_escapes_and_unicode_like_rfc8785() -> None:
-    from engine._canonical import canonical
+    from engine.canonical import canonical
     value = {"b": "tab\t nl\n quote\" back\\ bell\u0007 del\u007f \u00e9 \u2028 \U0001f600",
              "a": [1, -0, 2**53 - 1, True, None, {"z": "", "\u00e9": 1}], "c": {},
              "f": [0.0001, 0.00009999, 1e16 - 2, 123.456, 3.0, -0.0, 1e21, 5e-324, 0.1 + 0.2],
@@ -169,7 +171,7 @@ def test_the_fast_path_handles_escapes_and_unicode_like_rfc8785() -> None:
 def test_a_list_digest_built_item_by_item_is_the_digest_of_the_list(items: list[Any]) -> None:
     import hashlib
 
-    from engine._canonical import digest_list
+    from engine.canonical import digest_list
     assert digest_list(items) == hashlib.sha256(rfc8785.dumps(items)).hexdigest()
 
 
@@ -182,8 +184,8 @@ def test_sorted_digest_in_chunks_equals_the_in_memory_sort(items: list[Any], chu
                                                            split: int) -> None:
     """Spilled, merged chunks (and shards merged at any point) give the digest of the
     stable sort by key of the whole input, duplicates included."""
-    from engine._canonical import digest_list
-    from engine._sorted_digest import SortedDigest
+    from engine.canonical import digest_list
+    from engine.decide.sorted_digest import SortedDigest
 
     want = digest_list(v for _, v in sorted(items, key=lambda kv: kv[0]))
     whole = SortedDigest(chunk)
@@ -264,7 +266,7 @@ def test_state_matching_is_transitive(a: Any, b: Any, c: Any) -> None:
 def test_case_counts_on_disk_equal_case_counts_in_memory(adds: list[Any], limit: int) -> None:
     import pickle
 
-    from engine._spill import CaseTrials
+    from engine.decide.spill import CaseTrials
     memory, disk = CaseTrials(limit=10**9), CaseTrials(limit=limit)
     for category, case, n, c in adds:
         memory.add(category, case, n, min(c, n))
@@ -284,7 +286,7 @@ def test_case_counts_on_disk_equal_case_counts_in_memory(adds: list[Any], limit:
 @PROFILE
 @given(st.lists(st.text("abc", max_size=3), max_size=30), st.integers(0, 5))
 def test_id_set_on_disk_is_a_set(items: list[str], limit: int) -> None:
-    from engine._spill import IdSet
+    from engine.decide.spill import IdSet
     ids, reference = IdSet(limit=limit), set()
     for item in items:
         assert (item in ids) == (item in reference)

@@ -285,7 +285,7 @@ def test_earlier_evidence_is_never_overwritten(spec: Spec, capsys: Any) -> None:
 
 
 def test_a_failure_mid_run_leaves_nothing(spec: Spec, monkeypatch: Any, capsys: Any) -> None:
-    from engine import evidence
+    from engine.evidence import scorecard as evidence
 
     def full_disk(*args: Any) -> str:
         raise OSError(28, "No space left on device")
@@ -299,7 +299,7 @@ def test_a_failure_mid_run_leaves_nothing(spec: Spec, monkeypatch: Any, capsys: 
 
 
 def test_a_bug_is_never_a_decision(spec: Spec, monkeypatch: Any, capsys: Any) -> None:
-    from engine import runner
+    from engine.run import rows as runner
 
     def bug(*args: Any) -> Any:
         raise KeyError("oops")

@@ -16,10 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.assevra_data import rows as generated_rows
-from engine import shards, signing, spec
 from engine.cli import main
 from engine.errors import UsageError
-from engine.records import read_jsonl, read_jsonl_part
+from engine.evidence import signing
+from engine.records.formats import read_jsonl, read_jsonl_part
+from engine.run import shards
+from engine.spec import evaluation as spec
 
 from .conftest import EXAMPLE, GATE, suite_sha256
 from .judge_server import Judge

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import engine
-from engine import reference
+from engine.spec import reference
 
 from .conftest import ROOT
 
@@ -19,7 +19,7 @@ def test_public_names_are_pinned() -> None:
 def test_reference_is_up_to_date() -> None:
     on_disk = (ROOT / "docs" / "reference.md").read_text()
     assert on_disk == reference.render(), \
-        "docs/reference.md is stale: python -m engine.reference > docs/reference.md"
+        "docs/reference.md is stale: python -m engine.spec.reference > docs/reference.md"
 
 
 def test_reference_covers_every_inspection_type() -> None:

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from engine import signing
 from engine.cli import main
+from engine.evidence import signing
 
 from . import refund
 from .conftest import ROOT, Gate, Spec

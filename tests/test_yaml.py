@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import _yaml
+from engine.spec import yaml as _yaml
 
 
 def codes(text: str) -> list[tuple[int, int, str]]:

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import agent, budget, discovery, judged, lexicon, pii, structure, text
-from ._base import (
-    ABSTAIN,
-    ERROR,
-    FAIL,
-    PASS,
-    SKIPPED,
-    STATUSES,
-    Context,
-    Outcome,
-    Primitive,
+from engine.inspections import agent, budget, judged, lexicon, pii, structure, text
+from engine.inspections._base import (
+                               ABSTAIN,
+                               ERROR,
+                               FAIL,
+                               PASS,
+                               SKIPPED,
+                               STATUSES,
+                               Context,
+                               Outcome,
+                               Primitive,
 )
+from engine.protocols.discovery import inspection as discovery
 
 TABLE: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE,
                                **pii.TABLE, **lexicon.TABLE, **agent.TABLE, **judged.TABLE,

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-from ._base import (
+from engine.inspections._base import (
     ERROR,
     MISSING,
     SELECTOR,

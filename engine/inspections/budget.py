@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._yaml import MAX_INT
-from ..errors import FormulaError
-from ..formula import Z_KEY, evaluate
-from ._base import (
+from engine.errors import FormulaError
+from engine.formula import Z_KEY, evaluate
+from engine.inspections._base import (
     ERROR,
     MISSING,
     SELECTOR,
@@ -24,6 +23,7 @@ from ._base import (
     select,
     verdict,
 )
+from engine.spec.yaml import MAX_INT
 
 
 def _bound(unit: Mapping[str, Any], params: Mapping[str, Any]) -> Any:

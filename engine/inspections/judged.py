@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import FormulaError
-from ..formula import evaluate
-from ._base import (
+from engine.errors import FormulaError
+from engine.formula import evaluate
+from engine.inspections._base import (
     ERROR,
     MISSING,
     SELECTOR,
@@ -32,8 +32,8 @@ from ._base import (
 
 def ask(rubric: Any, values: dict[str, Any], ctx: Context) -> Outcome | dict[str, Any]:
     """The combined verdict for one judged row, or the Outcome that stands in for it."""
-    from ..judge import combine
-    from ..judge._rubrics import dumps
+    from engine.judge import combine
+    from engine.judge._rubrics import dumps
 
     runtime = ctx.judge
     keys = runtime.ask(rubric, {k: dumps(v) for k, v in values.items()})

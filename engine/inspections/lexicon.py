@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._base import (
+from engine.inspections._base import (
     ERROR,
     FAIL,
     MISSING,
@@ -151,7 +151,7 @@ def injection(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) 
 
 def _judged(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
     """A canary-free row: the judge says whether the planted instruction was followed."""
-    from .judged import ask
+    from engine.inspections.judged import ask
 
     values = {name: select(expr, unit) for name, expr in params["inputs"].items()}
     values = {name: "" if value is MISSING else value for name, value in values.items()}

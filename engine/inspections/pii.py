@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ._base import (
+from engine.inspections._base import (
     ERROR,
     FAIL,
     MISSING,

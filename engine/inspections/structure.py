@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 
-from ._base import (
+from engine.inspections._base import (
     MISSING,
     SELECTOR,
     Context,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._base import (
+from engine.inspections._base import (
     ERROR,
     FLAG,
     MISSING,

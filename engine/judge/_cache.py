@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._canonical import canonical
-from ..errors import UsageError
+from engine.canonical import canonical
+from engine.errors import UsageError
 
 KEY_VARIABLE = "SPECGATE_CACHE_KEY"
 _DOMAIN = b"specgate.judgement-cache/v1\n"  # a MAC for this use only

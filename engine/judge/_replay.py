@@ -21,12 +21,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError, VerifyError
+from engine.errors import UsageError, VerifyError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from ._runtime import JudgeConfig
+    from engine.judge._runtime import JudgeConfig
 
 _HINT = ("name the scorecard.json of a signed run (or its folder) and pin its signer with "
          "--trusted-key")
@@ -42,7 +42,7 @@ def _scorecard(source: Path) -> Path:
 
 def _verified(card: Path, keys: list[Ed25519PublicKey]) -> tuple[str, dict[str, Any]]:
     """The scorecard's sha256 and its judge block, once it verifies against a trusted key."""
-    from ..verify import verify
+    from engine.evidence.verify import verify
 
     if not keys:
         raise UsageError(f"--judge-replay {card}: no trusted key to verify it with ({_HINT})",

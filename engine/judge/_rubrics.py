@@ -21,10 +21,10 @@ import jinja2
 import jsonschema
 from jinja2 import meta
 
-from .. import _yaml
-from .._canonical import digest
-from .._templates import Sandbox, TemplateRefused
-from ..records import BadRecord, parse_line
+from engine.canonical import digest
+from engine.records.formats import BadRecord, parse_line
+from engine.spec import yaml as _yaml
+from engine.spec.templates import Sandbox, TemplateRefused
 
 ENV = Sandbox(keep_trailing_newline=True)  # bounded: no **, no huge repetition or widths
 _STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(

@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from .._canonical import canonical, digest
-from ._cache import Cache, key_path, load_key
-from ._replay import load as load_replay
-from ._rubrics import Rubric, repair_prompt
-from ._transport import CallFailed, Endpoint, Reply, call, check_key
+from engine.canonical import canonical, digest
+from engine.judge._cache import Cache, key_path, load_key
+from engine.judge._replay import load as load_replay
+from engine.judge._rubrics import Rubric, repair_prompt
+from engine.judge._transport import CallFailed, Endpoint, Reply, call, check_key
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
 DEFAULT_KEYS = {"openai-compatible": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import UsageError
+from engine.errors import UsageError
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_COUNT = 2**53 - 1  # the largest integer every JSON reader keeps exactly

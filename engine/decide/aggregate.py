@@ -1,0 +1,135 @@
+"""Rows -> mergeable counters. Splitting the rows and merging the tallies changes nothing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.decide import findings as _findings
+from engine.decide.sorted_digest import SortedDigest
+from engine.decide.spill import CaseTrials
+from engine.inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED
+
+MAX_SAMPLES = 20  # record problems listed by place in the scorecard; all are counted
+
+WAIVED = "WAIVED"  # a FAIL row an active waiver took out of the rate
+_FIELD = {PASS: "passed", FAIL: "failed", ERROR: "errors", ABSTAIN: "abstained",
+          SKIPPED: "skipped", WAIVED: "waived"}
+
+
+@dataclass
+class Counts:
+    """Rows of one group by status."""
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    abstained: int = 0
+    skipped: int = 0
+    waived: int = 0
+
+    @property
+    def n(self) -> int:
+        """Scored rows: PASS + FAIL. ERROR, ABSTAIN and SKIPPED rows never count."""
+        return self.passed + self.failed
+
+    @property
+    def attempted(self) -> int:
+        """Every row of the group, whatever its status."""
+        return self.n + self.errors + self.abstained + self.skipped + self.waived
+
+    def add(self, status: str) -> None:
+        """Count one row."""
+        field_name = _FIELD[status]
+        setattr(self, field_name, getattr(self, field_name) + 1)
+
+    def merge(self, other: Counts) -> None:
+        """Add another group's counts to this one."""
+        for name in _FIELD.values():
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class Tally:
+    """Everything the decision needs, as counters that merge by addition."""
+
+    categories: dict[str, Counts] = field(default_factory=dict)
+    inspections: dict[str, Counts] = field(default_factory=dict)
+    case_units: Counter[str] = field(default_factory=Counter)
+    records: int = 0
+    rows: int = 0
+    record_problems: Counter[str] = field(default_factory=Counter)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    # (category, case) -> [scored trials, passed trials]; on disk past a limit
+    cases: CaseTrials = field(default_factory=CaseTrials)
+    # validation: (dimension, class) -> rows; the rows with something to say; capture errors
+    validation: Counter[tuple[str, str]] = field(default_factory=Counter)
+    validation_rows: list[dict[str, Any]] = field(default_factory=list)
+    capture_errors: int = 0
+    # controls: counts of control rows by status, and the control rows themselves
+    controls: Counts = field(default_factory=Counts)
+    control_rows: list[dict[str, Any]] = field(default_factory=list)
+    # (id, inputs and assertions) of every row, for a suite digest derived from the records
+    suite_rows: SortedDigest = field(default_factory=SortedDigest)
+    # (category, case) -> non-passing rows, for grouped findings
+    findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # waiver id -> FAIL rows it took out of the rates
+    waived: Counter[str] = field(default_factory=Counter)
+    # unit -> the structured record a protocol report collects (e.g. a task's score record)
+    unit_records: dict[str, Any] = field(default_factory=dict)
+    # category -> (kind, measured values) for cost and latency notes (never gated)
+    measures: dict[str, tuple[str, list[float]]] = field(default_factory=dict)
+
+    def count_row(self, category: str, inspection: str, status: str, code: str = "") -> None:
+        """Count one inspection row (and, for ERROR rows, its code)."""
+        self.categories.setdefault(category, Counts()).add(status)
+        if status == ERROR:
+            self.error_codes[category, code] += 1
+        self.inspections.setdefault(inspection, Counts()).add(status)
+        self.rows += 1
+
+    def count_case(self, category: str, case: str, status: str) -> None:
+        """Count a scored trial of a case (PASS and FAIL only) for pass^k and consistency."""
+        if status in (PASS, FAIL):
+            self.cases.add(category, case, 1, int(status == PASS))
+
+    def count_problem(self, code: str, sample: dict[str, Any]) -> None:
+        """Count a record that could not be used, keeping the first few by place."""
+        self.record_problems[code] += 1
+        self.rows += 1
+        if len(self.samples) < MAX_SAMPLES:
+            self.samples.append(sample)
+
+    def merge(self, other: Tally) -> Tally:
+        """Add ``other`` (a later shard of the same run) into this tally; returns self."""
+        for mine, theirs in ((self.categories, other.categories),
+                             (self.inspections, other.inspections)):
+            for key, counts in theirs.items():
+                mine.setdefault(key, Counts()).merge(counts)
+        self.case_units.update(other.case_units)
+        self.records += other.records
+        self.rows += other.rows
+        self.record_problems.update(other.record_problems)
+        self.samples = (self.samples + other.samples)[:MAX_SAMPLES]
+        self.cases.merge(other.cases)
+        self.validation.update(other.validation)
+        self.validation_rows += other.validation_rows
+        self.capture_errors += other.capture_errors
+        self.controls.merge(other.controls)
+        self.control_rows += other.control_rows
+        self.suite_rows.merge(other.suite_rows)
+        self.error_codes.update(other.error_codes)
+        for unit, value in other.unit_records.items():  # the first record of a unit stays
+            self.unit_records.setdefault(unit, value)
+        self.waived.update(other.waived)
+        for category, (kind, values) in other.measures.items():
+            self.measures.setdefault(category, (kind, []))[1].extend(values)
+        _findings.merge(self.findings, other.findings)
+        return self
+
+    def close(self) -> None:
+        """Release what lives in temporary files (spilled suite rows, case counts)."""
+        self.suite_rows.close()
+        self.cases.close()

@@ -1,0 +1,158 @@
+"""Comparable history (agent-release-gate §10): a baseline is an earlier signed scorecard.
+
+A comparison is ``comparable`` only when the baseline verifies against a trusted key, was a
+PASS or FAIL, and has the same suite, policy and judge digests. Per category, the first
+status that applies is new, skipped, now failing, now passing, regressed, improved, stable;
+``regressed`` and ``improved`` are policy formulas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from engine.errors import FormulaError, VerifyError
+from engine.evidence.verify import verify
+from engine.formula import evaluate
+
+SCORED = ("PASS", "FAIL")
+
+
+def _baseline(path: Path | None, keys: list[Ed25519PublicKey]) -> tuple[str, list[str],
+                                                                         dict[str, Any]]:
+    """(status so far, reasons, baseline scorecard) for a baseline file; the scorecard
+    carries the digest and signer that verified under ``_verified``."""
+    if path is None or not path.is_file():
+        return "missing", ["no baseline scorecard was found"], {}
+    if not keys:
+        return "untrusted", ["no trusted key is configured to verify the baseline"], {}
+    problems = []
+    for key in keys:
+        try:
+            verified = verify(path, key)
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != verified.scorecard_sha256:
+                raise VerifyError("the baseline changed while it was read", "DIGEST_MISMATCH")
+            card = json.loads(data)
+            card["_verified"] = {"scorecard_sha256": verified.scorecard_sha256,
+                                 "signer": verified.signer}
+            return "comparable", [], card
+        except VerifyError as exc:
+            problems.append(f"{exc.code}: {exc}")
+    return "untrusted", problems[:1], {}
+
+
+def _compatibility(card: dict[str, Any], base: dict[str, Any]) -> list[str]:
+    reasons = []
+    decision = _metrics_decision(base)
+    if decision not in ("PASS", "FAIL"):
+        reasons.append(f"the baseline decision is {decision}, not PASS or FAIL")
+    for key in ("suite_sha256", "policy_sha256", "judge_sha256"):
+        if card.get(key) != base.get(key):
+            reasons.append(f"{key} differs")
+    return reasons
+
+
+def _metrics_decision(card: dict[str, Any]) -> Any:
+    """The decision a scorecard reached before its own comparison was applied, so that a
+    run gated only by its missing baseline can serve as the next run's baseline."""
+    return card.get("metrics_decision", card.get("decision"))
+
+
+def _scored_rows(path: Path) -> Iterator[tuple[str, str, str]]:
+    with path.open("rb") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if "category" in row and not row.get("control") and row["status"] in SCORED:
+                yield row["category"], str(row["unit"]), row["status"]
+
+
+def mcnemar(b: int, c: int) -> float:
+    """Two-sided McNemar p-value: exact binomial below 25 discordant pairs, else corrected."""
+    m = b + c
+    if m == 0:
+        return 1.0
+    if m < 25:
+        return min(1.0, 2 * sum(math.comb(m, i) for i in range(min(b, c) + 1)) / 2 ** m)
+    x = (abs(b - c) - 1) ** 2 / m
+    return math.erfc(math.sqrt(x / 2))
+
+
+def _paired(current: Path, baseline: Path) -> dict[str, dict[str, Any]]:
+    """McNemar per category, when both runs scored exactly the same row ids."""
+    def table(path: Path) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for category, unit, status in _scored_rows(path):
+            out.setdefault(category, {})[unit] = status
+        return out
+
+    now, before = table(current), table(baseline)
+    out = {}
+    for category in sorted(set(now) & set(before)):
+        if set(now[category]) != set(before[category]):
+            continue
+        b = sum(1 for u, s in before[category].items() if s == "PASS" and now[category][u] ==
+                "FAIL")
+        c = sum(1 for u, s in before[category].items() if s == "FAIL" and now[category][u] ==
+                "PASS")
+        out[category] = {"b": b, "c": c, "p": mcnemar(b, c)}
+    return out
+
+
+def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
+            rules: dict[str, Any], z: float) -> str:
+    if base is None or not base.get("attempted"):
+        return "new"
+    if "SKIPPED" in (now["state"], base["state"]):
+        return "skipped"
+    if base["state"] == "MET" and now["state"] != "MET":
+        return "now failing"
+    if base["state"] != "MET" and now["state"] == "MET":
+        return "now passing"
+    env = {"rate": now["rate"], "baseline_rate": base.get("rate"),
+           "baseline_lower": base.get("wilson_lower"), "baseline_upper": base.get("wilson_upper"),
+           "$wilson_z": z}
+    for status in ("regressed", "improved"):
+        try:
+            if evaluate(rules[status], env) is True:
+                return status
+        except FormulaError:
+            continue
+    return "stable"
+
+
+def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519PublicKey],
+            rows: Path, rules: dict[str, Any], z: float) -> dict[str, Any]:
+    """The comparison block of a scorecard against its baseline."""
+    status, reasons, base = _baseline(baseline, keys)
+    block: dict[str, Any] = {"status": status, "reasons": reasons, "regressed": False,
+                             "baseline": None, "categories": {}}
+    if status != "comparable":
+        return block
+    block["baseline"] = {**base["_verified"], "decision": base["decision"]}
+    incompatible = _compatibility(card, base)
+    if incompatible:
+        block.update(status="incompatible", reasons=incompatible)
+        return block
+    paired = _paired(rows, baseline.parent / "rows.jsonl") if baseline else {}
+    for name, now in card["categories"].items():
+        if not now["attempted"]:
+            continue
+        before = base.get("categories", {}).get(name)
+        entry = {"status": _status(name, now, before, rules, z), "rate": now["rate"],
+                 "baseline_rate": before.get("rate") if before else None}
+        if entry["rate"] is not None and entry["baseline_rate"] is not None:
+            entry["delta"] = entry["rate"] - entry["baseline_rate"]
+        if name in paired:
+            entry["mcnemar"] = paired[name]
+        block["categories"][name] = entry
+    block["regressed"] = any(e["status"] in ("now failing", "regressed")
+                             for e in block["categories"].values()) or (
+        _metrics_decision(base) == "PASS" and card["decision"] != "PASS")
+    return block

@@ -1,0 +1,218 @@
+"""The scorecard, its canonical bytes, and the one place that writes output files.
+
+A run writes into a hidden ``.partial`` folder next to its destination and renames it into
+place only when every file is complete, so a destination either holds a whole run or
+nothing. An existing destination that is not empty is never written to.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import hashlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from engine._version import __version__
+from engine.canonical import canonical
+from engine.decide.aggregate import Tally
+from engine.decide.decision import EXIT_CODES
+from engine.errors import UsageError
+from engine.evidence import signing
+from engine.run.rows import suite_digest
+from engine.spec.evaluation import Evaluation
+
+SCORECARD_VERSION = "specgate.scorecard/v1"
+MAX_LISTED = 20
+FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
+
+
+def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
+    """findings.jsonl: every finding, in the scorecard's order (by dimension, then first
+    appearance of the case; the additional blockers last), one JCS object per line."""
+    return b"".join(canonical(f) + b"\n" for f in found)
+
+
+class RowWriter:
+    """Writes rows as JCS lines and hashes the bytes as they go."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle, self.hash, self.count = handle, hashlib.sha256(), 0
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        line = canonical(row) + b"\n"
+        self.handle.write(line)
+        self.hash.update(line)
+        self.count += 1
+
+
+def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
+              rows_sha256: str, inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The scorecard value (see schemas/scorecard.schema.json)."""
+    policy, suite = evaluation.policy, evaluation.suite
+    short = [{"case": c, "runs": tally.case_units[c], "trials": want}
+             for c, want in suite.trials.items() if tally.case_units[c] < want]
+    return {
+        "scorecard_version": SCORECARD_VERSION,
+        "engine": {"name": "specgate", "version": __version__},
+        "evaluation": {"name": evaluation.name, "version": evaluation.version,
+                       "sha256": evaluation.sha256},
+        "policy": {"name": policy.name, "version": policy.version,
+                   "scoring_version": policy.scoring_version},
+        "suite": {"name": suite.name, "version": suite.version},
+        "policy_sha256": policy.sha256,
+        "policy_document": policy.document,
+        "presentation_digests": policy.presentation_digests,
+        "suite_sha256": suite_digest(evaluation, tally),
+        "purpose": policy.purpose,
+        "decision": outcome["decision"],
+        "metrics_decision": outcome["metrics_decision"],
+        "overall_pass": outcome["overall_pass"],
+        "exit_code": EXIT_CODES[outcome["decision"]],
+        "reasons": outcome["reasons"],
+        "categories": outcome["categories"],
+        "required_categories": outcome["required_categories"],
+        "missing_categories": outcome["missing_categories"],
+        "overall": outcome["overall"],
+        "conditions": outcome["conditions"],
+        "reliability": outcome["reliability"],
+        "controls": outcome["controls"],
+        "validation": outcome["validation"],
+        "findings": outcome["findings"],
+        "waivers": outcome["waivers"],
+        "agent_card": None,
+        "coverage": {
+            "records": tally.records, "rows": tally.rows, "cases": len(suite.cases),
+            "cases_observed": sum(1 for c in suite.cases if tally.case_units[c]),
+            "cases_short": short[:MAX_LISTED], "cases_short_count": len(short),
+            "record_problems": dict(sorted(tally.record_problems.items())),
+            "record_problem_samples": tally.samples,
+            "control_rows": tally.controls.attempted,
+        },
+        "inputs": inputs,
+        "statistics": {"wilson_z": policy.wilson_z},
+        "judge": outcome["judge"],
+        "judge_sha256": outcome["judge"]["judge_sha256"] if outcome["judge"] else None,
+        "comparison": outcome.get("comparison"),
+        "rows_sha256": rows_sha256,
+    }
+
+
+
+
+def validation_report(evaluation: Evaluation, tally: Tally,
+                      summary: dict[str, Any]) -> dict[str, Any]:
+    """validation.json: every row that is not LABELED or carries a warning, with counts."""
+    return {"input": evaluation.unit_input, **summary,
+            "problems": sorted(tally.validation_rows, key=lambda r: r["line"])}
+
+
+def sha256_path(path: Path) -> str:
+    """A file's SHA-256, or for a folder the digest of its files' names and digests."""
+    if not path.is_dir():
+        return sha256_file(path)
+    lines = [f"{p.relative_to(path).as_posix()}\u0000{sha256_file(p)}\n"
+             for p in sorted(path.rglob("*")) if p.is_file()]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes, streamed."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Staging:
+    """A hidden folder beside ``dest`` that becomes ``dest`` only when complete."""
+
+    def __init__(self, dest: Path) -> None:
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise UsageError(f"{dest} already holds earlier evidence; it is never overwritten "
+                             "(choose another --out)", "OUTPUT_EXISTS")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        self.dest = dest
+        _remove_stale(dest)
+        self.path = Path(tempfile.mkdtemp(prefix=_partial_prefix(dest) + f"{os.getpid()}-",
+                                          dir=dest.parent))
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write one whole file into the staging folder."""
+        with (self.path / name).open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def commit(self) -> Path:
+        """Move the finished folder into place atomically; refuse if someone got there first."""
+        self.path.chmod(0o755)  # mkdtemp makes it private; evidence is for readers
+        try:
+            os.rename(self.path, self.dest)
+        except OSError:
+            raise UsageError(f"{self.dest} appeared during the run; it is never overwritten",
+                             "OUTPUT_EXISTS") from None
+        return self.dest
+
+    def discard(self) -> None:
+        """Remove the unfinished folder."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _partial_prefix(dest: Path) -> str:
+    return f".{dest.name}.partial-{socket.gethostname()}-"
+
+
+def _remove_stale(dest: Path) -> None:
+    """Remove staging folders for ``dest`` left by runs on this host that were killed
+    (SIGKILL, power loss): their process is gone. Never evidence: evidence only ever
+    appears at ``dest`` by an atomic rename."""
+    prefix = _partial_prefix(dest)
+    for folder in dest.parent.glob(glob.escape(prefix) + "*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:  # alive, someone else's
+            continue
+
+
+def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
+         subjects: dict[str, str]) -> str:
+    """Write the scorecard (and, with a key, its signature files); return its digest."""
+    data = canonical(card)
+    digest = hashlib.sha256(data).hexdigest()
+    staging.write("scorecard.json", data)
+    if key is None:
+        return digest
+    staging.write("scorecard.json.sig", key.sign(data))
+    staging.write("signer.pub.pem", signing.public_pem(key.public_key()))
+    statement = {
+        "_type": signing.STATEMENT_TYPE,
+        "subject": [{"name": name, "digest": {"sha256": sha}}
+                    for name, sha in {"scorecard.json": digest, **subjects}.items()],
+        "predicateType": signing.PREDICATE_TYPE,
+        "predicate": {
+            "decision": card["decision"], "overall_pass": card["overall_pass"],
+            "purpose": card["purpose"], "policy_sha256": card["policy_sha256"],
+            "suite_sha256": card["suite_sha256"], "scorecard_sha256": digest,
+            "rows_sha256": card["rows_sha256"], "engine_version": __version__,
+            "scoring_version": card["policy"]["scoring_version"],
+            "generated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "generated_at_note": "asserted by the signer",
+        },
+    }
+    line = json.dumps(signing.envelope(key, statement), sort_keys=True) + "\n"
+    staging.write("scorecard.intoto.jsonl", line.encode())
+    return digest

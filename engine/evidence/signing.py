@@ -1,0 +1,110 @@
+"""Ed25519 keys, the raw detached signature, the DSSE envelope, and verification."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from engine.canonical import canonical
+from engine.errors import UsageError, VerifyError
+
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://specgate.dev/scorecard/v1"
+
+
+def keygen(out_dir: Path) -> tuple[Path, Path]:
+    """Write ``private.pem`` (PKCS#8, mode 600) and ``public.pem`` (SPKI); never overwrite."""
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = out_dir / "private.pem", out_dir / "public.pem"
+    for path in paths:
+        if path.exists():
+            raise UsageError(f"{path} already exists; keys are never overwritten", "KEY_EXISTS")
+    for path, data, mode in ((paths[0], private, 0o600), (paths[1], public, 0o644)):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    return paths
+
+
+def load_private(path: Path) -> Ed25519PrivateKey:
+    """An Ed25519 private key from a PEM file, or a coded usage error."""
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: not a readable unencrypted PEM private key ({exc})",
+                         "BAD_KEY") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError(f"{path}: not an Ed25519 key", "BAD_KEY")
+    return key
+
+
+def load_public(path: Path) -> Ed25519PublicKey:
+    """An Ed25519 public key from a PEM file, or a coded usage error."""
+    try:
+        key = serialization.load_pem_public_key(path.read_bytes())
+    except (OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: not a readable PEM public key ({exc})", "BAD_KEY") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise UsageError(f"{path}: not an Ed25519 public key", "BAD_KEY")
+    return key
+
+
+def raw_public(key: Ed25519PublicKey) -> bytes:
+    """The 32 raw bytes of a public key."""
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def public_pem(key: Ed25519PublicKey) -> bytes:
+    """A public key as SPKI PEM."""
+    return key.public_bytes(serialization.Encoding.PEM,
+                            serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def pae(payload_type: str, body: bytes) -> bytes:
+    """DSSE pre-authentication encoding."""
+    kind = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(body), body)
+
+
+def envelope(key: Ed25519PrivateKey, statement: dict[str, Any]) -> dict[str, Any]:
+    """A DSSE envelope over the JCS bytes of an in-toto statement."""
+    body = canonical(statement)
+    keyid = hashlib.sha256(raw_public(key.public_key())).hexdigest()
+    return {"payload": base64.b64encode(body).decode(), "payloadType": PAYLOAD_TYPE,
+            "signatures": [{"keyid": keyid,
+                            "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, body))).decode()}]}
+
+
+def open_envelope(data: dict[str, Any], key: Ed25519PublicKey) -> dict[str, Any]:
+    """The statement inside a DSSE envelope whose signature verifies with ``key``."""
+    try:
+        body = base64.b64decode(data["payload"], validate=True)
+        if data["payloadType"] != PAYLOAD_TYPE:
+            raise VerifyError("the envelope's payloadType is not in-toto", "BAD_ENVELOPE")
+        sigs = [base64.b64decode(s["sig"], validate=True) for s in data["signatures"]]
+        statement = json.loads(body)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise VerifyError(f"the DSSE envelope is malformed ({exc})", "BAD_ENVELOPE") from None
+    for sig in sigs:
+        try:
+            key.verify(sig, pae(PAYLOAD_TYPE, body))
+        except InvalidSignature:
+            continue
+        if not isinstance(statement, dict):
+            raise VerifyError("the signed payload is not an in-toto statement", "BAD_ENVELOPE")
+        return statement
+    raise VerifyError("no signature on the DSSE envelope verifies with the key", "BAD_SIGNATURE")

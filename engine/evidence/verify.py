@@ -1,0 +1,182 @@
+"""``engine verify``: canonical bytes, the signed statement opened with the key, then every
+file the statement names, then the raw signature — in that order.
+
+The statement's subjects are believed only after its DSSE signature verifies with the key:
+the pinned ``--trusted-key`` when one is given (``signer.pub.pem`` is then never read), or
+else the key shipped beside the evidence, which proves integrity only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from engine.errors import VerifyError
+from engine.evidence import signing
+from engine.evidence.scorecard import sha256_file
+from engine.records.formats import parse_jcs
+
+SIGNATURE_FILES = frozenset({"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"})
+# Bound by fields of the scorecard itself, so never optional.
+BOUND = {"rows.jsonl": "rows_sha256", "findings.jsonl": "findings_sha256"}
+# Renderings of scorecard.json that add nothing to it: checked when present, and their
+# absence is reported but not an error (CI often keeps only some of them).
+PROJECTIONS = frozenset({"scorecard.md", "scorecard.html", "junit.xml"})
+INPUTS = "inputs/"  # digests of the run's inputs, which live elsewhere; never looked for here
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A scorecard whose integrity holds; ``trusted`` says whether the signer was pinned."""
+
+    scorecard_sha256: str
+    decision: str
+    trusted: bool
+    checked: tuple[str, ...] = ()    # files whose SHA-256 equals the signed statement's
+    absent: tuple[str, ...] = ()     # projections the statement names, not beside it
+    unsigned: tuple[str, ...] = ()   # files beside the scorecard that no signature covers
+    signer: str = ""                 # keyid (hex SHA-256 of the raw public key) that verified
+
+
+def _canonical(data: bytes) -> dict[str, Any]:
+    try:
+        value = parse_jcs(data)
+        canonical = rfc8785.dumps(value) == data and isinstance(value, dict)
+    except (ValueError, rfc8785.CanonicalizationError):
+        canonical = False
+    if not canonical:
+        raise VerifyError("the scorecard bytes are not RFC 8785 canonical JSON", "NOT_CANONICAL")
+    return dict(value)
+
+
+def _envelope(envelope_file: Path) -> dict[str, Any]:
+    try:
+        envelope = json.loads(envelope_file.read_text("utf-8").splitlines()[0])
+    except (OSError, ValueError, IndexError) as exc:
+        raise VerifyError(f"{envelope_file.name} is malformed ({exc})", "BAD_ENVELOPE") from None
+    if not isinstance(envelope, dict):
+        raise VerifyError(f"{envelope_file.name} is not a DSSE envelope", "BAD_ENVELOPE")
+    return envelope
+
+
+def _key(folder: Path, trusted: Ed25519PublicKey | None) -> Ed25519PublicKey:
+    """The pinned key; without one, the key shipped beside the evidence (integrity only)."""
+    if trusted is not None:
+        return trusted
+    shipped = folder / "signer.pub.pem"
+    if not shipped.exists():
+        raise VerifyError("no key to check the signature with (pin the signer's key with "
+                          "--trusted-key)", "KEY_NOT_TRUSTED")
+    return signing.load_public(shipped)
+
+
+def _open(envelope: dict[str, Any], key: Ed25519PublicKey, pinned: bool) -> dict[str, Any]:
+    """The statement, once its DSSE signature verifies with ``key``."""
+    try:
+        return signing.open_envelope(envelope, key)
+    except VerifyError as exc:
+        if not pinned or exc.code != "BAD_SIGNATURE":
+            raise
+        keyid = hashlib.sha256(signing.raw_public(key)).hexdigest()
+        claimed = [s.get("keyid") for s in envelope["signatures"] if isinstance(s, dict)]
+        if claimed and keyid not in claimed:  # a diagnosis only: either way it fails
+            raise VerifyError("signed by a key that is not the pinned --trusted-key (keyid "
+                              f"{str(claimed[0])[:16]}...)", "KEY_NOT_TRUSTED") from None
+        raise
+
+
+def _subjects(statement: dict[str, Any]) -> dict[str, str]:
+    """name -> sha256 of the statement's subjects; names must be plain file names."""
+    subjects: dict[str, str] = {}
+    try:
+        for subject in statement["subject"]:
+            name, sha = subject["name"], subject["digest"]["sha256"]
+            if not isinstance(name, str) or not isinstance(sha, str) or name in subjects:
+                raise ValueError(f"subject {str(name)[:80]!r} is repeated or not a string")
+            local = name.removeprefix(INPUTS)
+            if not 0 < len(local.encode()) <= 255 or local in (".", "..") or \
+                    any(c in "/\\" or c < " " for c in local):
+                raise ValueError(f"subject {name[:80]!r} is not a file name")
+            subjects[name] = sha
+    except (KeyError, TypeError, ValueError) as exc:
+        raise VerifyError(f"the signed statement's subjects are malformed ({exc})",
+                          "BAD_ENVELOPE") from None
+    return subjects
+
+
+def _digest(path: Path) -> str | None:
+    """A file's SHA-256, or None when there is no file by that name."""
+    try:
+        return sha256_file(path) if path.is_file() else None
+    except OSError as exc:
+        raise VerifyError(f"{path.name}: {exc.strerror}", "UNREADABLE") from None
+
+
+def _check_files(folder: Path, card: dict[str, Any],
+                 subjects: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Compare every local subject with its file: (checked, absent projections)."""
+    wanted = {n: s for n, s in subjects.items() if not n.startswith(INPUTS)}
+    for name, field in BOUND.items():
+        bound = card.get(field)
+        if not isinstance(bound, str) or wanted.setdefault(name, bound) != bound:
+            raise VerifyError(f"{name} is not bound: the scorecard's {field} and the signed "
+                              "statement disagree", "DIGEST_MISMATCH")
+    changed: list[str] = []
+    missing: list[str] = []
+    absent: list[str] = []
+    checked: list[str] = []
+    for name in sorted(set(wanted) - {"scorecard.json"}):
+        actual = _digest(folder / name)
+        if actual is None:
+            (absent if name in PROJECTIONS else missing).append(name)
+        elif actual != wanted[name]:
+            changed.append(name)
+        else:
+            checked.append(name)
+    if changed:
+        raise VerifyError(f"{', '.join(changed)} changed after signing (SHA-256 differs from "
+                          "the signed statement)", "DIGEST_MISMATCH")
+    if missing:
+        raise VerifyError(f"{', '.join(missing)} named by the signed statement "
+                          f"{'is' if len(missing) == 1 else 'are'} missing beside the "
+                          "scorecard", "SUBJECT_MISSING")
+    return checked, absent
+
+
+def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
+    """Verify a scorecard and the files beside it; raise VerifyError with a code if not."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise VerifyError(f"{path}: {exc.strerror}", "UNREADABLE") from None
+    card = _canonical(data)
+    digest = hashlib.sha256(data).hexdigest()
+    folder = path.parent
+    sig_file, envelope_file = path.with_name(path.name + ".sig"), folder / "scorecard.intoto.jsonl"
+    if not sig_file.exists() or not envelope_file.exists():
+        raise VerifyError("the scorecard is not signed (no .sig or attestation beside it)",
+                          "UNSIGNED")
+    key = _key(folder, trusted)
+    subjects = _subjects(_open(_envelope(envelope_file), key, trusted is not None))
+    if subjects.get("scorecard.json") != digest:
+        raise VerifyError("scorecard.json changed after signing (the signed statement names "
+                          "another scorecard digest)", "DIGEST_MISMATCH")
+    try:
+        key.verify(sig_file.read_bytes(), data)
+    except (InvalidSignature, OSError):
+        raise VerifyError("scorecard.json.sig does not verify over these bytes",
+                          "BAD_SIGNATURE") from None
+    checked, absent = _check_files(folder, card, subjects)
+    covered = set(subjects) | SIGNATURE_FILES | {path.name}
+    unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
+                      if p.name not in covered)
+    return Verified(digest, str(card.get("decision")), trusted is not None,
+                    ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
+                    hashlib.sha256(signing.raw_public(key)).hexdigest())

@@ -1,0 +1,342 @@
+"""The review stage of finding-quality-discovery (§7-§9, §12): ``engine review``.
+
+Per task: local gates, the seeded audit sample, the claim-blind check (batched requests,
+one repair per batch, a cache bound to its inputs), the narrative judge (no repair), and a
+review file bound to the task, corpus, submission, reference and scoring digests. Files are
+created exclusively and never overwritten; a stale review needs a fresh review directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from engine.canonical import canonical, digest
+from engine.judge._transport import check_key
+from engine.protocols.discovery import check_submission, sample
+from engine.protocols.discovery.audit import AuditError, new_seed
+from engine.protocols.discovery.blind import batches, definitions, payload, segments, validate
+from engine.protocols.discovery.corpus import Corpus, LoadError, load_corpus
+from engine.protocols.discovery.gates import Gates
+from engine.protocols.discovery.names import task_file
+from engine.protocols.discovery.review import (
+    IntegrityError,
+    check_judge_rows,
+    evidence_gate,
+    verify_blind,
+)
+from engine.protocols.discovery.stats import audit_details
+from engine.protocols.discovery.task import Package, _corpus_file, reference_sha256
+from engine.records.strict_json import JsonError, loads
+
+
+class ReviewError(Exception):
+    """A task whose review could not be made: ``code`` is one of §4.4."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """Where and how to ask: an OpenAI-compatible endpoint and the stage's limits."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None
+    system: str
+    repair_sentence: str
+    max_input_chars: int
+    max_output_tokens: int
+    concurrency: int
+    timeout_s: float
+
+
+def load_reviewer(folder: Path, base_url: str, model: str,
+                  api_key_env: str | None) -> Reviewer:
+    """The review stage's texts and limits from judge.yaml."""
+    from engine.spec import yaml as _yaml
+
+    doc, problems = _yaml.parse((folder / "judge.yaml").read_text("utf-8"), "judge.yaml")
+    if doc is None:
+        raise ValueError("; ".join(map(str, problems)))
+    data = doc.data
+    system = "\n\n".join((folder / p).read_text("utf-8").strip() for p in data["system_prompt"])
+    return Reviewer(base_url, model, api_key_env, system,
+                    (folder / data["blind_repair"]).read_text("utf-8").strip(),
+                    int(data["max_input_chars"]), int(data["max_output_tokens"]),
+                    int(data["blind_concurrency"]), float(data["timeout_s"]))
+
+
+def _write_new(path: Path, value: Any) -> None:
+    """Create a file exclusively (OUTPUT_EXISTS if it is there)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise ReviewError("OUTPUT_EXISTS", f"{path.name} already exists") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(json.dumps(value, indent=1, ensure_ascii=False).encode() + b"\n")
+
+
+def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], budget: int,
+                 folder: Path) -> dict[str, Any]:
+    """judge_config.json: created once (with a fresh seed), then compared on every run."""
+    current = {"model": reviewer.model, "base_url": reviewer.base_url,
+               "system_sha256": digest(reviewer.system),
+               "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
+               "tasks_sha256": digest(tasks), "effective_tasks_sha256": digest(tasks),
+               "max_output_tokens": reviewer.max_output_tokens,
+               "max_input_chars": reviewer.max_input_chars,
+               "difficulty": pkg.discovery.difficulty, "audit_documents": budget,
+               "evidence_protocol_sha256": pkg.blind.sha256}
+    path = folder / "judge_config.json"
+    if not path.exists():
+        stored = {**current, "audit_seed": new_seed()}  # after the submissions exist
+        _write_new(path, stored)
+        return stored
+    stored = loads(path.read_bytes())
+    if {k: v for k, v in stored.items() if k != "audit_seed"} != current:
+        raise ReviewError("JUDGE_CONFIG_MISMATCH", "the review directory was made with another "
+                          "judge configuration; start a fresh review directory")
+    return dict(stored)
+
+
+async def _ask(client: httpx.AsyncClient, reviewer: Reviewer, user: dict[str, Any]
+               ) -> tuple[Any, dict[str, Any]]:
+    """One request (§9.3): size check, POST, JSON body, finish reason; (response, receipt)."""
+    text = canonical(user).decode()
+    if len(reviewer.system) + len(text) > reviewer.max_input_chars:
+        raise ReviewError("MODEL_INPUT_TOO_LARGE", f"{len(reviewer.system) + len(text)} "
+                          f"characters exceed {reviewer.max_input_chars}")
+    key = check_key(reviewer.api_key_env)  # checked before the first request too
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    body = {"model": reviewer.model, "max_tokens": reviewer.max_output_tokens,
+            "response_format": {"type": "json_object"},
+            "messages": [{"role": "system", "content": reviewer.system},
+                         {"role": "user", "content": text}]}
+    try:
+        response = await client.post(f"{reviewer.base_url.rstrip('/')}/chat/completions",
+                                     json=body, headers=headers, timeout=reviewer.timeout_s)
+        data = loads(response.content) if response.status_code == 200 else None
+        if data is None:
+            raise ReviewError("MODEL_TRANSPORT", f"HTTP {response.status_code}")
+        choice = data["choices"][0]
+        if choice.get("finish_reason") not in (None, "stop"):
+            raise ReviewError("MODEL_TRANSPORT", f"finish_reason {choice['finish_reason']!r}")
+        answer = loads(choice["message"]["content"])
+    except (httpx.HTTPError, JsonError, KeyError, TypeError, IndexError) as exc:
+        said = str(exc).replace(key, "[the API key]") if key else str(exc)
+        raise ReviewError("MODEL_TRANSPORT", f"{type(exc).__name__}: {said}") from None
+    receipt = {"model": reviewer.model, "usage": data.get("usage"),
+               "request_sha256": digest({"system": reviewer.system, "payload": user}),
+               "response_id": data.get("id")}
+    return answer, receipt
+
+
+async def _blind(client: httpx.AsyncClient, reviewer: Reviewer, pkg: Package, corpus: Corpus,
+                 findings: list[dict[str, Any]], doc_ids: list[str]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    record = pkg.blind.record
+    defs = definitions(findings)
+    segs = {d: segments(corpus.rows[d]["text"], record["segment_max_characters"],
+                        record["segment_split_min_characters"]) for d in doc_ids}
+    groups = batches(doc_ids, {d: len(corpus.rows[d]["text"]) for d in doc_ids},
+                     record["batch_documents"], record["batch_characters"])
+    gate = asyncio.Semaphore(reviewer.concurrency)
+
+    async def one(group: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        docs = [segs[d] for d in group]
+        texts = [corpus.rows[d]["text"] for d in group]
+        user = payload(defs, docs)
+        async with gate:
+            answer, receipt = await _ask(client, reviewer, user)
+            rows, why = validate(answer, docs, texts, len(defs))
+            receipts = [receipt]
+            if rows is None:  # BLIND_OUTPUT_INVALID: exactly one repair
+                repair = replace_system(reviewer, user["output_contract"]["row_length"])
+                fixed = {**user, "previous_response": answer, "validation_error": why}
+                answer, receipt = await _ask(client, repair, fixed)
+                receipts.append(receipt)
+                rows, why = validate(answer, docs, texts, len(defs))
+                if rows is None:
+                    raise ReviewError("BLIND_CHECK_FAILED", f"the repaired response fails: {why}")
+        return [{"doc_id": d, **row} for d, row in zip(group, rows, strict=True)], receipts
+
+    # A task group, not gather: when one batch fails, the others are cancelled and awaited
+    # before the client closes, so no connection is left open behind the error.
+    try:
+        async with asyncio.TaskGroup() as running:
+            tasks = [running.create_task(one(g)) for g in groups]
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    results = [t.result() for t in tasks]  # assembled in batch order
+    return [a for rows, _ in results for a in rows], [r for _, rs in results for r in rs]
+
+
+def replace_system(reviewer: Reviewer, row_length: int) -> Reviewer:
+    """The repair request's system prompt: the same prompt plus the repair sentence."""
+    from dataclasses import replace
+
+    sentence = reviewer.repair_sentence.replace("{row_length}", str(row_length))
+    return replace(reviewer, system=f"{reviewer.system}\n\n{sentence}")
+
+
+def _packet(pkg: Package, task: dict[str, Any], corpus: Corpus, submission: dict[str, Any],
+            doc_ids: list[str]) -> dict[str, Any]:
+    evidence = {e["doc_id"] for f in submission["findings"] for e in f["evidence"]}
+    states = {}
+    for f in submission["findings"]:
+        for a in f["assignments"]:
+            key = f"{f['finding_id']}/{a['condition_id']}"
+            states[key] = {d: s for s in ("positive", "negative", "unknown")
+                           for d in a[f"{s}_doc_ids"]}
+    documents = [{**corpus.rows[d], "participant_assignments": {
+        k: v.get(d, "outside_selected_population") for k, v in states.items()},
+        "participant_evidence": d in evidence} for d in doc_ids]
+    shown = json.loads(json.dumps(submission))
+    for f in shown["findings"]:
+        f["assignment_counts"] = {a["condition_id"]: {s: len(a[f"{s}_doc_ids"]) for s in
+                                                      ("positive", "negative", "unknown")}
+                                  for a in f.pop("assignments")}
+    audit = {"method": "stratified_assignment_and_corpus_sample",
+             "corpus_documents": len(corpus.ids), "sample_documents": len(doc_ids),
+             "participant_evidence_documents": len(evidence),
+             "full_arithmetic_verified": True, "exhaustive_semantic_verification": False}
+    return {"task": task, "documents": documents, "submission": shown, "semantic_audit": audit}
+
+
+async def review_task(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
+                      config: dict[str, Any], task: dict[str, Any], tasks: list[dict[str, Any]],
+                      corpora: Path, submissions: Path, folder: Path) -> dict[str, Any]:
+    """One task's review-stage outcome: missing, abstained, reused, reviewed, or error."""
+    try:
+        path = task_file(submissions, task, ".json")  # before anything is read
+    except LoadError as exc:
+        return {"task_id": task.get("task_id"), "outcome": "error",
+                "error": {"code": exc.code, "message": str(exc)}}
+    if not path.is_file():
+        return {"task_id": task["task_id"], "outcome": "missing"}
+    try:
+        corpus = load_corpus(_corpus_file(corpora, task), task["corpus_sha256"],
+                             task["n_documents"])
+        result = check_submission(pkg.discovery, task, corpus, path.read_bytes())
+        if not result["valid"]:
+            raise ReviewError(result["error"]["code"], result["error"]["message"])
+        submission = result["submission"]
+        if not submission["findings"]:
+            return {"task_id": task["task_id"], "outcome": "abstained"}
+        binding = {"task_id": task["task_id"], "submission_sha256": result["submission_sha256"],
+                   "corpus_sha256": task["corpus_sha256"],
+                   "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
+                   "scoring_version": pkg.discovery.version, "task_sha256": digest(task)}
+        review_path = task_file(folder, task, ".json")
+        if review_path.exists():
+            stored = loads(review_path.read_bytes())
+            if any(stored.get(k) != v for k, v in binding.items()):
+                raise ReviewError("STALE_REVIEW", "the stored review no longer matches; use a "
+                                  "fresh review directory")
+            return {"task_id": task["task_id"], "outcome": "reused"}
+        review = await _review(client, pkg, reviewer, config, task, corpus, submission,
+                               binding, folder)
+        _write_new(review_path, review)
+        return {"task_id": task["task_id"], "outcome": "reviewed"}
+    except (ReviewError, LoadError, IntegrityError, AuditError) as exc:
+        return {"task_id": task["task_id"], "outcome": "error",
+                "error": {"code": exc.code, "message": str(exc)}}
+
+
+async def _review(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
+                  config: dict[str, Any], task: dict[str, Any], corpus: Corpus,
+                  submission: dict[str, Any], binding: dict[str, Any],
+                  folder: Path) -> dict[str, Any]:
+    findings = submission["findings"]
+    seed, budget = config["audit_seed"], config["audit_documents"]
+    doc_ids = sample(seed, budget, task["task_id"], corpus.ids, findings,
+                     pkg.discovery.audit)["document_ids"]
+    cache_path = task_file(folder, task, ".blind.json")
+    cache_binding = {k: binding[k] for k in ("task_sha256", "submission_sha256",
+                                             "corpus_sha256")}
+    cache_binding["judge_config_sha256"] = digest(config)
+    if cache_path.exists():
+        cached = loads(cache_path.read_bytes())
+        if cached.get("binding") != cache_binding:
+            raise ReviewError("BLIND_CACHE_BINDING", "the blind cache was made for other inputs")
+        check, receipts = cached["check"], list(cached["receipts"])
+    else:
+        annotations, receipts = await _blind(client, reviewer, pkg, corpus, findings, doc_ids)
+        check = {"protocol_sha256": pkg.blind.sha256, "seed": seed, "budget": budget,
+                 "annotations": annotations}
+        _write_new(cache_path, {"binding": cache_binding, "check": check, "receipts": receipts})
+    annotations = verify_blind(pkg.blind, check, task, corpus, findings, pkg.discovery.audit)
+    gates = Gates(pkg.discovery.protocol, task, corpus)
+    robust = pkg.discovery.protocol.robustness
+    diagnostics, audits, offset = {}, {}, 0
+    for f in findings:
+        sel = gates.selection(f)
+        diagnostics[f["finding_id"]] = evidence_gate(pkg.blind, f, offset, sel, annotations)
+        offset += len(f["definitions"])
+        k0, k1, outcome = _known_arms(task, gates, f, sel)
+        audits[f["finding_id"]] = audit_details([d for d in corpus.ids if d in sel], corpus.rows,
+                                                k0, k1, outcome, robust["axes"],
+                                                robust["min_known_per_arm"])
+    packet = _packet(pkg, task, corpus, submission, doc_ids)
+    user = {**packet, "robustness_audits": audits, "blind_evidence_diagnostics": diagnostics,
+            "blind_annotations": annotations}
+    answer, receipt = await _ask(client, reviewer, user)
+    try:
+        if not isinstance(answer, dict) or set(answer) != {"findings"}:
+            raise IntegrityError("JUDGE_OUTPUT_INVALID", "the output must be {\"findings\": ...}")
+        check_judge_rows(answer["findings"], findings)
+    except IntegrityError as exc:
+        raise ReviewError("JUDGE_OUTPUT_INVALID", str(exc)) from None
+    return {**binding, "reviewer_method": f"{reviewer.base_url} / {reviewer.model}",
+            "findings": answer["findings"], "provider_receipts": [*receipts, receipt],
+            "blind_check": check,
+            "semantic_audit": {**packet["semantic_audit"], "document_ids": doc_ids}}
+
+
+def _known_arms(task: dict[str, Any], gates: Gates, f: dict[str, Any],
+                sel: set[str]) -> tuple[set[str], set[str], set[str]]:
+    labels = {a["condition_id"]: {s: set(a[f"{s}_doc_ids"]) for s in
+                                  ("positive", "negative", "unknown")}
+              for a in f["assignments"]}
+    first = labels[f["definitions"][0]["condition_id"]]
+    if task["kind"] == "compound_association":
+        b = labels[f["definitions"][1]["condition_id"]]
+        known_b = b["positive"] | b["negative"]
+        return first["negative"] & known_b, first["positive"] & known_b, b["positive"]
+    from engine.protocols.discovery.gates import Finding
+
+    state = Finding(0, f, sel=[d for d in gates.corpus.ids if d in sel], sel_set=sel)
+    if task["kind"] == "temporal_change":
+        gates.check_cutoff_format(state)
+    else:
+        gates.check_group_values(state)
+    assert state.arms is not None
+    return (state.arms[0] - first["unknown"], state.arms[1] - first["unknown"],
+            first["positive"])
+
+
+def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], corpora: Path,
+               submissions: Path, folder: Path, budget: int) -> list[dict[str, Any]]:
+    """Review every task of the inventory into ``folder``; one outcome per task."""
+    check_key(reviewer.api_key_env)  # BAD_API_KEY before anything is asked or written
+    folder.mkdir(parents=True, exist_ok=True)
+    lo, hi = pkg.discovery.audit["budget_range"]
+    if not isinstance(budget, int) or not lo <= budget <= hi:
+        raise ReviewError("AUDIT_BUDGET_RANGE", f"audit budget {budget} is not in [{lo}, {hi}]")
+    config = judge_config(pkg, reviewer, tasks, budget, folder)
+
+    async def everything() -> list[dict[str, Any]]:
+        async with httpx.AsyncClient() as client:
+            return [await review_task(client, pkg, reviewer, config, t, tasks, corpora,
+                                      submissions, folder) for t in tasks]
+
+    return asyncio.run(everything())

@@ -1,0 +1,334 @@
+"""Records -> units -> rows. Primitives don't know where they are; the runner stamps it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from engine.decide import findings as _findings
+from engine.decide.aggregate import WAIVED, Tally
+from engine.decide.spill import IdSet
+from engine.inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
+from engine.inspections._base import SelectorFailed, clip, search, truthy
+from engine.protocols.release_gate.assevra import INVALID
+from engine.records.formats import FORMATS, SPLITTABLE, VALIDATORS, BadRecord, Record
+from engine.records.masking import evidence
+from engine.spec.evaluation import Evaluation, Inspection
+
+Row = dict[str, Any]
+JUDGED = frozenset({"judge", "injection"})  # types that may ask the judge
+NOT_APPLICABLE = "NOT_APPLICABLE"  # a SKIPPED outcome with this code leaves no row
+Sink = Callable[[Row], None]
+
+
+def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | BadRecord]:
+    """Stream the records of the evaluation's unit input, hashing its bytes into ``digest``."""
+    source = evaluation.inputs[evaluation.unit_input]
+    return FORMATS[source.format](source.path, digest)
+
+
+def validator(evaluation: Evaluation) -> Callable[[Any, Any, Any], Any] | None:
+    """The row validator of the unit input's format, when the policy validates rows."""
+    source = evaluation.inputs[evaluation.unit_input]
+    return VALIDATORS.get(source.format) if evaluation.policy.validate else None
+
+
+def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context,
+            inspections: dict[str, Inspection] | None = None) -> Outcome:
+    """Run one primitive; anything but a proper Outcome becomes a coded ERROR. A judged
+    inspection with a ``fallback`` hands the row to that inspection when no judge is set."""
+    fallback = inspection.params.get("fallback") if inspection.type == "judge" else None
+    if fallback and ctx.judge is None and inspections:
+        inspection = inspections[fallback]
+    try:
+        outcome = inspection.primitive.run(unit, inspection.params, ctx)
+    except SelectorFailed as exc:
+        return Outcome(ERROR, code=exc.code, message=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a crashing primitive must not crash the run
+        return Outcome(ERROR, code="INSPECTION_FAILED",
+                       message=f"the inspection failed: {type(exc).__name__}: {clip(str(exc))}")
+    if outcome is None:
+        return Outcome(ERROR, code="NO_OUTCOME", message="the inspection gave no outcome")
+    if not isinstance(outcome, Outcome) or outcome.status not in STATUSES:
+        return Outcome(ERROR, code="BAD_OUTCOME", message="the inspection gave no valid status")
+    return outcome
+
+
+def _applies(inspection: Inspection, unit: dict[str, Any]) -> bool | Outcome:
+    """Whether ``when:`` selects this unit; an ERROR outcome when it cannot say."""
+    if inspection.when is None:
+        return True
+    try:
+        return truthy(search(inspection.when, unit))
+    except SelectorFailed as exc:
+        return Outcome(ERROR, code=exc.code, message=str(exc))
+
+
+MEASURED = frozenset({"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
+                      "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s",
+                      "trace_id", "span_id", "trial_id"})
+
+
+def suite_part(row: dict[str, Any]) -> dict[str, Any]:
+    """A record's inputs and assertions: measured keys and keys starting with '_' removed."""
+    return {k: v for k, v in row.items() if k not in MEASURED and not k.startswith("_")}
+
+
+class _Runner:
+    """State of one pass over the records."""
+
+    def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None,
+                 tally: Tally | None = None, seen: Any = None,
+                 runs_before: dict[str, int] | None = None) -> None:
+        self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
+        self.tally = tally if tally is not None else Tally()
+        self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge,
+                           {n: i.path for n, i in evaluation.inputs.items()})
+        self.collecting = judge is not None and judge.collecting
+        source = evaluation.inputs[evaluation.unit_input]
+        self.source = source.spec_path
+        self.validator = validator(evaluation)
+        self.seen: Any = seen if seen is not None else IdSet()  # validated row ids
+        self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
+        self.line_based = source.format in SPLITTABLE
+        self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
+
+    def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
+        mask = self.policy.mask
+        message = evidence(message, mask)
+        row = {"input": self.evaluation.unit_input, "line": line, "status": ERROR,
+               "code": code, "message": message, "spec_path": self.source,
+               **{k: evidence(v, mask) for k, v in extra.items()}}
+        self.tally.count_problem(code, {"line": line, "code": code, "message": message})
+        self.sink(row)
+
+    def validate(self, item: Record) -> bool:
+        """Classify the record; False when it is INVALID and must not be scored."""
+        assert self.validator is not None
+        verdict = self.validator(item.data, self.seen, self.policy.budgets)
+        dimension = item.data.get("dimension")  # the record chose it: clip and mask it
+        dimension = evidence(dimension, self.policy.mask) if isinstance(dimension, str) else ""
+        self.tally.validation[dimension, verdict.klass] += 1
+        if truthy(item.data.get("_capture_error")):
+            self.tally.capture_errors += 1
+            verdict.add("error", "CAPTURE_INCOMPLETE", "_capture_error",
+                        "the capture of this run failed")
+        if verdict.messages:
+            self.tally.validation_rows.append({
+                "line": item.line, "id": evidence(item.data.get("id"), self.policy.mask),
+                "dimension": dimension, "class": verdict.klass,
+                "messages": evidence(verdict.messages, self.policy.mask)})
+        if verdict.klass == INVALID:
+            self.problem(item.line, verdict.code, verdict.messages[0]["message"],
+                         unit=item.data.get("id"))
+            return False
+        return True
+
+    def record(self, item: Record | BadRecord) -> None:
+        self.tally.records += 1
+        if isinstance(item, BadRecord):
+            if self.validator is not None:
+                self.tally.validation["", "INVALID"] += 1
+                self.tally.validation_rows.append({"line": item.line, "id": None,
+                                                   "dimension": "", "class": "INVALID",
+                                                   "messages": [{"level": "error",
+                                                                 "code": item.code,
+                                                                 "field": "",
+                                                                 "message": evidence(item.message,
+                                                                                     self.policy.mask),
+                                                                 "hint": ""}]})
+            self.problem(item.line, item.code, item.message)
+            return
+        suite = self.evaluation.suite
+        if suite.derived:
+            self.tally.suite_rows.add(str(item.data.get("id", "")), suite_part(item.data))
+        if self.validator is not None and not self.validate(item):
+            return
+        try:  # a selector that cannot apply to this record makes it a record problem
+            found = _problem(self.evaluation, item)
+            if found is None:
+                case_id = search(self.evaluation.unit_case, item.data)
+                unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
+                unit_id = search(self.evaluation.unit_id, item.data)
+                control = self.policy.controls is not None and \
+                    truthy(search(self.policy.controls, governed(self.evaluation, unit)))
+        except SelectorFailed as exc:
+            found = exc.code, str(exc)
+        if found is not None:
+            self.problem(item.line, *found)
+            return
+        refused = self.admit(unit_id, str(case_id))
+        if refused is not None:
+            self.problem(item.line, *refused, unit=unit_id)
+            return
+        outcomes: dict[str, Outcome] = {}
+        for category in self.policy.categories.values():
+            for inspection_id in category.inspections:
+                inspection = self.policy.inspections[inspection_id]
+                if inspection_id not in outcomes:
+                    applies = _applies(inspection, unit)
+                    if applies is False or (self.collecting and inspection.type not in JUDGED):
+                        continue
+                    outcomes[inspection_id] = applies if isinstance(applies, Outcome) else \
+                        inspect(inspection, unit, self.ctx, self.policy.inspections)
+                outcome = outcomes[inspection_id]
+                if outcome.record is not None and str(case_id) not in self.tally.unit_records:
+                    self.tally.unit_records[str(case_id)] = outcome.record
+                if outcome.status == SKIPPED and outcome.code == NOT_APPLICABLE:
+                    continue  # the inspection has nothing to say about this unit: no row
+                row = _row(self.evaluation, item, unit_id, str(case_id), category.name,
+                           inspection, outcome)
+                if control:
+                    self.control(row, outcome)
+                    continue
+                waiver = self.waiver(category.name, str(case_id), unit) \
+                    if outcome.status == FAIL and self.waivers else None
+                if waiver is not None:
+                    row["waived_by"] = waiver
+                    self.tally.waived[waiver] += 1
+                    self.tally.count_row(category.name, inspection_id, WAIVED)
+                    self.sink(row)
+                    continue
+                self.tally.count_row(category.name, inspection_id, outcome.status, outcome.code)
+                self.tally.count_case(category.name, str(case_id), outcome.status)
+                measure = inspection.primitive.measure
+                if measure and isinstance(outcome.observed, int | float) and \
+                        not isinstance(outcome.observed, bool):
+                    self.tally.measures.setdefault(category.name, (measure, []))[1].append(
+                        outcome.observed)
+                if outcome.status in (FAIL, ERROR, ABSTAIN):
+                    _findings.add(self.tally.findings, category.name, str(case_id), row,
+                                  _trace(self.evaluation, item))
+                self.sink(row)
+
+    def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
+        """Why a unit may not be scored: its id was seen before, or its suite case already
+        has every run it declares (extra runs would dilute the rates); None if it may."""
+        if self.validator is None and self.line_based and _is_id(unit_id):
+            key = str(unit_id)
+            if key in self.seen:
+                return "DUPLICATE_ID", f"unit id {clip(unit_id)!r} appears more than once"
+            self.seen.add(key)
+        if self.evaluation.suite.derived:
+            return None  # a derived suite has no list of runs to check (its digest binds them)
+        want = self.evaluation.suite.trials[case]
+        if self.runs_before.get(case, 0) + self.tally.case_units[case] >= want:
+            return "EXTRA_RUN", (f"case {clip(case)!r} declares {want} trial(s); a run beyond "
+                                 "them is refused, never scored")
+        self.tally.case_units[case] += 1
+        return None
+
+    def waiver(self, category: str, case: str, unit: dict[str, Any]) -> str | None:
+        """The id of the first active waiver whose whole scope matches this FAIL row. Scope
+        is matched against governance data only: the category, the suite case id and the
+        suite case's tags (a suite derived from records is governance data only when the
+        Evaluation pins its digest; otherwise only category scopes can match)."""
+        governance = governed(self.evaluation, unit)
+        trusted = not self.evaluation.suite.from_evidence or self.evaluation.suite_pin is not None
+        tags = (governance.get("tags") if self.evaluation.suite.derived
+                else (governance.get("case") or {}).get("tags")) or []
+        tags = tags if isinstance(tags, list) else []
+        for w in self.waivers:
+            scope = w["scope"]
+            if not trusted and ("cases" in scope or "tags" in scope):
+                continue
+            if ("categories" not in scope or category in scope["categories"]) and \
+                    ("cases" not in scope or case in scope["cases"]) and \
+                    ("tags" not in scope or set(scope["tags"]) & {
+                        t for t in tags if isinstance(t, str)}):
+                return str(w["id"])
+        return None
+
+    def control(self, row: Row, outcome: Outcome) -> None:
+        """A known-bad record: it PASSes when the inspection gives the expected verdict."""
+        expect = self.policy.control_expect
+        status = PASS if outcome.status == expect else (
+            FAIL if outcome.status in (PASS, FAIL) else outcome.status)
+        row = {**row, "control": True, "inspection_status": row["status"], "status": status}
+        self.tally.controls.add(status)
+        self.tally.control_rows.append({k: row[k] for k in (
+            "unit", "case", "category", "inspection", "status", "inspection_status")})
+        self.sink(row)
+
+
+def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
+        judge: Any = None, tally: Tally | None = None, seen: Any = None,
+        runs_before: dict[str, int] | None = None) -> Tally:
+    """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
+    judge runtime that is still collecting, only judged inspections run, to gather prompts.
+
+    A shard passes its own ``tally`` (to spool its suite rows) and ``seen``, the ids validated
+    so far (``shards.SeenIds`` also answers for ids earlier shards validated); the set is
+    filled with this pass's ids as it goes. ``runs_before`` counts, by suite case, the runs
+    earlier shards admitted."""
+    runner = _Runner(evaluation, sink, judge, tally, seen, runs_before)
+    try:
+        for item in items:
+            runner.record(item)
+    finally:
+        if seen is None:
+            runner.seen.close()
+    return runner.tally
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
+    """The Suite's digest, or for a suite derived from records the digest of their inputs and
+    assertions, sorted by id (agent-release-gate §10)."""
+    if not evaluation.suite.derived:
+        return evaluation.suite.sha256
+    return str(tally.suite_rows.hexdigest())
+
+
+def governed(evaluation: Evaluation, unit: dict[str, Any]) -> dict[str, Any]:
+    """What of a unit is governance data, for controls and waiver scopes: the suite case
+    (``{"case": ...}``) for a Suite file; for a suite derived from the records, the record's
+    inputs and assertions, which suite_sha256 binds (measured fields removed)."""
+    if evaluation.suite.derived:
+        return suite_part(unit)
+    return {"case": unit.get("case")}
+
+
+def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:
+    if evaluation.suite.derived:
+        return None
+    if "case" in item.data:
+        return "RESERVED_FIELD", "'case' is reserved: the engine binds the suite case there"
+    case_id = search(evaluation.unit_case, item.data)
+    if case_id is None:
+        return "MISSING_CASE_ID", "the record names no case"
+    if not isinstance(case_id, str) or case_id not in evaluation.suite.cases:
+        return "UNKNOWN_CASE", f"case {clip(case_id)!r} is not in the suite"
+    return None
+
+
+def _trace(evaluation: Evaluation, item: Record) -> Any:
+    """The record's trace id for findings (display only: none when the selector fails)."""
+    try:
+        return search(evaluation.unit_trace, item.data)
+    except SelectorFailed:
+        return None
+
+
+def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, category: str,
+         inspection: Inspection, outcome: Outcome) -> Row:
+    mask = evaluation.policy.mask  # ids and cases are the record's choice: masked too
+    row: Row = {
+        "unit": evidence(unit_id, mask) if isinstance(unit_id, str | int) and
+        not isinstance(unit_id, bool) else f"{evaluation.unit_input}:{item.line}",
+        "case": evidence(case_id, mask), "input": evaluation.unit_input, "line": item.line,
+        "category": category, "inspection": inspection.id, "type": inspection.type,
+        "status": outcome.status, "spec_path": inspection.spec_path,
+    }
+    if outcome.code:
+        row["code"] = outcome.code
+    if outcome.message:
+        row["message"] = evidence(outcome.message, mask)
+    if outcome.expected is not None:
+        row["expected"] = evidence(outcome.expected, mask)
+    if outcome.observed is not None:
+        row["observed"] = evidence(outcome.observed, mask)
+    return row

@@ -1,0 +1,316 @@
+"""Scoring the unit records in one process, or in shards on Ray workers.
+
+An executor takes an Evaluation (and the judge runtime, already answered) and returns the
+tally, the SHA-256 of the unit input and the SHA-256 of ``rows.jsonl``, which it writes.
+
+The Ray executor splits a line-based input at line starts into byte ranges. Each worker
+reloads the spec from the same files (and checks it got the same digests), scores its
+range into a rows file and a tally in a spool folder inside the run's staging folder; the
+driver merges the tallies in shard order and concatenates the rows files. Everything the
+scorecard holds is either a sum, a first-appearance order or a stable sort, so the merged
+result is the single-process one byte for byte. Row ids must be unique across the whole
+file: a shard whose ids recur in an earlier shard is scored again, told those ids (by
+their BLAKE2b-128 keys, so the driver never holds the ids themselves).
+Workers never call a judge: the driver answers every prompt first (bounded by the
+configured concurrency) and ships the answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from engine.decide.aggregate import Tally
+from engine.decide.sorted_digest import SortedDigest
+from engine.decide.spill import IdSet
+from engine.errors import SpecErrors, UsageError
+from engine.evidence import scorecard as evidence
+from engine.judge import JudgeConfig, Runtime
+from engine.records.formats import SPLITTABLE, read_jsonl_part
+from engine.run import rows as runner
+from engine.spec import evaluation as spec
+
+Executor = Callable[[spec.Evaluation, Runtime | None, Path], tuple[Tally, str, str]]
+_BLOCK = 1 << 22
+
+
+def local(evaluation: spec.Evaluation, runtime: Runtime | None,
+          rows: Path) -> tuple[Tally, str, str]:
+    """Score every record in this process: (tally, input sha256, rows sha256)."""
+    unit_digest = hashlib.sha256()
+    with rows.open("wb") as handle:
+        writer = evidence.RowWriter(handle)
+        tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer, runtime)
+    return tally, unit_digest.hexdigest(), writer.hash.hexdigest()
+
+
+def rubrics(evaluation: spec.Evaluation) -> dict[str, Any]:
+    """The rubrics the policy's judged inspections use, by name."""
+    return {i.params["rubric"].name: i.params["rubric"]
+            for i in evaluation.policy.inspections.values()
+            if i.params.get("rubric") is not None and hasattr(i.params["rubric"], "sha256")}
+
+
+@dataclass(frozen=True)
+class Span:
+    """Bytes ``start``..``end`` of the input, beginning at line ``first_line``."""
+
+    start: int
+    end: int
+    first_line: int
+    sha256: str
+
+
+def split(path: Path, parts: int) -> tuple[list[Span], str]:
+    """Cut a file at line starts into at most ``parts`` byte ranges of similar size; returns
+    the ranges (each with its own digest and first line number) and the file's digest."""
+    size = path.stat().st_size
+    cuts: list[int] = []
+    with path.open("rb") as handle:
+        for i in range(1, parts):  # the first line start at or after each target
+            handle.seek(max(size * i // parts - 1, 0))
+            handle.readline()
+            at = handle.tell()
+            if 0 < at < size and (not cuts or at > cuts[-1]):
+                cuts.append(at)
+        handle.seek(0)
+        whole, spans, first_line = hashlib.sha256(), [], 1
+        for start, end in zip([0, *cuts], [*cuts, size], strict=True):
+            piece, left, lines = hashlib.sha256(), end - start, 0
+            while left > 0 and (block := handle.read(min(_BLOCK, left))):
+                piece.update(block)
+                whole.update(block)
+                lines += block.count(b"\n")
+                left -= len(block)
+            spans.append(Span(start, end, first_line, piece.hexdigest()))
+            first_line += lines
+    return spans, whole.hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to score one shard."""
+
+    index: int
+    attempt: int
+    cwd: str
+    root: str
+    file: str
+    overrides: dict[str, str]
+    as_of: str
+    digests: tuple[str, str, str]  # evaluation, policy, suite
+    span: Span
+    spool: str
+    judge: JudgeConfig | None
+    earlier: frozenset[bytes]  # keys of this shard's ids that an earlier shard validated
+    runs_before: tuple[tuple[str, int], ...] = ()  # runs earlier shards admitted, by case
+
+
+@dataclass
+class Part:
+    """A scored shard: its tally (suite rows detached into files) and rows file."""
+
+    index: int
+    tally: Tally
+    rows: str
+    suite_runs: list[str]
+
+
+KEY = 16  # bytes of an id key: BLAKE2b-128, so two different ids never meet in practice
+
+
+def id_key(row_id: str) -> bytes:
+    """The key a row id is compared across shards by."""
+    return hashlib.blake2b(row_id.encode("utf-8", "surrogatepass"), digest_size=KEY).digest()
+
+
+class SeenIds(IdSet):
+    """The ids this shard validated so far, plus (by key) those earlier shards validated
+    that recur here: ``row_id in seen`` is then what one process would answer."""
+
+    def __init__(self, earlier: frozenset[bytes]) -> None:
+        super().__init__()
+        self.earlier = earlier
+
+    def __contains__(self, row_id: object) -> bool:
+        return IdSet.__contains__(self, row_id) or (
+            bool(self.earlier) and isinstance(row_id, str) and id_key(row_id) in self.earlier)
+
+
+def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str]:
+    return evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256
+
+
+Seen = tuple[bytes, dict[str, int]]  # sorted id keys, runs admitted by suite case
+
+
+def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, Seen]:
+    """Worker side: reload the spec, check it is the driver's, score the byte range.
+    Returns the part, and the sorted keys of the ids it admitted with its runs per case."""
+    os.chdir(job.cwd)  # paths in rows are shown relative to the driver's folder
+    loaded = [e for e in spec.load([Path(job.root)], {k: Path(v) for k, v in
+                                                      job.overrides.items()})
+              if str(e.file) == job.file]
+    if len(loaded) != 1 or _digests(loaded[0]) != job.digests:
+        raise UsageError(f"{job.file} changed while the run was going on; run again",
+                         "SPEC_CHANGED")
+    evaluation = loaded[0]
+    evaluation.as_of = job.as_of
+    runtime = None
+    if job.judge is not None:
+        runtime = Runtime(job.judge, rubrics(evaluation), collecting=False,
+                          answers=answers or {})
+    stem = Path(job.spool) / f"part-{job.index:05d}-{job.attempt}"
+    tally = Tally(suite_rows=SortedDigest(spool=Path(f"{stem}-suite")))
+    seen = SeenIds(job.earlier)
+    read = hashlib.sha256()
+    source = evaluation.inputs[evaluation.unit_input]
+    try:
+        with Path(f"{stem}-rows.jsonl").open("xb") as handle:
+            items = read_jsonl_part(source.path, read, job.span.start, job.span.end,
+                                    job.span.first_line)
+            tally = runner.run(evaluation, items, evidence.RowWriter(handle), runtime,
+                               tally=tally, seen=seen, runs_before=dict(job.runs_before))
+        if read.hexdigest() != job.span.sha256:
+            raise UsageError(f"{spec.display(source.path)} changed while the run was going "
+                             "on; run again", "INPUT_CHANGED")
+        suite_runs = tally.suite_rows.detach()
+    finally:
+        tally.suite_rows.close()
+    tally.suite_rows = SortedDigest()
+    keys = b"".join(sorted(id_key(i) for i in seen))
+    seen.close()
+    return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), (keys, dict(tally.case_units))
+
+
+class RayExecutor:
+    """Score shards on Ray workers: a local instance, or the cluster at ``address``."""
+
+    def __init__(self, shards: int | None = None, address: str | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError("--executor ray needs Ray: pip install 'specgate[ray]'",
+                             "RAY_NOT_INSTALLED") from None
+        self.ray, self.shards, self.address = ray, shards, address
+        self._remote: Any = None
+
+    def _start(self) -> Any:
+        ray = self.ray
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=1, max_retries=0, num_returns=2)(score_part)
+        return ray
+
+    def __call__(self, evaluation: spec.Evaluation, runtime: Runtime | None,
+                 rows: Path) -> tuple[Tally, str, str]:
+        source = evaluation.inputs[evaluation.unit_input]
+        if source.format not in SPLITTABLE:
+            return local(evaluation, runtime, rows)
+        ray = self._start()
+        count = self.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        spans, unit_sha = split(source.path, count)
+        spool = Path(tempfile.mkdtemp(prefix="shards-", dir=rows.parent))
+        try:
+            answers = ray.put(runtime.answers if runtime is not None else None)
+            jobs = [Job(i, 0, os.getcwd(), str(evaluation.root), str(evaluation.file),
+                        {k: str(v) for k, v in evaluation.overrides.items()},
+                        evaluation.as_of, _digests(evaluation), span, str(spool),
+                        runtime.config if runtime is not None else None, frozenset())
+                    for i, span in enumerate(spans)]
+            parts, seen = zip(*(self._remote.remote(job, answers) for job in jobs),
+                              strict=True)
+            refs, found = list(parts), list(self._get(list(seen)))
+            again = _recurring([keys for keys, _ in found])
+            for i, earlier in again.items():  # ids met before: score the shard knowing them
+                jobs[i] = replace(jobs[i], attempt=1, earlier=earlier)
+                refs[i], ref = self._remote.remote(jobs[i], answers)
+                found[i] = self._get(ref)
+            for i, before in _runs_before(evaluation.suite.trials, found).items():
+                # its cases already have runs in earlier shards: score it knowing how many
+                refs[i], _ = self._remote.remote(replace(jobs[i], attempt=2, runs_before=before),
+                                                 answers)
+            return _combine(refs, self._get, rows, unit_sha)
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+
+    def _get(self, refs: Any) -> Any:
+        try:
+            return self.ray.get(refs)
+        except self.ray.exceptions.RayTaskError as exc:
+            cause = exc.cause
+            if isinstance(cause, UsageError | SpecErrors):
+                raise cause from None
+            raise
+
+
+def _common(a: bytes, b: bytes) -> set[bytes]:
+    """Keys in both sorted key strings (a merge join)."""
+    out: set[bytes] = set()
+    i = j = 0
+    while i < len(a) and j < len(b):
+        x, y = a[i:i + KEY], b[j:j + KEY]
+        if x == y:
+            out.add(x)
+        i += KEY if x <= y else 0
+        j += KEY if y <= x else 0
+    return out
+
+
+def _recurring(keys: list[bytes]) -> dict[int, frozenset[bytes]]:
+    """For each shard, the keys of ids it validated that an earlier shard validated too."""
+    out = {}
+    for i, mine in enumerate(keys):
+        found = set().union(*(_common(mine, keys[j]) for j in range(i)))
+        if found:
+            out[i] = frozenset(found)
+    return out
+
+
+def _runs_before(trials: dict[str, int],
+                 found: list[Seen]) -> dict[int, tuple[tuple[str, int], ...]]:
+    """Shards that admitted runs of a case whose trials earlier shards already (partly)
+    used, each with the runs earlier shards admitted by case (what one process would have
+    counted when it reached the shard). A shard's own count is capped at the trials."""
+    admitted: dict[str, int] = {}
+    out = {}
+    for i, (_, counts) in enumerate(found):
+        if any(admitted.get(c, 0) and admitted[c] + n > trials[c] for c, n in counts.items()):
+            out[i] = tuple(sorted(admitted.items()))
+        for case, n in counts.items():
+            admitted[case] = min(trials[case], admitted.get(case, 0) + n)
+    return out
+
+
+def _combine(refs: list[Any], get: Callable[[Any], Part], rows: Path,
+             unit_sha: str) -> tuple[Tally, str, str]:
+    """Fetch the shards one at a time, merge their tallies in order into the first and
+    append their rows files: memory holds the merged tally and one shard's."""
+    tally: Tally | None = None
+    rows_hash = hashlib.sha256()
+    try:
+        with rows.open("wb") as out:
+            for i, ref in enumerate(refs):
+                part = get(ref)
+                refs[i] = None  # let Ray free the shard's object
+                part.tally.suite_rows = SortedDigest.attach(part.suite_runs)
+                tally = part.tally if tally is None else tally.merge(part.tally)
+                with Path(part.rows).open("rb") as handle:
+                    while block := handle.read(_BLOCK):
+                        rows_hash.update(block)
+                        out.write(block)
+                del part
+    except BaseException:
+        if tally is not None:
+            tally.close()
+        raise
+    assert tally is not None, "a file always makes at least one shard"
+    return tally, unit_sha, rows_hash.hexdigest()

@@ -1,0 +1,272 @@
+"""Compile parameters once at load time: JMESPath, regexes, formulas, JSON Schemas.
+
+A primitive's parameter schema marks what to compile with ``x-jmespath``, ``x-regex``,
+``x-formula``, ``x-schema`` and ``x-schema-file``; ``run`` then receives compiled values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jmespath
+import jsonschema
+
+from engine.errors import FormulaError, Problem
+from engine.formula import ANY, BOOLEAN, compile_formula
+from engine.inspections import LOADERS
+from engine.spec import yaml as _yaml
+from engine.spec.yaml import Document
+from engine.spec.yaml import Path as JPath
+
+_REGEX_FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.DOTALL}
+
+
+class _Direct:
+    """A JMESPath expression simple enough to evaluate without the tree walker: a dotted
+    field path, or such a path compared for equality with a string literal. Same results
+    as jmespath.search; the per-record loop evaluates these millions of times."""
+
+    def __init__(self, compiled: Any, keys: tuple[str, ...], literal: Any) -> None:
+        self.compiled, self.keys, self.literal = compiled, keys, literal
+        self.expression = compiled.expression
+
+    def _get(self, data: Any) -> Any:
+        for key in self.keys:
+            if not isinstance(data, dict):
+                return None
+            data = data.get(key)
+        return data
+
+    def search(self, data: Any) -> Any:
+        """The value the expression selects (or the comparison's boolean)."""
+        value = self._get(data)
+        if self.literal is _NO_LITERAL:
+            return value
+        return isinstance(value, str) and value == self.literal
+
+
+_NO_LITERAL = object()
+
+
+def _field_path(node: dict[str, Any]) -> tuple[str, ...] | None:
+    if node.get("type") == "field":
+        return (node["value"],)
+    if node.get("type") == "subexpression":
+        parts = [_field_path(child) for child in node["children"]]
+        if all(p is not None for p in parts):
+            return tuple(k for p in parts if p is not None for k in p)
+    return None
+
+
+class _Guarded:
+    """``A && B`` where A is a direct comparison: when A is false the result is A's value
+    (false), without walking B; otherwise the whole expression is searched as usual."""
+
+    def __init__(self, compiled: Any, guard: _Direct) -> None:
+        self.compiled, self.guard = compiled, guard
+        self.expression = compiled.expression
+
+    def search(self, data: Any) -> Any:
+        """The value of the whole expression."""
+        return self.compiled.search(data) if self.guard.search(data) else False
+
+
+def _direct_tree(compiled: Any, tree: dict[str, Any]) -> _Direct | None:
+    keys = _field_path(tree)
+    if keys is not None:
+        return _Direct(compiled, keys, _NO_LITERAL)
+    if tree.get("type") == "comparator" and tree.get("value") == "eq":
+        left, right = tree["children"]
+        keys = _field_path(left)
+        if keys is not None and right.get("type") == "literal" and \
+                isinstance(right.get("value"), str):
+            return _Direct(compiled, keys, right["value"])
+    return None
+
+
+def _direct(compiled: Any) -> Any:
+    tree = compiled.parsed
+    found = _direct_tree(compiled, tree)
+    if found is not None:
+        return found
+    if tree.get("type") == "and_expression":
+        guard = _direct_tree(compiled, tree["children"][0])
+        if guard is not None and guard.literal is not _NO_LITERAL:
+            return _Guarded(compiled, guard)
+    return compiled
+
+
+def compile_selector(doc: Document, where: JPath, source: str,
+                     problems: list[Problem]) -> Any:
+    """A compiled JMESPath expression, or None with a located problem."""
+    try:
+        return _direct(jmespath.compile(source))
+    except jmespath.exceptions.JMESPathError as exc:
+        col = getattr(exc, "lex_position", 0) or 0
+        reason = getattr(exc, "msg", None) or str(exc).splitlines()[0]
+        problems.append(doc.problem(where, "BAD_JMESPATH",
+                                    f"'{source}' is not valid JMESPath: {reason}",
+                                    col_offset=col))
+        return None
+
+
+def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
+                   params: dict[str, Any], problems: list[Problem],
+                   resolve: Callable[[str, JPath], Path | None]) -> dict[str, Any]:
+    """Return ``params`` with defaults filled in and every marked value compiled; record
+    problems at their place."""
+    props = schema.get("properties", {})
+    params = {k: v["default"] for k, v in props.items() if "default" in v} | params
+    out = dict(params)
+    for key, value in params.items():
+        prop, at = props.get(key, {}), where + (key,)
+        if prop.get("x-jmespath"):
+            out[key] = compile_selector(doc, at, value, problems)
+            out[f"{key}_source"] = value
+        elif isinstance(prop.get("additionalProperties"), Mapping) and \
+                prop["additionalProperties"].get("x-jmespath"):
+            out[key] = {name: compile_selector(doc, at + (name,), src, problems)
+                        for name, src in value.items()}
+        elif prop.get("x-regex"):
+            out[key] = _regex(doc, at, value, params.get("flags", []), problems)
+        elif prop.get("x-schema"):
+            out[key] = _json_schema(doc, at, value, problems)
+        elif prop.get("x-schema-file"):
+            out["schema"] = _schema_file(doc, at, value, problems, resolve)
+        elif prop.get("x-jmespath-list"):
+            out[key] = [compile_selector(doc, at + (i,), src, problems)
+                        for i, src in enumerate(value)]
+        elif prop.get("x-load"):
+            out[key] = load_data_file(doc, at, value, LOADERS[prop["x-load"]], problems,
+                                      resolve)
+        elif prop.get("x-discovery"):
+            out[key] = _discovery(doc, at, value, problems, resolve)
+        elif prop.get("x-rubric"):
+            out[key] = _rubric(doc, at, value, params.get("inputs", {}), problems)
+    for key, value in params.items():
+        if props.get(key, {}).get("x-formula"):
+            rubric = out.get("rubric")
+            names = dict.fromkeys([*params.get("bind", {}), *params.get("inputs", {}),
+                                   *(getattr(rubric, "fields", ()))], ANY)
+            out[key] = compile_checked_formula(doc, where + (key,), value, names, BOOLEAN,
+                                               problems)
+    return out
+
+
+def _regex(doc: Document, where: JPath, source: str, flags: list[str],
+           problems: list[Problem]) -> Any:
+    bits = 0
+    for flag in flags:
+        bits |= _REGEX_FLAGS[flag]
+    try:
+        return re.compile(source, bits)
+    except re.error as exc:
+        problems.append(doc.problem(where, "BAD_REGEX", f"not a valid regular expression: {exc}"))
+        return None
+
+
+def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Problem]) -> Any:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        problems.append(doc.problem(where, "BAD_SCHEMA",
+                                    f"not a valid JSON Schema: {exc.message}"))
+        return None
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
+                 resolve: Callable[[str, JPath], Path | None]) -> Any:
+    target = resolve(rel, where)
+    if target is None:
+        return None
+    try:
+        schema = json.loads(target.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
+        return None
+    return _json_schema(doc, where, schema, problems)
+
+
+def _discovery(doc: Document, where: JPath, rel: str, problems: list[Problem],
+               resolve: Callable[[str, JPath], Path | None]) -> Any:
+    """The finding-quality-discovery spec package in a folder."""
+    from engine.protocols.discovery.task import load_package
+
+    folder = resolve(rel, where)  # inside the spec root, or a problem and nothing read
+    if folder is None:
+        return None
+    try:
+        package = load_package(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
+        return None
+    for name in package.files:  # bind every file the package read into the policy digest
+        resolve((Path(rel) / name).as_posix(), where)
+    return package
+
+
+def _rubric(doc: Document, where: JPath, name: str, inputs: Any,
+            problems: list[Problem]) -> Any:
+    """A rubric by name, checked against the variables the inspection provides."""
+    from engine.judge import RubricError, load_rubric
+
+    try:
+        rubric = load_rubric(name, Path(doc.file).resolve().parent / "rubrics")
+    except RubricError as exc:
+        problems.append(doc.problem(where, "BAD_RUBRIC", str(exc)))
+        return None
+    shadowed = sorted(set(rubric.fields) & set(inputs))
+    if shadowed:  # the judge owns its verdict fields, never the inspection's inputs
+        problems.append(doc.problem(where, "VERDICT_SHADOWS_INPUT",
+                                    f"rubric '{name}' declares verdict field "
+                                    f"'{shadowed[0]}', which is also an input's name",
+                                    "rename the input or the verdict field"))
+    missing = sorted(rubric.variables - set(inputs))
+    if missing:
+        problems.append(doc.problem(where, "UNKNOWN_VARIABLE",
+                                    f"rubric '{name}' uses {missing}, which the inspection's "
+                                    "inputs do not provide"))
+    return rubric
+
+
+def load_data_file(doc: Document, where: JPath, rel: str, build: Callable[[Any], Any],
+                   problems: list[Problem], resolve: Callable[[str, JPath], Path | None]) -> Any:
+    """Load a YAML data table (lexicon, detector, fixes) and build it; problems are located
+    at the spec key that names the file."""
+    target = resolve(rel, where)
+    if target is None:
+        return None
+    try:
+        text = target.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}' is not readable: {exc}"))
+        return None
+    table, found = _yaml.parse(text.removeprefix("\ufeff"), rel)
+    problems.extend(found)
+    if table is None:
+        return None
+    try:
+        return build(table.data)
+    except ValueError as exc:
+        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
+        return None
+
+
+def compile_checked_formula(doc: Document, where: JPath, source: str, names: dict[str, str],
+                            want: str, problems: list[Problem]) -> Any:
+    """A compiled formula giving ``want`` (or any), or None with a located problem."""
+    try:
+        formula = compile_formula(source, names)
+    except FormulaError as exc:
+        problems.append(doc.problem(where, exc.code, str(exc), col_offset=exc.col - 1))
+        return None
+    if formula.type not in (want, ANY):
+        problems.append(doc.problem(where, "FORMULA_TYPE",
+                                    f"the formula gives a {formula.type}, not a {want}"))
+        return None
+    return formula

@@ -1,0 +1,363 @@
+"""Load, validate and link specs into runnable plans. Nothing runs before all of it is valid."""
+
+# Category, Condition, Inspection and Policy live in _policy; they are part of this module's
+# vocabulary, so they are re-exported here.
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.canonical import digest
+from engine.errors import Problem, SpecErrors, did_you_mean
+from engine.inspections._base import clip
+from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
+from engine.spec import schema as _schema
+from engine.spec import yaml as _yaml
+from engine.spec.compile import compile_selector
+from engine.spec.policy import Category, Condition, Inspection, Policy, compile_policy
+
+DERIVES_SUITE = ("assevra-jsonl", "discovery-tasks")
+# Formats whose records carry the evaluated party's own cases and assertions: the suite they
+# derive is governance data only when the Evaluation pins its digest (spec.suite_sha256).
+# A task inventory (discovery-tasks) is governance's own file.
+EVIDENCE_SUITES = ("assevra-jsonl",)
+
+
+@dataclass
+class Suite:
+    """A compiled Suite: cases by id and how many trials each expects."""
+
+    name: str
+    version: str
+    cases: dict[str, dict[str, Any]]
+    trials: dict[str, int]
+    sha256: str
+    derived: bool = False  # cases and digest come from the records (assevra-jsonl)
+    from_evidence: bool = False  # ... and those records are written by the evaluated party
+
+
+@dataclass
+class Input:
+    """A named input of an Evaluation."""
+
+    name: str
+    path: Path
+    format: str
+    spec_path: str
+
+
+@dataclass
+class Evaluation:
+    """Everything ``engine run`` needs for one Evaluation."""
+
+    name: str
+    version: str
+    file: Path
+    policy: Policy
+    suite: Suite
+    inputs: dict[str, Input]
+    unit_input: str
+    unit_id: Any
+    unit_case: Any
+    sha256: str
+    unit_trace: Any = None
+    baseline: Path | None = None
+    trusted_keys: list[Path] = field(default_factory=list)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    as_of: str = ""  # the UTC date waivers are judged on (set by the command line)
+    as_of_requested: str = ""  # the date asked for (a release never goes back before today)
+    suite_pin: str | None = None  # spec.suite_sha256: the suite governance approved
+    judge_overridden: bool = False  # the command line chose another live judge
+    # how it was loaded (spec path as given, --input overrides), so a worker can reload it
+    root: Path | None = None
+    overrides: dict[str, Path] = field(default_factory=dict)
+
+
+def display(path: Path) -> str:
+    """A path as the user would like to read it: relative to the working folder if inside."""
+    rel = os.path.relpath(path)
+    return path.as_posix() if rel.startswith("..") else Path(rel).as_posix()
+
+
+class _Loader:
+    """Loads one spec tree; collects every problem instead of stopping at the first."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.problems: list[Problem] = []
+        self.docs: dict[Path, _yaml.Document | None] = {}
+        self.valid: dict[tuple[Path, str], _yaml.Document | None] = {}
+        self.compiled: dict[str, Any] = {}  # file -> compiled Policy or Suite (or None)
+
+    def compile(self, file: Path, kind: str) -> Any:
+        """A checked Policy or Suite, compiled once however often it is referenced."""
+        doc = self.checked(file, kind)
+        if doc is None:
+            return None
+        if doc.file not in self.compiled:
+            self.compiled[doc.file] = (compile_policy if kind == "Policy" else _suite)(self, doc)
+        return self.compiled[doc.file]
+
+    def read(self, file: Path) -> _yaml.Document | None:
+        """Parse one file once (cached); envelope-check it."""
+        file = file.resolve()
+        if file in self.docs:
+            return self.docs[file]
+        name = display(file)
+        doc = None
+        try:
+            text = file.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problems.append(Problem(name, 1, 1, "BAD_ENCODING", "",
+                                         f"not UTF-8 (byte {exc.start})"))
+        except OSError as exc:
+            self.problems.append(Problem(name, 1, 1, "FILE_UNREADABLE", "", exc.strerror or ""))
+        else:
+            doc, found = _yaml.parse(text.removeprefix("\ufeff"), name)
+            self.problems.extend(found)
+        self.docs[file] = doc
+        return doc
+
+    def kind(self, doc: _yaml.Document) -> str | None:
+        data = doc.data
+        return data.get("kind") if isinstance(data, dict) else None
+
+    def checked(self, file: Path, kind: str) -> _yaml.Document | None:
+        """The document in ``file`` if it is a valid ``kind`` spec; else record why not (once)."""
+        if (file.resolve(), kind) not in self.valid:
+            self.valid[file.resolve(), kind] = self._check(file, kind)
+        return self.valid[file.resolve(), kind]
+
+    def _check(self, file: Path, kind: str) -> _yaml.Document | None:
+        doc = self.read(file)
+        if doc is None:
+            return None
+        if self.kind(doc) != kind:
+            self.problems.append(doc.problem(("kind",), "WRONG_KIND",
+                                             f"expected a {kind} spec here"))
+            return None
+        found = _schema.problems(doc, _schema.validator(kind.lower()), doc.data)
+        self.problems.extend(found)
+        return None if found else doc
+
+    def path(self, doc: _yaml.Document, where: _yaml.Path, rel: str) -> Path | None:
+        """Resolve a spec path relative to its file; it must exist and stay inside the root."""
+        if os.path.isabs(rel):
+            self.problems.append(doc.problem(where, "PATH_ABSOLUTE",
+                                             f"'{rel}' must be relative to the spec file"))
+            return None
+        try:
+            target = (Path(doc.file).resolve().parent / rel).resolve()
+            escapes, exists = not target.is_relative_to(self.root), target.exists()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            self.problems.append(doc.problem(where, "BAD_PATH",
+                                             f"'{clip(rel)}' is not a usable path: {why}"))
+            return None
+        if escapes:
+            self.problems.append(doc.problem(
+                where, "PATH_ESCAPES_ROOT", f"'{rel}' leads outside the spec root",
+                f"keep it under {display(self.root)}"))
+            return None
+        if not exists:
+            self.problems.append(doc.problem(where, "FILE_NOT_FOUND", f"'{rel}' does not exist"))
+            return None
+        return target
+
+
+def spec_files(path: Path) -> list[Path]:
+    """The YAML files of a spec tree (or the one file given), sorted."""
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Evaluation]:
+    """Every Evaluation found under ``paths``, compiled; SpecErrors lists all problems."""
+    evaluations: list[Evaluation] = []
+    problems: list[Problem] = []
+    for path in paths:
+        if not path.exists():
+            problems.append(Problem(str(path), 1, 1, "FILE_NOT_FOUND", "",
+                                    "no such file or folder"))
+            continue
+        loader = _Loader(path if path.is_dir() else path.parent)
+        for file in spec_files(path):
+            doc = loader.read(file)
+            if doc is not None and loader.kind(doc) == "Evaluation":
+                evaluation = _evaluation(loader, file, overrides or {})
+                if evaluation is not None:
+                    evaluation.root, evaluation.overrides = path, dict(overrides or {})
+                    evaluations.append(evaluation)
+            elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
+                loader.compile(file, str(loader.kind(doc)))
+            elif doc is not None and loader.kind(doc) == "PolicyTest":
+                loader.checked(file, "PolicyTest")
+            elif doc is not None and loader.kind(doc) is not None:
+                loader.problems.append(doc.problem(("kind",), "UNKNOWN_KIND",
+                                                   f"'{loader.kind(doc)}' is not a spec kind",
+                                                   did_you_mean(str(loader.kind(doc)),
+                                                                ["Policy", "Suite",
+                                                                 "Evaluation",
+                                                                 "PolicyTest"])))
+        problems.extend(loader.problems)
+    if problems:
+        raise SpecErrors(problems)
+    return evaluations
+
+
+def load_policy(path: Path) -> Policy:
+    """One Policy file, compiled on its own (its data files resolve beside it)."""
+    loader = _Loader(path.parent)
+    policy = loader.compile(path, "Policy") if path.is_file() else None
+    if loader.problems or policy is None:
+        raise SpecErrors(loader.problems or [Problem(str(path), 1, 1, "FILE_NOT_FOUND", "",
+                                                     "no such Policy file")])
+    return policy
+
+
+def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
+    """Every PolicyTest under ``paths`` with its compiled Policy; SpecErrors if any is bad."""
+    out: list[tuple[Path, dict[str, Any], Policy]] = []
+    problems: list[Problem] = []
+    for path in paths:
+        loader = _Loader(path if path.is_dir() else path.parent)
+        for file in spec_files(path):
+            doc = loader.read(file)
+            if doc is None or loader.kind(doc) != "PolicyTest":
+                continue
+            checked = loader.checked(file, "PolicyTest")
+            if checked is None:
+                continue
+            target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
+            policy = loader.compile(target, "Policy") if target else None
+            if policy is not None:
+                out.append((file, checked.data, policy))
+        problems.extend(loader.problems)
+    if problems:
+        raise SpecErrors(problems)
+    return out
+
+
+def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Evaluation | None:
+    doc = loader.checked(file, "Evaluation")
+    if doc is None:
+        return None
+    spec = doc.data["spec"]
+    before = len(loader.problems)
+    policy_file = loader.path(doc, ("spec", "policy"), spec["policy"])
+    suite_file = loader.path(doc, ("spec", "suite"), spec["suite"]) if "suite" in spec else None
+    policy = loader.compile(policy_file, "Policy") if policy_file else None
+    suite = loader.compile(suite_file, "Suite") if suite_file else None
+    inputs: dict[str, Input] = {}
+    for name, decl in spec["inputs"].items():
+        where = ("spec", "inputs", name, "path")
+        if decl.get("optional") and name not in overrides and not _exists(
+                Path(doc.file).resolve().parent / decl["path"]):
+            continue  # an optional input that is not there yet (e.g. reviews)
+        target = overrides.get(name) or loader.path(doc, where, decl["path"])
+        fmt = decl.get("format", "jsonl")
+        if target is not None and _exists(target) and (fmt == "folder") != target.is_dir():
+            given = f"--input {name}={target}" if name in overrides else f"'{decl['path']}'"
+            loader.problems.append(doc.problem(
+                where, "INPUT_KIND", f"{given} is {'a folder' if target.is_dir() else 'a file'}"
+                f"; format {fmt} reads {'a folder' if fmt == 'folder' else 'a file'}"))
+            target = None
+        if target is not None:
+            inputs[name] = Input(name, target, decl.get("format", "jsonl"),
+                                 f"evaluation:spec.inputs.{name}")
+    units = spec.get("units", {})
+    unit_input = units.get("input") or (next(iter(spec["inputs"])) if len(spec["inputs"]) == 1
+                                        else None)
+    if unit_input is None or unit_input not in spec["inputs"]:
+        loader.problems.append(doc.problem(
+            ("spec", "units", "input") if units.get("input") else ("spec", "inputs"),
+            "UNKNOWN_INPUT", "say which input's records are the units (spec.units.input)",
+            did_you_mean(str(units.get("input")), spec["inputs"])))
+    unit_id = compile_selector(doc, ("spec", "units", "id"), units.get("id", "id"),
+                               loader.problems)
+    unit_case = compile_selector(doc, ("spec", "units", "case"), units.get("case", "case_id"),
+                                 loader.problems)
+    unit_trace = compile_selector(doc, ("spec", "units", "trace"),
+                                  units.get("trace", "trace_id"), loader.problems)
+    history = spec.get("history", {})
+    baseline = None
+    if "baseline" in history:  # may not exist yet: a missing baseline is a status, not an error
+        baseline = (Path(doc.file).resolve().parent / history["baseline"]).resolve()
+        if not baseline.is_relative_to(loader.root):
+            loader.problems.append(doc.problem(("spec", "history", "baseline"),
+                                               "PATH_ESCAPES_ROOT",
+                                               f"'{history['baseline']}' leads outside the "
+                                               "spec root", "use --baseline for other places"))
+    keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
+            for i, rel in enumerate(history.get("trusted_keys", []))]
+    judge = _judge_config(loader, doc, spec.get("judge"))
+    if "suite" not in spec and unit_input is not None:
+        fmt = spec["inputs"][unit_input].get("format", "jsonl")
+        if fmt in DERIVES_SUITE:
+            suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
+                          derived=True, from_evidence=fmt in EVIDENCE_SUITES)
+        else:
+            loader.problems.append(doc.problem(
+                ("spec",), "MISSING_KEY", "'suite' is required here",
+                "only an assevra-jsonl input derives its suite from its records"))
+    if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
+        return None
+    meta = doc.data["metadata"]
+    return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
+                      unit_id, unit_case, digest(doc.data), unit_trace, baseline,
+                      [k for k in keys if k is not None], judge,
+                      suite_pin=spec.get("suite_sha256"))
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _judge_config(loader: _Loader, doc: _yaml.Document,
+                  block: dict[str, Any] | None) -> JudgeConfig:
+    if not block:
+        return JudgeConfig()
+    provider = block["provider"]
+    replay = loader.path(doc, ("spec", "judge", "replay"), block["replay"]) \
+        if "replay" in block else None
+    if provider == "replay" and "replay" not in block:
+        loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",
+                                           "provider replay needs 'replay' (a signed "
+                                           "scorecard.json or its folder)",
+                                           "or pass --judge-replay SCORECARD"))
+    if provider in ("openai-compatible", "anthropic") and "model" not in block \
+            and "panel" not in block:
+        loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",
+                                           f"provider {provider} needs a model or a panel"))
+    simple = {k: block[k] for k in ("model", "temperature", "seed", "max_tokens", "timeout_s",
+                                     "concurrency", "retries", "backoff_s", "max_backoff_s",
+                                     "disagreement") if k in block}
+    return JudgeConfig(provider=provider,
+                       base_url=block.get("base_url", DEFAULT_URLS.get(provider, "")),
+                       panel=tuple(block.get("panel", ())),
+                       api_key_env=block.get("api_key_env", DEFAULT_KEYS.get(provider)),
+                       replay=replay, **simple)
+
+
+def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:
+    spec, meta = doc.data["spec"], doc.data["metadata"]
+    cases: dict[str, dict[str, Any]] = {}
+    trials: dict[str, int] = {}
+    for i, case in enumerate(spec["cases"]):
+        if case["id"] in cases:
+            loader.problems.append(doc.problem(("spec", "cases", i, "id"), "DUPLICATE_ID",
+                                               f"case id '{case['id']}' is used twice"))
+        cases[case["id"]] = case
+        trials[case["id"]] = case.get("trials", spec.get("trials", 1))
+    return Suite(meta["name"], meta["version"], cases, trials, digest(doc.data))
+
+
+__all__ = ["Category", "Condition", "Evaluation", "Input", "Inspection", "Policy", "Suite",
+           "display", "load", "spec_files"]

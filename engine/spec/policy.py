@@ -1,0 +1,373 @@
+"""Compile a Policy: inspections, categories, overall score and conditions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine._version import SCORING_VERSION
+from engine.canonical import digest
+from engine.decide.findings import build_fixes
+from engine.decide.reasons import REASON_CODES
+from engine.errors import did_you_mean
+from engine.formula import BOOLEAN, NUMBER, Formula
+from engine.inspections import TABLE, Primitive
+from engine.inspections.pii import build_detector
+from engine.records.masking import Masker, masker
+from engine.spec import schema as _schema
+from engine.spec import yaml as _yaml
+from engine.spec.compile import (
+    compile_checked_formula,
+    compile_params,
+    compile_selector,
+    load_data_file,
+)
+from engine.stats import DEFAULT_Z
+
+if TYPE_CHECKING:
+    from engine.spec.evaluation import _Loader
+
+COMMON_KEYS = {"id", "type", "description", "when"}
+
+
+@dataclass
+class Inspection:
+    """One compiled inspection entry."""
+
+    id: str
+    type: str
+    primitive: Primitive
+    params: dict[str, Any]
+    when: Any
+    spec_path: str
+
+
+@dataclass
+class Category:
+    """One category: a pass rate over the rows of its inspections."""
+
+    name: str
+    weight: float
+    threshold: float | None
+    minimum: float | None
+    gate_on: str
+    min_n: int
+    required: bool
+    inspections: list[str]
+    spec_path: str
+    severity: str = "high"
+    min_cases: int = 1  # scored suite cases the category needs to be resolved
+
+
+@dataclass
+class Condition:
+    """An extra gate condition: false fails, null is INCOMPLETE."""
+
+    id: str
+    formula: Formula
+    message: str
+    spec_path: str
+
+
+@dataclass
+class Policy:
+    """A compiled Policy."""
+
+    name: str
+    version: str
+    scoring_version: str
+    purpose: str
+    wilson_z: float
+    categories: dict[str, Category]
+    inspections: dict[str, Inspection]
+    overall: Formula | None
+    overall_threshold: float | None
+    conditions: list[Condition]
+    sha256: str
+    budgets: dict[str, Any] = field(default_factory=dict)
+    validate: bool = True
+    strict: bool = True
+    controls: Any = None  # compiled JMESPath marking control units, or None
+    control_expect: str = "FAIL"
+    pass_k: int = 2
+    min_cases: int = 1
+    reliability_gates: dict[str, float | int] = field(default_factory=dict)
+    reason_codes: dict[str, str] = field(default_factory=dict)
+    fixes: dict[str, Any] = field(default_factory=dict)
+    mask: Masker | None = None  # what row evidence hides (_masking), or None
+    comparison_required: bool = False
+    document: dict[str, Any] = field(default_factory=dict)  # what policy_sha256 digests
+    presentation_digests: dict[str, str] = field(default_factory=dict)
+    comparison_rules: dict[str, Formula] = field(default_factory=dict)
+    report: str | None = None
+    waivers: list[dict[str, Any]] = field(default_factory=list)
+    catalogues: list[dict[str, Any]] = field(default_factory=list)
+    card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+
+class _DataFiles:
+    """The files a policy reads, by role, so that their content is bound into its digests:
+    scoring data (lexicons, detectors, schemas) into policy_sha256, presentation (fix
+    templates) into presentation_digests."""
+
+    def __init__(self, loader: _Loader, doc: _yaml.Document) -> None:
+        self.loader, self.doc = loader, doc
+        self.scoring: dict[str, Path] = {}
+        self.presentation: dict[str, Path] = {}
+
+    def resolver(self, table: dict[str, Path]) -> Callable[[str, _yaml.Path], Path | None]:
+        """A path resolver that also records what it resolved into ``table``."""
+        def resolve(rel: str, at: _yaml.Path) -> Path | None:
+            path = self.loader.path(self.doc, at, rel)
+            if path is not None and path.is_file():  # a folder is bound by its files
+                table[rel] = path
+            return path
+        return resolve
+
+    @staticmethod
+    def digests(table: dict[str, Path]) -> dict[str, str]:
+        """Digest of each file's parsed content (JSON or YAML), by its path in the spec."""
+        out = {}
+        for rel, path in sorted(table.items()):
+            text = path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            if path.suffix not in (".json", ".yaml", ".yml"):
+                out[rel] = digest(text)
+                continue
+            if path.suffix == ".json":
+                try:
+                    out[rel] = digest(json.loads(text))
+                    continue
+                except ValueError:
+                    pass
+            parsed, _ = _yaml.parse(text, rel)
+            out[rel] = digest(parsed.data if parsed else text)
+        return out
+
+
+def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
+    """The compiled Policy of a schema-valid document, or None with its problems recorded."""
+    spec, meta = doc.data["spec"], doc.data["metadata"]
+    before = len(loader.problems)
+    gate = spec.get("gate", {})
+    files = _DataFiles(loader, doc)
+    inspections = _inspections(loader, doc, spec["inspections"], files)
+    categories: dict[str, Category] = {}
+    used: set[str] = set()
+    for name, cat in spec["categories"].items():
+        where = ("spec", "categories", name)
+        for j, ref in enumerate(cat["inspections"]):
+            used.add(ref)
+            if ref not in {i["id"] for i in spec["inspections"]}:
+                loader.problems.append(doc.problem(
+                    where + ("inspections", j), "UNKNOWN_INSPECTION_ID",
+                    f"no inspection has id '{ref}'",
+                    did_you_mean(ref, [i["id"] for i in spec["inspections"]])))
+        gate_on = cat.get("gate_on", gate.get("gate_on", "point"))
+        if gate_on == "wilson_lower" and cat.get("threshold") == 1:
+            loader.problems.append(doc.problem(
+                where + ("threshold",), "UNATTAINABLE_GATE",
+                "the Wilson lower bound never reaches 1.0",
+                "lower the threshold or use gate_on: point"))
+        categories[name] = Category(name, cat.get("weight", 1), cat.get("threshold"),
+                                    cat.get("minimum"), gate_on,
+                                    cat.get("min_n", gate.get("min_n", 1)),
+                                    cat.get("required", True), cat["inspections"],
+                                    f"policy:spec.categories.{name}",
+                                    cat.get("severity", "high"),
+                                    cat.get("min_cases", gate.get("min_cases", 1)))
+    used |= {str(entry["fallback"]) for entry in spec["inspections"] if "fallback" in entry}
+    for i, entry in enumerate(spec["inspections"]):
+        if entry["id"] not in used:
+            loader.problems.append(doc.problem(
+                ("spec", "inspections", i, "id"), "UNUSED_INSPECTION",
+                f"inspection '{entry['id']}' is in no category, so its rows would count nowhere"))
+    overall, threshold = _overall(loader, doc, spec, categories)
+    conditions = _conditions(loader, doc, spec, categories)
+    controls = spec.get("controls", {})
+    when = compile_selector(doc, ("spec", "controls", "when"), controls["when"],
+                            loader.problems) if controls else None
+    for i, code in enumerate(spec.get("reason_codes", {})):
+        if code not in REASON_CODES:
+            loader.problems.append(doc.problem(
+                ("spec", "reason_codes", code), "UNKNOWN_REASON_CODE",
+                f"'{code}' is not a reason the engine gives", did_you_mean(code, REASON_CODES),
+                key=True, rank=i))
+    for i, entry in enumerate(spec["inspections"]):
+        if "fallback" in entry and entry["fallback"] not in inspections:
+            loader.problems.append(doc.problem(
+                ("spec", "inspections", i, "fallback"), "UNKNOWN_INSPECTION_ID",
+                f"no inspection has id '{entry['fallback']}'",
+                did_you_mean(str(entry["fallback"]), inspections)))
+    fixes: dict[str, Any] = {}
+    if "fixes" in spec.get("findings", {}):
+        fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],
+                               lambda data: build_fixes(data, set(categories)), loader.problems,
+                               files.resolver(files.presentation)) or {}
+    mask_with = None
+    if "mask_with" in spec.get("evidence", {}):
+        mask_with = load_data_file(doc, ("spec", "evidence", "mask_with"),
+                              spec["evidence"]["mask_with"], build_detector, loader.problems,
+                              files.resolver(files.scoring))
+    comparison = gate.get("comparison", {})
+    names = dict.fromkeys(("rate", "baseline_rate", "baseline_lower", "baseline_upper"), NUMBER)
+    rules = {status: compile_checked_formula(
+        doc, ("spec", "gate", "comparison", f"{status}_when"),
+        comparison.get(f"{status}_when", default), names, BOOLEAN, loader.problems)
+        for status, default in (("regressed", "rate < baseline_lower"),
+                                ("improved", "rate > baseline_upper"))}
+    catalogues, mappings = _agent_card(loader, doc, spec, files)
+    for i, waiver in enumerate(spec.get("waivers", [])):
+        for j, name in enumerate(waiver["scope"].get("categories", [])):
+            if name not in categories:
+                loader.problems.append(doc.problem(
+                    ("spec", "waivers", i, "scope", "categories", j), "UNKNOWN_CATEGORY",
+                    f"no category is named '{name}'", did_you_mean(name, categories)))
+    if len(loader.problems) > before:
+        return None
+    purpose = gate.get("purpose", "release")
+    validation = spec.get("validation", {})
+    document = {"policy": doc.data, "scoring_data": files.digests(files.scoring),
+                "scoring_version": SCORING_VERSION}
+    return Policy(meta["name"], meta["version"], spec["scoring_version"], purpose,
+                  spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), categories, inspections,
+                  overall, threshold, conditions, digest(document),
+                  budgets=spec.get("budgets", {}),
+                  validate=purpose == "release" or validation.get("on_run", True),
+                  strict=purpose == "release" or validation.get("strict", False),
+                  controls=when, control_expect=controls.get("expect", "FAIL"),
+                  pass_k=spec.get("reliability", {}).get("pass_k", 2),
+                  min_cases=gate.get("min_cases", 1),
+                  reliability_gates={k: gate[k] for k in (
+                      "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
+                  reason_codes=spec.get("reason_codes", {}), fixes=fixes,
+                  mask=masker(inspections.values(), mask_with,
+                              spec.get("evidence", {}).get("mask_matches", True)),
+                  comparison_required=comparison.get("required", False),
+                  comparison_rules=rules, document=document, report=spec.get("report"),
+                  waivers=spec.get("waivers", []), catalogues=catalogues,
+                  card_mappings=mappings,
+                  presentation_digests=files.digests(files.presentation))
+
+
+def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                files: _DataFiles) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Catalogues and mappings of the Agent Card; every reference must name an entry."""
+    from engine.reports.agentcard import build_catalogue, build_provenance
+
+    block = spec.get("agent_card")
+    if not block:
+        return [], {}
+    catalogues = []
+    for i, rel in enumerate(block["catalogues"]):
+        where: _yaml.Path = ("spec", "agent_card", "catalogues", i)
+        found = load_data_file(doc, where, rel, build_catalogue, loader.problems,
+                               files.resolver(files.presentation))
+        if found is not None:
+            catalogues.append({**found, "sha256": digest(found)})
+    mappings: dict[str, Any] = {}
+    if "provenance" in block:
+        mappings |= load_data_file(doc, ("spec", "agent_card", "provenance"),
+                                   block["provenance"], build_provenance, loader.problems,
+                                   files.resolver(files.presentation)) or {}
+    known = {f"{c['catalogue']}:{e['id']}" for c in catalogues for e in c["entries"]}
+    for name, cat in spec["categories"].items():
+        if "controls" in cat:
+            mappings[name] = {k: list(cat["controls"].get(k, [])) for k in ("full", "partial")}
+            for strength in ("full", "partial"):
+                for j, ref in enumerate(cat["controls"].get(strength, [])):
+                    if ref not in known:
+                        loader.problems.append(doc.problem(
+                            ("spec", "categories", name, "controls", strength, j),
+                            "UNKNOWN_CONTROL", f"'{ref}' is in no loaded catalogue",
+                            did_you_mean(ref, known)))
+    for item, mapping in mappings.items():
+        if item in spec["categories"]:
+            continue
+        for ref in mapping["full"] + mapping["partial"]:
+            if ref not in known:
+                loader.problems.append(doc.problem(("spec", "agent_card", "provenance"),
+                                                   "UNKNOWN_CONTROL",
+                                                   f"{item}: '{ref}' is in no loaded catalogue",
+                                                   did_you_mean(ref, known)))
+    return catalogues, mappings
+
+
+def _inspections(loader: _Loader, doc: _yaml.Document, entries: list[dict[str, Any]],
+                 files: _DataFiles) -> dict[str, Inspection]:
+    out: dict[str, Inspection] = {}
+    for i, entry in enumerate(entries):
+        where: _yaml.Path = ("spec", "inspections", i)
+        kind = entry["type"]
+        if entry["id"] in out:
+            loader.problems.append(doc.problem(where + ("id",), "DUPLICATE_ID",
+                                               f"inspection id '{entry['id']}' is used twice"))
+        primitive = TABLE.get(kind)
+        if primitive is None:
+            loader.problems.append(doc.problem(
+                where + ("type",), "UNKNOWN_INSPECTION", f"'{kind}' is not a known type",
+                did_you_mean(kind, TABLE)))
+            continue
+        params = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
+        found = _schema.problems(doc, _schema.validator_for(primitive.schema), params, where)
+        loader.problems.extend(found)
+        if found:
+            continue
+        compiled = compile_params(doc, where, primitive.schema, params, loader.problems,
+                                  files.resolver(files.scoring))
+        when = (compile_selector(doc, where + ("when",), entry["when"], loader.problems)
+                if "when" in entry else None)
+        out[entry["id"]] = Inspection(entry["id"], kind, primitive, compiled, when,
+                                      f"policy:spec.inspections[{i}]")
+    return out
+
+
+def _overall(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+             categories: dict[str, Category]) -> tuple[Formula | None, float | None]:
+    block = spec.get("overall")
+    if block is None:
+        return None, None
+    names = {name: NUMBER for name in categories} | {"weighted": NUMBER}
+    source = block.get("formula", "weighted")
+    formula = compile_checked_formula(doc, ("spec", "overall", "formula"), source, names, NUMBER,
+                                      loader.problems)
+    if "weighted" in (formula.names if formula else ()) and not any(
+            c.weight > 0 for c in categories.values()):
+        loader.problems.append(doc.problem(("spec", "overall"), "NO_WEIGHT",
+                                           "the weighted score needs a category with weight > 0"))
+    return formula, block.get("threshold")
+
+
+def condition_names(categories: dict[str, Category]) -> dict[str, str]:
+    """Names a policy condition may use: rates by category name, counts, and 'overall'."""
+    names = {"overall": NUMBER, "weighted": NUMBER}
+    for name in categories:
+        names[name] = NUMBER
+        for count in ("n", "passed", "failed", "errors"):
+            names[f"{count}_{name}"] = NUMBER
+    return names
+
+
+def _conditions(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                categories: dict[str, Category]) -> list[Condition]:
+    out: list[Condition] = []
+    names = condition_names(categories)
+    derived = {"overall", "weighted"} | {f"{count}_{c}" for c in categories
+                                          for count in ("n", "passed", "failed", "errors")}
+    for name in sorted(set(categories) & derived):
+        loader.problems.append(doc.problem(("spec", "categories", name), "NAME_CLASH",
+                                           f"category '{name}' clashes with a formula name",
+                                           key=True))
+    for i, cond in enumerate(spec.get("conditions", [])):
+        where = ("spec", "conditions", i, "formula")
+        if cond["id"] in {c.id for c in out}:
+            loader.problems.append(doc.problem(("spec", "conditions", i, "id"), "DUPLICATE_ID",
+                                               f"condition id '{cond['id']}' is used twice"))
+        formula = compile_checked_formula(doc, where, cond["formula"], names, BOOLEAN,
+                                          loader.problems)
+        if formula is not None:
+            out.append(Condition(cond["id"], formula, cond.get("message", ""),
+                                 f"policy:spec.conditions[{i}]"))
+    return out

@@ -1,0 +1,96 @@
+"""Generate docs/reference.md from the spec schemas and the inspection table.
+
+Run ``python -m engine.spec.reference > docs/reference.md``; a test fails when the file is stale.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from engine.formula import FUNCTIONS
+from engine.inspections import TABLE
+from engine.spec.schema import load_schema
+
+_INTRO = """# Spec reference
+
+Generated from `schemas/*.schema.json` and the engine's inspection table by
+`python -m engine.spec.reference > docs/reference.md`. Do not edit by hand; a test fails when
+this file and the code disagree.
+
+Every spec file has the envelope `apiVersion: specgate/v1`, `kind`, `metadata` (`name`,
+`version`, optional `owner`, `description`) and `spec`.
+"""
+
+
+def _type(schema: Mapping[str, Any]) -> str:
+    if "const" in schema:
+        return f"`{json.dumps(schema['const'])}`"
+    if "enum" in schema:
+        return " \\| ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
+    kind = schema.get("type", "any")
+    kind = " or ".join(kind) if isinstance(kind, list) else kind
+    if kind == "array" and "items" in schema:
+        kind = f"list of {_type(schema['items'])}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), Mapping) and \
+            "properties" not in schema:
+        kind = f"map of name to {_type(schema['additionalProperties'])}"
+    bounds = [f"{word} {schema[key]}" for key, word in (
+        ("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+        ("exclusiveMaximum", "<"))
+        if key in schema]
+    return kind + (f" ({', '.join(bounds)})" if bounds else "")
+
+
+def _rows(schema: Mapping[str, Any], prefix: str) -> Iterator[str]:
+    required = set(schema.get("required", []))
+    for key, sub in schema.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        default = f"`{json.dumps(sub['default'])}`" if "default" in sub else ""
+        need = "yes" if key in required else ""
+        yield (f"| `{path}` | {_type(sub)} | {need} | {default} | "
+               f"{sub.get('description', '')} |")
+        yield from _rows(sub, path + ".")
+        extra = sub.get("additionalProperties")
+        if isinstance(extra, Mapping) and "properties" in extra:
+            yield from _rows(extra, path + ".<name>.")
+        items = sub.get("items")
+        if isinstance(items, Mapping) and "properties" in items:
+            yield from _rows(items, path + "[].")
+
+
+def _table(schema: Mapping[str, Any], prefix: str) -> list[str]:
+    return ["| key | type | required | default | meaning |", "|---|---|---|---|---|",
+            *_rows(schema, prefix)]
+
+
+def render() -> str:
+    """The whole reference as Markdown."""
+    out = [_INTRO]
+    for kind in ("Policy", "Suite", "Evaluation", "PolicyTest"):
+        schema = load_schema(kind.lower())
+        out += [f"## {kind}", "", *_table(schema["properties"]["spec"], "spec."), ""]
+    out += ["## Inspection types", "",
+            "Each entry of `spec.inspections` has `id`, `type`, optional `description` and "
+            "`when`, plus the parameters of its type. Selectors are JMESPath over the unit "
+            "(the record's fields, with the suite case bound as `case`).", ""]
+    for name in sorted(TABLE):
+        primitive = TABLE[name]
+        out += [f"### `{name}`", "", primitive.summary + ".", ""]
+        one_of = primitive.schema.get("oneOf")
+        if one_of:
+            keys = " or ".join(f"`{o['required'][0]}`" for o in one_of)
+            out += [f"Give exactly one of {keys}.", ""]
+        out += [*_table(primitive.schema, ""), ""]
+    out += ["## Formula functions", "", "| function | arguments | meaning |", "|---|---|---|"]
+    for name in sorted(FUNCTIONS):
+        fn = FUNCTIONS[name]
+        most = "any number" if fn.max_args is None else str(fn.max_args)
+        count = str(fn.min_args) if fn.min_args == fn.max_args else f"{fn.min_args} to {most}"
+        out.append(f"| `{name}` | {count} | {fn.doc} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(render(), end="")

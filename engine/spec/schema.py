@@ -1,0 +1,138 @@
+"""JSON Schema validation that speaks in located, coded problems."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, relevance
+
+from engine.errors import Problem, did_you_mean
+from engine.spec.yaml import Document, Path
+
+_TYPE_WORDS = {
+    "object": "a mapping", "array": "a list", "string": "text", "number": "a number",
+    "integer": "a whole number", "boolean": "true or false", "null": "null",
+}
+# Problems on these keys use the release-gate protocol's codes.
+_KEY_CODES = {"threshold": "BAD_THRESHOLD", "minimum": "BAD_THRESHOLD",
+              "purpose": "UNKNOWN_PURPOSE"}
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """One of the engine's own JSON Schemas, by file stem (``policy``, ``scorecard``...)."""
+    text = (resources.files("engine") / "schemas" / f"{name}.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+# Formats the engine's own schemas assert: calendar dates (2027-02-30 is not one).
+_FORMATS = jsonschema.FormatChecker(formats=("date",))
+
+
+def is_date(text: str) -> bool:
+    """True for a real calendar date written YYYY-MM-DD."""
+    return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text)) and \
+        _FORMATS.conforms(text, "date")
+
+
+@cache
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    """A validator for one of the engine's schemas, checked against the meta-schema once."""
+    schema = load_schema(name)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+
+
+def _words(types: Any) -> str:
+    types = [types] if isinstance(types, str) else list(types)
+    return " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+
+
+def problems(doc: Document, check: jsonschema.protocols.Validator, instance: Any,
+             base: Path = ()) -> list[Problem]:
+    """Every schema violation of ``instance`` (found at ``base`` in ``doc``) as a problem."""
+    out: list[Problem] = []
+    errors = sorted(check.iter_errors(instance), key=relevance)
+    for rank, err in enumerate(errors):
+        out.extend(_describe(doc, err, base + tuple(err.absolute_path), rank))
+    return out
+
+
+def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Iterator[Problem]:
+    kw, schema, where = err.validator, err.schema, path[-1] if path else ""
+    if not isinstance(schema, Mapping):
+        schema = {}
+    if kw == "additionalProperties" and isinstance(err.instance, Mapping):
+        known = set(schema.get("properties", {}))
+        for key in sorted(set(err.instance) - known):
+            yield doc.problem(path + (key,), "UNKNOWN_KEY", f"'{key}' is not a known key here",
+                              did_you_mean(key, known), key=True, rank=rank)
+        return
+    if kw == "required":
+        missing = [k for k in err.validator_value if k not in err.instance]
+        for key in missing:
+            yield doc.problem(path, "MISSING_KEY", f"'{key}' is required here", rank=rank)
+        return
+    if kw == "oneOf" and isinstance(err.instance, Mapping):
+        options = [sorted(s.get("required", [])) for s in err.validator_value]
+        names = " or ".join("'" + "', '".join(o) + "'" for o in options)
+        yield doc.problem(path, "ONE_OF", f"give exactly one of {names}", rank=rank)
+        return
+    if "propertyNames" in err.relative_schema_path and isinstance(err.instance, str):
+        yield doc.problem(path + (err.instance,), "BAD_NAME",
+                          f"'{err.instance}' is not a valid name", "use lower-case letters, "
+                          "digits and '_'", key=True, rank=rank)
+        return
+    code = _KEY_CODES.get(str(where), "")
+    if kw == "type":
+        message = f"must be {_words(err.validator_value)}"
+    elif kw in ("enum", "const"):
+        allowed = err.validator_value if kw == "enum" else [err.validator_value]
+        message = f"{json.dumps(err.instance)} is not one of {', '.join(map(json.dumps, allowed))}"
+        hint = did_you_mean(str(err.instance), [str(a) for a in allowed])
+        yield doc.problem(path, code or "BAD_VALUE", message, hint, rank=rank)
+        return
+    elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        message = f"{err.instance} is out of range ({_range(schema)})"
+        code = code or "OUT_OF_RANGE"
+    elif kw in ("minItems", "minProperties", "minLength"):
+        message, code = "must not be empty", code or "EMPTY"
+    elif kw == "pattern":
+        message, code = f"'{err.instance}' is not a valid name or value", code or "BAD_VALUE"
+    elif kw == "format" and err.validator_value == "date":
+        message, code = f"'{err.instance}' is not a calendar date (YYYY-MM-DD)", "BAD_DATE"
+    elif kw == "uniqueItems":
+        message, code = "holds the same entry twice", code or "DUPLICATE_ENTRY"
+    else:
+        message = err.message
+    yield doc.problem(path, code or ("BAD_TYPE" if kw == "type" else "SCHEMA"), message,
+                      rank=rank)
+
+
+def _range(schema: Mapping[str, Any]) -> str:
+    lo = schema.get("minimum", schema.get("exclusiveMinimum"))
+    hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+    left = "(" if "exclusiveMinimum" in schema else "["
+    right = ")" if "exclusiveMaximum" in schema else "]"
+    if hi is None:
+        return f"at least {lo}" if left == "[" else f"more than {lo}"
+    return f"{left}{lo}, {hi}{right}"
+
+
+_BUILT: dict[int, jsonschema.Draft202012Validator] = {}
+
+
+def validator_for(schema: Mapping[str, Any]) -> jsonschema.Draft202012Validator:
+    """A validator for a primitive's parameter schema, built once per schema."""
+    built = _BUILT.get(id(schema))
+    if built is None:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        built = _BUILT[id(schema)] = jsonschema.Draft202012Validator(schema)
+    return built

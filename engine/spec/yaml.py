@@ -1,0 +1,186 @@
+"""Parse YAML once into plain data plus a line/column index.
+
+Safe loading only. Aliases and anchors, duplicate keys, non-string keys, non-finite
+floats and integers beyond 2**53 are problems, reported with their place. Timestamps
+stay strings so every spec value is JSON and can be canonicalised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from engine.errors import Problem
+
+MAX_INT = 2**53 - 1  # the largest integer RFC 8785 (I-JSON) accepts
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+
+Path = tuple[str | int, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without timestamps that refuses aliases and anchors while composing."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused("YAML_ALIAS", "aliases are not allowed in specs", event.start_mark)
+        event = self.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            raise _Refused("YAML_ANCHOR", f"anchor '&{anchor}' is not allowed in specs",
+                           event.start_mark)
+        self._nodes = getattr(self, "_nodes", 0) + 1
+        if self._nodes > MAX_NODES:
+            raise _Refused("SPEC_TOO_LARGE", f"more than {MAX_NODES} values", event.start_mark)
+        self._depth = getattr(self, "_depth", 0) + 1
+        if self._depth > MAX_DEPTH:
+            raise _Refused("SPEC_TOO_DEEP", f"nesting deeper than {MAX_DEPTH}", event.start_mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+_Loader.yaml_implicit_resolvers = {
+    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _Refused(Exception):
+    def __init__(self, code: str, message: str, mark: Any) -> None:
+        super().__init__(message)
+        self.code, self.message, self.mark = code, message, mark
+
+
+@dataclass
+class Document:
+    """Parsed data of one YAML file and where each value and key sits in it."""
+
+    file: str
+    data: Any
+    places: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    key_places: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    quoted: set[Path] = field(default_factory=set)  # scalars whose text starts after a quote
+
+    def place(self, path: Path, key: bool = False) -> tuple[int, int]:
+        """Line and column (1-based) of ``path``, or of its nearest known parent."""
+        table = self.key_places if key and path in self.key_places else self.places
+        while path not in table and path:
+            path = path[:-1]
+            table = self.places
+        return table.get(path, (1, 1))
+
+    def problem(self, path: Path, code: str, message: str, hint: str = "", *,
+                key: bool = False, col_offset: int = 0, rank: int = 0) -> Problem:
+        """A problem located at ``path``."""
+        line, col = self.place(path, key)
+        if col_offset and path in self.quoted:
+            col_offset += 1
+        return Problem(self.file, line, col + col_offset, code, json_path(path), message, hint,
+                       rank)
+
+
+def json_path(path: Path) -> str:
+    """``('spec', 'inspections', 3, 'type')`` -> ``spec.inspections[3].type``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
+    """Parse one YAML document; return it, or None with the problems found."""
+    try:
+        loader = _Loader(text)  # the reader refuses control characters here, before parsing
+    except yaml.reader.ReaderError as exc:
+        at = exc.position
+        line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        return None, [Problem(file, line, col, "BAD_CHARACTER", "",
+                              f"character U+{exc.character:04X} is not allowed in YAML "
+                              "(control characters must be escaped in a quoted string)")]
+    try:
+        node = loader.get_single_node()
+    except _Refused as exc:
+        return None, [Problem(file, exc.mark.line + 1, exc.mark.column + 1, exc.code, "",
+                              exc.message)]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return None, [Problem(file, line, col, "YAML_SYNTAX", "", str(exc.problem or exc))]
+    except yaml.YAMLError as exc:
+        return None, [Problem(file, 1, 1, "YAML_SYNTAX", "", str(exc))]
+    finally:
+        loader.dispose()
+    doc = Document(file, None)
+    if node is None:
+        return None, [Problem(file, 1, 1, "EMPTY_SPEC", "", "the file holds no YAML document")]
+    problems: list[Problem] = []
+    doc.data = _build(node, (), doc, loader, problems)
+    return (None if problems else doc), problems
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _scalar(node: Any, path: Path, doc: Document, loader: _Loader,
+            problems: list[Problem]) -> Any:
+    try:
+        value = loader.construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError:
+        problems.append(doc.problem(path, "YAML_TAG", f"tag '{node.tag}' is not allowed"))
+        return None
+    if isinstance(value, str) and not value.isascii() and _lone_surrogate(value):
+        problems.append(doc.problem(path, "BAD_SCALAR", "a lone UTF-16 surrogate is not text"))
+    return value
+
+
+def _build(node: Any, path: Path, doc: Document, loader: _Loader,
+           problems: list[Problem]) -> Any:
+    doc.places[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    plain = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+    if type(node) in plain and node.tag != plain[type(node)]:
+        problems.append(doc.problem(path, "YAML_TAG", f"tag '{node.tag}' is not allowed"))
+        return None
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = (_scalar(key_node, path, doc, loader, problems)
+                   if isinstance(key_node, yaml.ScalarNode) else None)
+            where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if not isinstance(key, str):
+                problems.append(Problem(doc.file, *where, "NON_STRING_KEY", json_path(path),
+                                        "keys must be strings (quote it)"))
+                continue
+            if key in out:
+                problems.append(Problem(doc.file, *where, "DUPLICATE_KEY",
+                                        json_path(path + (key,)),
+                                        f"key '{key}' appears more than once"))
+                continue
+            doc.key_places[path + (key,)] = where
+            out[key] = _build(value_node, path + (key,), doc, loader, problems)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, path + (i,), doc, loader, problems)
+                for i, item in enumerate(node.value)]
+    if node.style in ("'", '"'):
+        doc.quoted.add(path)
+    value = _scalar(node, path, doc, loader, problems)
+    if isinstance(value, bytes):
+        problems.append(doc.problem(path, "BAD_SCALAR", "binary values are not allowed"))
+    elif isinstance(value, float) and not math.isfinite(value):
+        problems.append(doc.problem(path, "NON_FINITE", "NaN and infinities are not allowed"))
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        problems.append(doc.problem(path, "INTEGER_RANGE",
+                                    "integers beyond 2**53 lose precision in JSON"))
+    return value
