@@ -106,7 +106,7 @@ def fuzz_spec(rng: random.Random, work: Path, state: dict[str, Any]) -> str:
     out = work / f"out-{rng.randrange(10**9)}"
     for evaluation in evaluations:
         try:
-            execute(evaluation, out / evaluation.name, None)
+            execute(evaluation, out / evaluation.name)
         except EngineError:
             return "run refused"
     shutil.rmtree(out, ignore_errors=True)

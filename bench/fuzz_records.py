@@ -90,7 +90,7 @@ def run_once(folder: Path, out: Path) -> tuple[str, list[dict[str, Any]]]:
     from engine.spec import evaluation as spec
 
     (evaluation,) = spec.load([folder])
-    result = execute(evaluation, out, None)
+    result = execute(evaluation, out)
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_bytes().splitlines()]
     shutil.rmtree(out, ignore_errors=True)
     return result.decision, rows

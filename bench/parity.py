@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from engine.canonical import digest
-from engine.run.rows import suite_part
+from engine.protocols.release_gate.plugin import suite_part
 
 from . import assevra_data
 

@@ -7,7 +7,7 @@ from engine._version import __version__
 from engine.errors import EngineError, FormulaError, Problem, SpecErrors, UsageError, VerifyError
 from engine.evidence.verify import verify
 from engine.formula import compile_formula
-from engine.run.execute import Result, execute
+from engine.run.execute import Result, RunOptions, execute
 from engine.spec.evaluation import Evaluation, load
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "FormulaError",
     "Problem",
     "Result",
+    "RunOptions",
     "SpecErrors",
     "UsageError",
     "VerifyError",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import rfc8785
@@ -63,3 +64,21 @@ def digest_joined(encoded: Iterable[bytes]) -> str:
         h.update(b"," + data if i else data)
     h.update(b"]")
     return h.hexdigest()
+
+
+def sha256_path(path: Path) -> str:
+    """A file's SHA-256, or for a folder the digest of its files' names and digests."""
+    if not path.is_dir():
+        return sha256_file(path)
+    lines = [f"{p.relative_to(path).as_posix()}\u0000{sha256_file(p)}\n"
+             for p in sorted(path.rglob("*")) if p.is_file()]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes, streamed."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

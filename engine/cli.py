@@ -16,13 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from engine import protocols
 from engine._version import __version__
 from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
 from engine.evidence import signing
 from engine.evidence.verify import verify
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 from engine.run import shards
-from engine.run.execute import Result, execute
+from engine.run.execute import Result, RunOptions, execute
 from engine.spec import evaluation as spec
 from engine.spec.schema import is_date
 
@@ -73,16 +74,6 @@ def _parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     keygen.add_argument("--out-dir", type=Path, required=True)
-    review = sub.add_parser("review", help="make finding-quality-discovery reviews with a judge")
-    review.add_argument("paths", nargs="+", type=Path)
-    review.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
-    review.add_argument("--reviews-dir", type=Path, required=True,
-                        help="review directory (judge configuration, blind caches, reviews)")
-    review.add_argument("--judge-base-url", required=True, help="OpenAI-compatible endpoint")
-    review.add_argument("--judge-model", required=True)
-    review.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                        help="NAME of the variable holding the API key")
-    review.add_argument("--audit-documents", type=int, help="audit budget B (default: audit.yaml)")
     test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
     test.add_argument("paths", nargs="+", type=Path)
     test.add_argument("--min-coverage", type=float, help="share of policy rules to exercise")
@@ -98,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--name", help="evaluation name (default: the folder's name)")
     hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
     hash_cmd.add_argument("paths", nargs="+", type=Path)
+    for command in protocols.commands().values():  # what the protocols add
+        added = sub.add_parser(command.name, help=command.help)
+        added.add_argument("paths", nargs="+", type=Path)
+        added.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
+        command.add(added)
     return parser
 
 
@@ -160,7 +156,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache = None if args.no_judge_cache else args.judge_cache
     progress = _progress if sys.stderr.isatty() else None
     executor = _executor(args)
-    results = [execute(e, d, key, args.baseline, trusted, cache, progress, executor)
+    options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor)
+    results = [execute(e, d, options)
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.json:
@@ -293,34 +290,13 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_review(args: argparse.Namespace) -> int:
-    from engine.protocols.discovery import loads
-    from engine.protocols.discovery.reviewer import ReviewError, load_reviewer, review_all
-
-    evaluations = [e for e in spec.load(args.paths, _overrides(args.input))
-                   if any(i.type.startswith("discovery_")
-                          for i in e.policy.inspections.values())]
-    if len(evaluations) != 1:
-        raise UsageError("name one finding-quality-discovery Evaluation", "NO_EVALUATION")
-    evaluation = evaluations[0]
-    inspection = next(i for i in evaluation.policy.inspections.values()
-                      if i.type.startswith("discovery_"))
-    package, params = inspection.params["package"], inspection.params
-    folder = next(p for p in evaluation.file.parent.resolve().rglob("judge.yaml")).parent
-    reviewer = load_reviewer(folder, args.judge_base_url, args.judge_model, args.api_key_env)
-    inputs = {n: i.path for n, i in evaluation.inputs.items()}
-    tasks = list(loads(inputs[params["tasks"]].read_bytes()))
-    budget = args.audit_documents or package.discovery.audit["budget"]
-    try:
-        outcomes = review_all(package, reviewer, tasks, inputs[params["corpora"]],
-                              inputs[params["submissions"]], args.reviews_dir, budget)
-    except ReviewError as exc:
-        raise UsageError(str(exc), exc.code) from None
-    for outcome in outcomes:
-        error = outcome.get("error")
-        suffix = f" {error['code']}: {error['message']}" if error else ""
-        print(f"{outcome['task_id']}: {outcome['outcome']}{suffix}")
-    return 1 if any(o["outcome"] == "error" for o in outcomes) else 0
+def cmd_protocol(args: argparse.Namespace) -> int:
+    """A subcommand a protocol adds, over the Evaluations under the paths."""
+    command = protocols.commands()[args.command]
+    code, lines = command.run(args, spec.load(args.paths, _overrides(args.input)))
+    for line in lines:
+        print(line)
+    return code
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -365,7 +341,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for label, path in (("old", args.old), ("new", args.new)):
             evaluation = replace(base, policy=spec.load_policy(path))
-            execute(evaluation, Path(tmp) / label, None)
+            execute(evaluation, Path(tmp) / label)
             cards.append(json.loads((Path(tmp) / label / "scorecard.json").read_bytes()))
     changes = compare(cards[0], cards[1])
     if args.json:
@@ -418,7 +394,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
-            "keygen": cmd_keygen, "hash": cmd_hash, "review": cmd_review, "init": cmd_init,
+            "keygen": cmd_keygen, "hash": cmd_hash, "init": cmd_init,
             "test": cmd_test, "diff": cmd_diff}
 
 
@@ -445,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; every failure becomes its exit code and a coded message."""
     try:
-        return COMMANDS[args.command](args)
+        return COMMANDS.get(args.command, cmd_protocol)(args)
     except SpecErrors as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)

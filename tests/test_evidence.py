@@ -20,8 +20,8 @@ from engine import VerifyError
 from engine.cli import main
 from engine.decide.decision import decide
 from engine.evidence import scorecard as evidence
-from engine.evidence import verify as verify_api
 from engine.evidence.signing import load_public
+from engine.evidence.verify import verify as verify_api
 from engine.run import rows as runner
 from engine.spec.evaluation import load
 

@@ -133,3 +133,11 @@ class Tally:
         """Release what lives in temporary files (spilled suite rows, case counts)."""
         self.suite_rows.close()
         self.cases.close()
+
+
+def suite_digest(evaluation: Any, tally: Tally) -> str:
+    """The Suite's digest, or for a suite derived from records the digest of their inputs and
+    assertions, sorted by id (agent-release-gate §10)."""
+    if not evaluation.suite.derived:
+        return evaluation.suite.sha256
+    return str(tally.suite_rows.hexdigest())

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.decide import findings as _findings
-from engine.decide.aggregate import Counts, Tally
+from engine.decide.aggregate import Counts, Tally, suite_digest
 from engine.decide.reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
 from engine.errors import FormulaError
 from engine.formula import Z_KEY, evaluate
-from engine.run.rows import suite_digest, validator
+from engine.records import formats
 from engine.spec.evaluation import Evaluation
 from engine.stats import notes, pass_hat_k, wilson
 
@@ -339,7 +339,7 @@ def _formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
 def _validation(evaluation: Evaluation, tally: Tally,
                 reasons: list[Reason]) -> dict[str, Any] | None:
     """Row classes by dimension; in strict mode any non-LABELED row fails validation."""
-    if validator(evaluation) is None:
+    if not evaluation.policy.validate or formats.of_units(evaluation).validate is None:
         return None
     policy, source = evaluation.policy, evaluation.inputs[evaluation.unit_input]
     classes = {k: sum(n for (_, klass), n in tally.validation.items() if klass == k)

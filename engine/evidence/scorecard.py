@@ -22,11 +22,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engine._version import __version__
 from engine.canonical import canonical
-from engine.decide.aggregate import Tally
+from engine.decide.aggregate import Tally, suite_digest
 from engine.decide.decision import EXIT_CODES
 from engine.errors import UsageError
 from engine.evidence import signing
-from engine.run.rows import suite_digest
 from engine.spec.evaluation import Evaluation
 
 SCORECARD_VERSION = "specgate.scorecard/v1"
@@ -112,24 +111,6 @@ def validation_report(evaluation: Evaluation, tally: Tally,
     """validation.json: every row that is not LABELED or carries a warning, with counts."""
     return {"input": evaluation.unit_input, **summary,
             "problems": sorted(tally.validation_rows, key=lambda r: r["line"])}
-
-
-def sha256_path(path: Path) -> str:
-    """A file's SHA-256, or for a folder the digest of its files' names and digests."""
-    if not path.is_dir():
-        return sha256_file(path)
-    lines = [f"{p.relative_to(path).as_posix()}\u0000{sha256_file(p)}\n"
-             for p in sorted(path.rglob("*")) if p.is_file()]
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes, streamed."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class Staging:

@@ -18,9 +18,9 @@ import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from engine.canonical import sha256_file
 from engine.errors import VerifyError
 from engine.evidence import signing
-from engine.evidence.scorecard import sha256_file
 from engine.records.formats import parse_jcs
 
 SIGNATURE_FILES = frozenset({"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"})

@@ -2,26 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from engine import protocols
 from engine.inspections import agent, budget, judged, lexicon, pii, structure, text
 from engine.inspections._base import (
-                               ABSTAIN,
-                               ERROR,
-                               FAIL,
-                               PASS,
-                               SKIPPED,
-                               STATUSES,
-                               Context,
-                               Outcome,
-                               Primitive,
+    ABSTAIN,
+    ERROR,
+    FAIL,
+    PASS,
+    SKIPPED,
+    STATUSES,
+    Context,
+    Outcome,
+    Primitive,
 )
-from engine.protocols.discovery import inspection as discovery
 
-TABLE: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE,
-                               **pii.TABLE, **lexicon.TABLE, **agent.TABLE, **judged.TABLE,
-                               **discovery.TABLE}
+OWN: dict[str, Primitive] = {**text.TABLE, **structure.TABLE, **budget.TABLE, **pii.TABLE,
+                             **lexicon.TABLE, **agent.TABLE, **judged.TABLE}
+
+
+class _Table(Mapping[str, Primitive]):
+    """Every inspection type: the engine's own, then those the protocols add (looked up
+    when first read, so importing this package never imports a protocol)."""
+
+    def _all(self) -> dict[str, Primitive]:
+        return {**OWN, **protocols.primitives()}
+
+    def __getitem__(self, name: str) -> Primitive:
+        return OWN[name] if name in OWN else protocols.primitives()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+TABLE: Mapping[str, Primitive] = _Table()
+
+
 # Builders of the data tables some primitives read (``x-load`` in their parameter schema).
 LOADERS: dict[str, Callable[[Any], Any]] = {**pii.LOADERS, **lexicon.LOADERS}
 

@@ -57,6 +57,9 @@ class Primitive:
     summary: str
     mode: str = "deterministic"  # or "heuristic", "llm-judge": how the verdict is reached
     measure: str | None = None  # "cost" or "latency": observed numbers summarised in notes
+    asks_judge: bool = False  # may ask the LLM judge (its prompts are gathered first)
+    falls_back: bool = False  # a ``fallback`` parameter names the inspection to run instead
+    # when no judge is set
 
 
 class Missing:

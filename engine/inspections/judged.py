@@ -84,5 +84,5 @@ TABLE = {
                      "description": "inspection id that decides the row when no judge is set"},
     }, ["rubric", "inputs", "pass_when"]),
         "an LLM judge decides with a rubric (SKIPPED while no judge is configured)",
-        mode="llm-judge"),
+        mode="llm-judge", asks_judge=True, falls_back=True),
 }

@@ -6,11 +6,12 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.protocols.release_gate import assevra
+from engine import protocols
+from engine.inspections._base import clip
 from engine.spec.yaml import MAX_INT
 
 
@@ -180,38 +181,73 @@ def read_jsonl_part(path: Path, digest: Any, start: int, end: int | None,
                     return
 
 
-def read_json_array(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
-    """A JSON array of objects (a task inventory), one record per element, in order."""
-    from engine.protocols.discovery import JsonError, loads, task_problem
-
-    raw = path.read_bytes()
-    if digest is not None:
-        digest.update(raw)
-    try:
-        parsed = loads(raw)
-    except JsonError as exc:
-        yield BadRecord(1, exc.record_code, str(exc))
-        return
-    if not isinstance(parsed, list):
-        yield BadRecord(1, "INVALID_JSON", "the file must hold one JSON array of objects")
-        return
-    for index, item in enumerate(parsed, start=1):
-        if not isinstance(item, dict):
-            yield BadRecord(index, "NOT_AN_OBJECT", f"element {index} is not an object")
-        elif too_deep(item):
-            yield BadRecord(index, "NESTED_TOO_DEEP", _DEEP)
-        elif (problem := task_problem(item)) is not None:
-            yield BadRecord(index, "BAD_TASK_ID", problem)
-        else:
-            yield Record(index, item)
+LABELED, UNLABELED, INVALID = "LABELED", "UNLABELED", "INVALID"
 
 
-FORMATS: dict[str, Callable[[Path, Any], Iterator[Record | BadRecord]]] = {
-    "discovery-tasks": read_json_array,
-    "jsonl": read_jsonl,
-    "assevra-jsonl": read_jsonl,  # Assevra 0.6 datasets, read unchanged; validated per row
-}
-# Formats whose records are lines, so a file can be split at line starts into shards.
-SPLITTABLE = frozenset({"jsonl", "assevra-jsonl"})
-# Row validators by input format: (record, ids seen so far, policy budgets) -> verdict.
-VALIDATORS: dict[str, Callable[[Any, set[str], Any], Any]] = {"assevra-jsonl": assevra.classify}
+@dataclass
+class Verdict:
+    """What a format's row validator found: the row's class and each error and warning."""
+
+    klass: str  # LABELED (scored against its expectations), UNLABELED, INVALID (refused)
+    messages: list[dict[str, str]] = field(default_factory=list)
+    group: str = ""  # what the format groups rows by in the validation report
+
+    def add(self, level: str, code: str, field_name: str, message: str, hint: str = "") -> None:
+        """Record an error or a warning."""
+        self.messages.append({"level": level, "code": code, "field": clip(field_name),
+                              "message": clip(message), "hint": clip(hint)})
+
+    @property
+    def code(self) -> str:
+        """The first error code, or the class for an unlabeled row."""
+        errors = [m["code"] for m in self.messages if m["level"] == "error"]
+        return errors[0] if errors else self.klass
+
+
+Reader = Callable[[Path, Any], Iterator[Record | BadRecord]]
+# (record, ids seen so far, policy budgets) -> Verdict
+Validator = Callable[[Any, set[str], Any], Verdict]
+
+
+@dataclass(frozen=True)
+class Format:
+    """An input format: how its records are read and what they may carry.
+
+    ``suite`` says whether the unit records derive the Suite (no Suite file): ``None`` (they
+    do not), ``"governance"`` (the file is governance's own, e.g. a task inventory) or
+    ``"evidence"`` (the records are written by the evaluated party, so the derived suite is
+    governance data only when the Evaluation pins its digest). ``suite_part`` is what of a
+    record is suite (its inputs and assertions), for a suite derived from the evidence.
+    """
+
+    name: str
+    read: Reader | None  # None: the input is not records (a folder a primitive reads)
+    line_based: bool = False  # records are lines: a file splits at line starts into shards
+    validate: Validator | None = None  # row validator, when the policy validates rows
+    suite: str | None = None
+    suite_part: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def part(self, record: dict[str, Any]) -> dict[str, Any]:
+        """What of a record is suite data (default: all but keys starting with '_')."""
+        if self.suite_part is not None:
+            return self.suite_part(record)
+        return {k: v for k, v in record.items() if not k.startswith("_")}
+
+
+GENERIC = {"jsonl": Format("jsonl", read_jsonl, line_based=True),
+           "folder": Format("folder", None)}
+
+
+def named(name: str) -> Format:
+    """The format called ``name``: the engine's own, else one a protocol adds."""
+    return GENERIC.get(name) or protocols.formats()[name]
+
+
+def of_units(evaluation: Any) -> Format:
+    """The format of an Evaluation's unit input."""
+    return named(evaluation.inputs[evaluation.unit_input].format)
+
+
+def names() -> list[str]:
+    """Every format name, the engine's own first."""
+    return [*GENERIC, *protocols.formats()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -11,9 +10,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from engine import reports
-from engine.canonical import digest
+from engine import protocols, reports
+from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
+from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
 from engine.evidence import scorecard as evidence
 from engine.evidence import signing
@@ -40,108 +40,151 @@ class Result:
     judge_stats: dict[str, int] = field(default_factory=dict)
 
 
-def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
-            baseline: Path | None = None, trusted: list[Ed25519PublicKey] | None = None,
-            cache: Path | None = None,
-            progress: Callable[[int, int], None] | None = None,
-            executor: shards.Executor | None = None) -> Result:
-    """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all.
+@dataclass(frozen=True)
+class RunOptions:
+    """How one run is made beyond what the Evaluation declares (the command line's part)."""
 
-    ``baseline`` and ``trusted`` add to the Evaluation's history settings (command line);
-    ``executor`` scores the records (default: in this process).
-    """
-    staging = evidence.Staging(dest)
-    tally = None
+    key: Ed25519PrivateKey | None = None  # signs the scorecard; None leaves it unsigned
+    baseline: Path | None = None  # earlier signed scorecard; else the Evaluation's own
+    trusted: tuple[Ed25519PublicKey, ...] = ()  # added to the Evaluation's trusted_keys
+    cache: Path | None = None  # judgement cache folder; None neither reads nor writes one
+    progress: Callable[[int, int], None] | None = None  # judge progress (on a terminal)
+    executor: shards.Executor | None = None  # scores the records; None: in this process
+
+
+@dataclass
+class _Run:
+    """What the steps of one run hand each other."""
+
+    evaluation: Evaluation
+    options: RunOptions
+    staging: evidence.Staging
+    keys: list[Ed25519PublicKey] = field(default_factory=list)
+    runtime: Runtime | None = None
+    tally: Any = None
+    unit_sha: str = ""
+    rows_sha: str = ""
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    judge: dict[str, Any] | None = None
+    report: tuple[Any, list[tuple[str, bytes]]] | None = None
+    outcome: dict[str, Any] = field(default_factory=dict)
+    card: dict[str, Any] = field(default_factory=dict)
+    subjects: dict[str, str] = field(default_factory=dict)
+
+
+def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = None) -> Result:
+    """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all:
+    score the records, decide, compare with a baseline, write the evidence, seal, commit."""
+    run = _Run(evaluation, options or RunOptions(), evidence.Staging(dest))
     try:
-        keys = [signing.load_public(k) for k in evaluation.trusted_keys] + (trusted or [])
-        runtime = _judge_runtime(evaluation, cache, progress, keys)
-        if runtime is not None:  # first pass: gather the prompts, then answer them all
-            runner.run(evaluation, runner.records(evaluation), lambda row: None, runtime)
-            runtime.answer_all()
-        tally, unit_sha, rows_sha = (executor or shards.local)(
-            evaluation, runtime, staging.path / "rows.jsonl")
-        inputs: dict[str, dict[str, Any]] = {}
-        for name, source in sorted(evaluation.inputs.items()):
-            sha = unit_sha if name == evaluation.unit_input else \
-                evidence.sha256_path(source.path)
-            inputs[name] = {"format": source.format, "sha256": sha}
-        inputs[evaluation.unit_input]["records"] = tally.records
-        judge = None
-        if runtime is not None:
-            lines = runtime.lines()
-            staging.write("judgements.jsonl", b"".join(lines))
-            judge = judge_block(evaluation, runtime, hashlib.sha256(b"".join(lines)).hexdigest())
-        report = _protocol_report(evaluation, tally)
-        outcome = decide(evaluation, tally, judge)
-        baseline = baseline or evaluation.baseline
-        if baseline is not None or keys or evaluation.policy.comparison_required:
-            current = {"categories": outcome["categories"], "decision": outcome["decision"],
-                       "suite_sha256": evidence.suite_digest(evaluation, tally),
-                       "policy_sha256": evaluation.policy.sha256,
-                       "judge_sha256": judge["judge_sha256"] if judge else None}
-            block = history.compare(current, baseline, keys, staging.path / "rows.jsonl",
-                                    evaluation.policy.comparison_rules,
-                                    evaluation.policy.wilson_z)
-            outcome = with_comparison(evaluation, outcome, block)
-        card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
-        if evaluation.policy.catalogues:
-            card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
-                                                evaluation.policy.card_mappings, card,
-                                                key is not None)
-        found = card["findings"]
-        listing = evidence.findings_jsonl(found)
-        staging.write("findings.jsonl", listing)
-        findings_sha = hashlib.sha256(listing).hexdigest()
-        card |= {"findings": found[:evidence.FINDINGS_LISTED], "findings_count": len(found),
-                 "findings_sha256": findings_sha}
-        subjects = {"rows.jsonl": rows_sha, "findings.jsonl": findings_sha}
-        if report is not None:
-            card["report"] = report[0]
-            for name, data in (("report.json", report[1]), ("report.md", report[2])):
-                staging.write(name, data)
-                subjects[name] = hashlib.sha256(data).hexdigest()
-        if judge is not None:
-            subjects["judgements.jsonl"] = judge["judgements_sha256"]
-        if outcome["validation"] is not None:
-            checked = evidence.canonical(
-                evidence.validation_report(evaluation, tally, outcome["validation"]))
-            staging.write("validation.json", checked)
-            subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
-        for name, data in reports.project(card).items():  # projections of the scorecard
-            staging.write(name, data)
-            subjects[name] = hashlib.sha256(data).hexdigest()
-        subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in inputs.items()}
-        digest = evidence.seal(staging, card, key, subjects)
-        out = staging.commit()
+        _score(run)
+        _decide(run)
+        _write(run)
+        sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects)
+        out = run.staging.commit()
     except BaseException:
-        staging.discard()
+        run.staging.discard()
         raise
     finally:
-        if tally is not None:
-            tally.close()  # suite rows and case counts spilled to temporary files
+        if run.tally is not None:
+            run.tally.close()  # suite rows and case counts spilled to temporary files
+    return _result(run, out, sha)
+
+
+def _score(run: _Run) -> None:
+    """Judge prompts first (all asked at once), then every record into rows.jsonl."""
+    evaluation, staging = run.evaluation, run.staging
+    run.keys = [signing.load_public(k) for k in evaluation.trusted_keys] + \
+        list(run.options.trusted)
+    run.runtime = _judge_runtime(evaluation, run.options.cache, run.options.progress,
+                                 run.keys)
+    if run.runtime is not None:  # first pass: gather the prompts, then answer them all
+        runner.run(evaluation, runner.records(evaluation), lambda row: None, run.runtime)
+        run.runtime.answer_all()
+    run.tally, run.unit_sha, run.rows_sha = (run.options.executor or shards.local)(
+        evaluation, run.runtime, staging.path / "rows.jsonl")
+    for name, source in sorted(evaluation.inputs.items()):
+        sha = run.unit_sha if name == evaluation.unit_input else sha256_path(source.path)
+        run.inputs[name] = {"format": source.format, "sha256": sha}
+    run.inputs[evaluation.unit_input]["records"] = run.tally.records
+    if run.runtime is not None:
+        lines = run.runtime.lines()
+        staging.write("judgements.jsonl", b"".join(lines))
+        run.judge = judge_block(evaluation, run.runtime,
+                                hashlib.sha256(b"".join(lines)).hexdigest())
+
+
+def _decide(run: _Run) -> None:
+    """The protocol report, the decision, and the comparison with a baseline."""
+    evaluation, tally, judge = run.evaluation, run.tally, run.judge
+    run.report = _protocol_report(evaluation, tally)
+    outcome = decide(evaluation, tally, judge)
+    baseline = run.options.baseline or evaluation.baseline
+    if baseline is not None or run.keys or evaluation.policy.comparison_required:
+        current = {"categories": outcome["categories"], "decision": outcome["decision"],
+                   "suite_sha256": suite_digest(evaluation, tally),
+                   "policy_sha256": evaluation.policy.sha256,
+                   "judge_sha256": judge["judge_sha256"] if judge else None}
+        block = history.compare(current, baseline, run.keys,
+                                run.staging.path / "rows.jsonl",
+                                evaluation.policy.comparison_rules,
+                                evaluation.policy.wilson_z)
+        outcome = with_comparison(evaluation, outcome, block)
+    run.outcome = outcome
+
+
+def _write(run: _Run) -> None:
+    """The scorecard and every file it signs: findings, report, validation, projections."""
+    evaluation, staging = run.evaluation, run.staging
+    card = evidence.scorecard(evaluation, run.tally, run.outcome, run.rows_sha, run.inputs)
+    if evaluation.policy.catalogues:
+        card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
+                                            evaluation.policy.card_mappings, card,
+                                            run.options.key is not None)
+    found = card["findings"]
+    listing = evidence.findings_jsonl(found)
+    staging.write("findings.jsonl", listing)
+    findings_sha = hashlib.sha256(listing).hexdigest()
+    card |= {"findings": found[:evidence.FINDINGS_LISTED], "findings_count": len(found),
+             "findings_sha256": findings_sha}
+    subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": findings_sha}
+    if run.report is not None:
+        card["report"] = run.report[0]
+        for name, data in run.report[1]:
+            staging.write(name, data)
+            subjects[name] = hashlib.sha256(data).hexdigest()
+    if run.judge is not None:
+        subjects["judgements.jsonl"] = run.judge["judgements_sha256"]
+    if run.outcome["validation"] is not None:
+        checked = evidence.canonical(
+            evidence.validation_report(evaluation, run.tally, run.outcome["validation"]))
+        staging.write("validation.json", checked)
+        subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
+    for name, data in reports.project(card).items():  # projections of the scorecard
+        staging.write(name, data)
+        subjects[name] = hashlib.sha256(data).hexdigest()
+    subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in run.inputs.items()}
+    run.card, run.subjects = card, subjects
+
+
+def _result(run: _Run, out: Path, sha: str) -> Result:
+    card, evaluation = run.card, run.evaluation
     overall = card["overall"]["score"] if card["overall"] else None
     where = display(evaluation.inputs[evaluation.unit_input].path)
     located = [f"{where}:{s['line']}: {s['code']}: {s['message']}"
                for s in card["coverage"]["record_problem_samples"]]
-    stats = dict(runtime.stats) if runtime is not None else {}
-    return Result(evaluation.name, card["decision"], card["exit_code"], out, digest,
+    stats = dict(run.runtime.stats) if run.runtime is not None else {}
+    return Result(evaluation.name, card["decision"], card["exit_code"], out, sha,
                   card["reasons"], overall, located, stats)
 
 
 def _protocol_report(evaluation: Evaluation,
-                     tally: Any) -> tuple[dict[str, Any], bytes, bytes] | None:
-    """The protocol report a policy asks for: (value, JSON bytes, Markdown bytes)."""
-    if evaluation.policy.report != "finding-quality-discovery":
+                     tally: Any) -> tuple[Any, list[tuple[str, bytes]]] | None:
+    """The protocol report the policy asks for (``spec.report``): the scorecard's
+    ``report`` member and the files written beside it."""
+    if evaluation.policy.report is None:
         return None
-    from engine.protocols.discovery import usable_tasks
-    from engine.protocols.discovery.report import build, markdown
-
-    package = next(i.params["package"] for i in evaluation.policy.inspections.values()
-                   if i.type.startswith("discovery_"))
-    tasks = usable_tasks(evaluation.inputs[evaluation.unit_input].path)
-    value = build(package, tasks, tally.unit_records)
-    return (value, (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode(),
-            markdown(package, value).encode())
+    return protocols.reports()[evaluation.policy.report].build(evaluation, tally)
 
 
 def _judge_runtime(evaluation: Evaluation, cache: Path | None,

@@ -10,13 +10,12 @@ from engine.decide.aggregate import WAIVED, Tally
 from engine.decide.spill import IdSet
 from engine.inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Context, Outcome
 from engine.inspections._base import SelectorFailed, clip, search, truthy
-from engine.protocols.release_gate.assevra import INVALID
-from engine.records.formats import FORMATS, SPLITTABLE, VALIDATORS, BadRecord, Record
+from engine.records import formats
+from engine.records.formats import INVALID, BadRecord, Record
 from engine.records.masking import evidence
 from engine.spec.evaluation import Evaluation, Inspection
 
 Row = dict[str, Any]
-JUDGED = frozenset({"judge", "injection"})  # types that may ask the judge
 NOT_APPLICABLE = "NOT_APPLICABLE"  # a SKIPPED outcome with this code leaves no row
 Sink = Callable[[Row], None]
 
@@ -24,20 +23,21 @@ Sink = Callable[[Row], None]
 def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | BadRecord]:
     """Stream the records of the evaluation's unit input, hashing its bytes into ``digest``."""
     source = evaluation.inputs[evaluation.unit_input]
-    return FORMATS[source.format](source.path, digest)
+    read = formats.named(source.format).read
+    assert read is not None  # the unit input's format reads records (checked at load)
+    return read(source.path, digest)
 
 
 def validator(evaluation: Evaluation) -> Callable[[Any, Any, Any], Any] | None:
     """The row validator of the unit input's format, when the policy validates rows."""
-    source = evaluation.inputs[evaluation.unit_input]
-    return VALIDATORS.get(source.format) if evaluation.policy.validate else None
+    return formats.of_units(evaluation).validate if evaluation.policy.validate else None
 
 
 def inspect(inspection: Inspection, unit: dict[str, Any], ctx: Context,
             inspections: dict[str, Inspection] | None = None) -> Outcome:
     """Run one primitive; anything but a proper Outcome becomes a coded ERROR. A judged
     inspection with a ``fallback`` hands the row to that inspection when no judge is set."""
-    fallback = inspection.params.get("fallback") if inspection.type == "judge" else None
+    fallback = inspection.params.get("fallback") if inspection.primitive.falls_back else None
     if fallback and ctx.judge is None and inspections:
         inspection = inspections[fallback]
     try:
@@ -64,16 +64,6 @@ def _applies(inspection: Inspection, unit: dict[str, Any]) -> bool | Outcome:
         return Outcome(ERROR, code=exc.code, message=str(exc))
 
 
-MEASURED = frozenset({"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
-                      "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s",
-                      "trace_id", "span_id", "trial_id"})
-
-
-def suite_part(row: dict[str, Any]) -> dict[str, Any]:
-    """A record's inputs and assertions: measured keys and keys starting with '_' removed."""
-    return {k: v for k, v in row.items() if k not in MEASURED and not k.startswith("_")}
-
-
 class _Runner:
     """State of one pass over the records."""
 
@@ -90,7 +80,8 @@ class _Runner:
         self.validator = validator(evaluation)
         self.seen: Any = seen if seen is not None else IdSet()  # validated row ids
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
-        self.line_based = source.format in SPLITTABLE
+        self.format = formats.named(source.format)
+        self.line_based = self.format.line_based
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
@@ -106,9 +97,9 @@ class _Runner:
         """Classify the record; False when it is INVALID and must not be scored."""
         assert self.validator is not None
         verdict = self.validator(item.data, self.seen, self.policy.budgets)
-        dimension = item.data.get("dimension")  # the record chose it: clip and mask it
-        dimension = evidence(dimension, self.policy.mask) if isinstance(dimension, str) else ""
-        self.tally.validation[dimension, verdict.klass] += 1
+        # the record chose its group (for Assevra rows, the dimension): clip and mask it
+        group = evidence(verdict.group, self.policy.mask) if verdict.group else ""
+        self.tally.validation[group, verdict.klass] += 1
         if truthy(item.data.get("_capture_error")):
             self.tally.capture_errors += 1
             verdict.add("error", "CAPTURE_INCOMPLETE", "_capture_error",
@@ -116,7 +107,7 @@ class _Runner:
         if verdict.messages:
             self.tally.validation_rows.append({
                 "line": item.line, "id": evidence(item.data.get("id"), self.policy.mask),
-                "dimension": dimension, "class": verdict.klass,
+                "dimension": group, "class": verdict.klass,
                 "messages": evidence(verdict.messages, self.policy.mask)})
         if verdict.klass == INVALID:
             self.problem(item.line, verdict.code, verdict.messages[0]["message"],
@@ -141,7 +132,7 @@ class _Runner:
             return
         suite = self.evaluation.suite
         if suite.derived:
-            self.tally.suite_rows.add(str(item.data.get("id", "")), suite_part(item.data))
+            self.tally.suite_rows.add(str(item.data.get("id", "")), self.format.part(item.data))
         if self.validator is not None and not self.validate(item):
             return
         try:  # a selector that cannot apply to this record makes it a record problem
@@ -151,7 +142,7 @@ class _Runner:
                 unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
                 unit_id = search(self.evaluation.unit_id, item.data)
                 control = self.policy.controls is not None and \
-                    truthy(search(self.policy.controls, governed(self.evaluation, unit)))
+                    truthy(search(self.policy.controls, self.governed(unit)))
         except SelectorFailed as exc:
             found = exc.code, str(exc)
         if found is not None:
@@ -167,7 +158,8 @@ class _Runner:
                 inspection = self.policy.inspections[inspection_id]
                 if inspection_id not in outcomes:
                     applies = _applies(inspection, unit)
-                    if applies is False or (self.collecting and inspection.type not in JUDGED):
+                    if applies is False or (self.collecting and
+                                            not inspection.primitive.asks_judge):
                         continue
                     outcomes[inspection_id] = applies if isinstance(applies, Outcome) else \
                         inspect(inspection, unit, self.ctx, self.policy.inspections)
@@ -218,12 +210,21 @@ class _Runner:
         self.tally.case_units[case] += 1
         return None
 
+    def governed(self, unit: dict[str, Any]) -> dict[str, Any]:
+        """What of a unit is governance data, for controls and waiver scopes: the suite case
+        (``{"case": ...}``) for a Suite file; for a suite derived from the records, what of
+        the record is suite data by its format (for Assevra rows, inputs and assertions,
+        which suite_sha256 binds)."""
+        if self.evaluation.suite.derived:
+            return self.format.part(unit)
+        return {"case": unit.get("case")}
+
     def waiver(self, category: str, case: str, unit: dict[str, Any]) -> str | None:
         """The id of the first active waiver whose whole scope matches this FAIL row. Scope
         is matched against governance data only: the category, the suite case id and the
         suite case's tags (a suite derived from records is governance data only when the
         Evaluation pins its digest; otherwise only category scopes can match)."""
-        governance = governed(self.evaluation, unit)
+        governance = self.governed(unit)
         trusted = not self.evaluation.suite.from_evidence or self.evaluation.suite_pin is not None
         tags = (governance.get("tags") if self.evaluation.suite.derived
                 else (governance.get("case") or {}).get("tags")) or []
@@ -273,23 +274,6 @@ def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
 
 def _is_id(value: Any) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
-
-
-def suite_digest(evaluation: Evaluation, tally: Tally) -> str:
-    """The Suite's digest, or for a suite derived from records the digest of their inputs and
-    assertions, sorted by id (agent-release-gate §10)."""
-    if not evaluation.suite.derived:
-        return evaluation.suite.sha256
-    return str(tally.suite_rows.hexdigest())
-
-
-def governed(evaluation: Evaluation, unit: dict[str, Any]) -> dict[str, Any]:
-    """What of a unit is governance data, for controls and waiver scopes: the suite case
-    (``{"case": ...}``) for a Suite file; for a suite derived from the records, the record's
-    inputs and assertions, which suite_sha256 binds (measured fields removed)."""
-    if evaluation.suite.derived:
-        return suite_part(unit)
-    return {"case": unit.get("case")}
 
 
 def _problem(evaluation: Evaluation, item: Record) -> tuple[str, str] | None:

@@ -32,7 +32,8 @@ from engine.decide.spill import IdSet
 from engine.errors import SpecErrors, UsageError
 from engine.evidence import scorecard as evidence
 from engine.judge import JudgeConfig, Runtime
-from engine.records.formats import SPLITTABLE, read_jsonl_part
+from engine.records import formats
+from engine.records.formats import read_jsonl_part
 from engine.run import rows as runner
 from engine.spec import evaluation as spec
 
@@ -213,7 +214,7 @@ class RayExecutor:
     def __call__(self, evaluation: spec.Evaluation, runtime: Runtime | None,
                  rows: Path) -> tuple[Tally, str, str]:
         source = evaluation.inputs[evaluation.unit_input]
-        if source.format not in SPLITTABLE:
+        if not formats.named(source.format).line_based:
             return local(evaluation, runtime, rows)
         ray = self._start()
         count = self.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jmespath
 import jsonschema
 
+from engine import protocols
 from engine.errors import FormulaError, Problem
 from engine.formula import ANY, BOOLEAN, compile_formula
 from engine.inspections import LOADERS
@@ -114,39 +116,47 @@ def compile_selector(doc: Document, where: JPath, source: str,
         return None
 
 
+@dataclass(frozen=True)
+class Site:
+    """Where one parameter is compiled: its document and path, its sibling parameters (as
+    written, defaults filled in), where problems go, and how a file it names is resolved
+    (inside the spec root, and bound into the policy digest)."""
+
+    doc: Document
+    where: JPath
+    params: Mapping[str, Any]
+    problems: list[Problem]
+    resolve: Callable[[str, JPath], Path | None]
+
+    def problem(self, code: str, message: str, hint: str = "") -> None:
+        """Record a problem located at this parameter."""
+        self.problems.append(self.doc.problem(self.where, code, message, hint))
+
+
+# (site, parameter name, value, its schema) -> {output name: compiled value}
+Compiler = Callable[[Site, str, Any, Mapping[str, Any]], dict[str, Any]]
+
+
 def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
                    params: dict[str, Any], problems: list[Problem],
                    resolve: Callable[[str, JPath], Path | None]) -> dict[str, Any]:
     """Return ``params`` with defaults filled in and every marked value compiled; record
-    problems at their place."""
+    problems at their place. A parameter's mark (``x-NAME`` in its schema) picks its
+    compiler from :data:`COMPILERS` or a protocol's table; formulas compile last, since
+    they may name a rubric's verdict fields."""
     props = schema.get("properties", {})
     params = {k: v["default"] for k, v in props.items() if "default" in v} | params
     out = dict(params)
+    table = {**COMPILERS, **protocols.compilers()}
     for key, value in params.items():
-        prop, at = props.get(key, {}), where + (key,)
-        if prop.get("x-jmespath"):
-            out[key] = compile_selector(doc, at, value, problems)
-            out[f"{key}_source"] = value
-        elif isinstance(prop.get("additionalProperties"), Mapping) and \
+        prop = props.get(key, {})
+        mark = next((m for m in table if prop.get(m)), None)
+        if mark is None and isinstance(prop.get("additionalProperties"), Mapping) and \
                 prop["additionalProperties"].get("x-jmespath"):
-            out[key] = {name: compile_selector(doc, at + (name,), src, problems)
-                        for name, src in value.items()}
-        elif prop.get("x-regex"):
-            out[key] = _regex(doc, at, value, params.get("flags", []), problems)
-        elif prop.get("x-schema"):
-            out[key] = _json_schema(doc, at, value, problems)
-        elif prop.get("x-schema-file"):
-            out["schema"] = _schema_file(doc, at, value, problems, resolve)
-        elif prop.get("x-jmespath-list"):
-            out[key] = [compile_selector(doc, at + (i,), src, problems)
-                        for i, src in enumerate(value)]
-        elif prop.get("x-load"):
-            out[key] = load_data_file(doc, at, value, LOADERS[prop["x-load"]], problems,
-                                      resolve)
-        elif prop.get("x-discovery"):
-            out[key] = _discovery(doc, at, value, problems, resolve)
-        elif prop.get("x-rubric"):
-            out[key] = _rubric(doc, at, value, params.get("inputs", {}), problems)
+            mark = "x-jmespath-map"
+        if mark is not None:
+            site = Site(doc, where + (key,), params, problems, resolve)
+            out |= table[mark](site, key, value, prop)
     for key, value in params.items():
         if props.get(key, {}).get("x-formula"):
             rubric = out.get("rubric")
@@ -155,6 +165,61 @@ def compile_params(doc: Document, where: JPath, schema: Mapping[str, Any],
             out[key] = compile_checked_formula(doc, where + (key,), value, names, BOOLEAN,
                                                problems)
     return out
+
+
+def _selector(site: Site, key: str, value: Any, prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: compile_selector(site.doc, site.where, value, site.problems),
+            f"{key}_source": value}
+
+
+def _selector_map(site: Site, key: str, value: Any,
+                  prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: {name: compile_selector(site.doc, site.where + (name,), src, site.problems)
+                  for name, src in value.items()}}
+
+
+def _selector_list(site: Site, key: str, value: Any,
+                   prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: [compile_selector(site.doc, site.where + (i,), src, site.problems)
+                  for i, src in enumerate(value)]}
+
+
+def _regex_param(site: Site, key: str, value: Any, prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _regex(site.doc, site.where, value, site.params.get("flags", []),
+                        site.problems)}
+
+
+def _schema_param(site: Site, key: str, value: Any, prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _json_schema(site.doc, site.where, value, site.problems)}
+
+
+def _schema_file_param(site: Site, key: str, value: Any,
+                       prop: Mapping[str, Any]) -> dict[str, Any]:
+    # the file's schema takes the place of an inline ``schema``
+    return {"schema": _schema_file(site.doc, site.where, value, site.problems, site.resolve)}
+
+
+def _load_param(site: Site, key: str, value: Any, prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: load_data_file(site.doc, site.where, value, LOADERS[prop["x-load"]],
+                                site.problems, site.resolve)}
+
+
+def _rubric_param(site: Site, key: str, value: Any, prop: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _rubric(site.doc, site.where, value, site.params.get("inputs", {}),
+                         site.problems)}
+
+
+# The engine's own parameter marks, in the order a parameter's first mark is looked for.
+COMPILERS: dict[str, Compiler] = {
+    "x-jmespath": _selector,
+    "x-jmespath-map": _selector_map,  # a mapping whose values are selectors
+    "x-regex": _regex_param,
+    "x-schema": _schema_param,
+    "x-schema-file": _schema_file_param,
+    "x-jmespath-list": _selector_list,
+    "x-load": _load_param,
+    "x-rubric": _rubric_param,
+}
 
 
 def _regex(doc: Document, where: JPath, source: str, flags: list[str],
@@ -190,24 +255,6 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
         problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
         return None
     return _json_schema(doc, where, schema, problems)
-
-
-def _discovery(doc: Document, where: JPath, rel: str, problems: list[Problem],
-               resolve: Callable[[str, JPath], Path | None]) -> Any:
-    """The finding-quality-discovery spec package in a folder."""
-    from engine.protocols.discovery.task import load_package
-
-    folder = resolve(rel, where)  # inside the spec root, or a problem and nothing read
-    if folder is None:
-        return None
-    try:
-        package = load_package(folder)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
-        return None
-    for name in package.files:  # bind every file the package read into the policy digest
-        resolve((Path(rel) / name).as_posix(), where)
-    return package
 
 
 def _rubric(doc: Document, where: JPath, name: str, inputs: Any,

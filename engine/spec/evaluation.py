@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,16 +15,11 @@ from engine.canonical import digest
 from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.inspections._base import clip
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
+from engine.records import formats
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
 from engine.spec.policy import Category, Condition, Inspection, Policy, compile_policy
-
-DERIVES_SUITE = ("assevra-jsonl", "discovery-tasks")
-# Formats whose records carry the evaluated party's own cases and assertions: the suite they
-# derive is governance data only when the Evaluation pins its digest (spec.suite_sha256).
-# A task inventory (discovery-tasks) is governance's own file.
-EVIDENCE_SUITES = ("assevra-jsonl",)
 
 
 @dataclass
@@ -260,6 +256,12 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
             continue  # an optional input that is not there yet (e.g. reviews)
         target = overrides.get(name) or loader.path(doc, where, decl["path"])
         fmt = decl.get("format", "jsonl")
+        if fmt not in formats.names():
+            loader.problems.append(doc.problem(
+                ("spec", "inputs", name, "format"), "BAD_VALUE",
+                f"{json.dumps(fmt)} is not one of {', '.join(map(json.dumps, formats.names()))}",
+                did_you_mean(str(fmt), formats.names())))
+            continue
         if target is not None and _exists(target) and (fmt == "folder") != target.is_dir():
             given = f"--input {name}={target}" if name in overrides else f"'{decl['path']}'"
             loader.problems.append(doc.problem(
@@ -295,15 +297,17 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
     judge = _judge_config(loader, doc, spec.get("judge"))
-    if "suite" not in spec and unit_input is not None:
-        fmt = spec["inputs"][unit_input].get("format", "jsonl")
-        if fmt in DERIVES_SUITE:
+    unit_format = _unit_format(loader, doc, spec, unit_input)
+    if "suite" not in spec and unit_format is not None:
+        if unit_format.suite is not None:
             suite = Suite(f"{doc.data['metadata']['name']}-cases", "derived", {}, {}, "",
-                          derived=True, from_evidence=fmt in EVIDENCE_SUITES)
+                          derived=True, from_evidence=unit_format.suite == "evidence")
         else:
+            deriving = [n for n in formats.names() if formats.named(n).suite]
             loader.problems.append(doc.problem(
                 ("spec",), "MISSING_KEY", "'suite' is required here",
-                "only an assevra-jsonl input derives its suite from its records"))
+                "only these input formats derive the suite from their records: "
+                + ", ".join(deriving)))
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None
     meta = doc.data["metadata"]
@@ -318,6 +322,24 @@ def _exists(path: Path) -> bool:
         return path.exists()
     except (OSError, ValueError):
         return False
+
+
+def _unit_format(loader: _Loader, doc: Any, spec: dict[str, Any],
+                 unit_input: str | None) -> formats.Format | None:
+    """The unit input's format, when it is known and reads records (else a problem)."""
+    if unit_input is None or unit_input not in spec["inputs"]:
+        return None
+    name = spec["inputs"][unit_input].get("format", "jsonl")
+    if name not in formats.names():
+        return None  # already reported where the format is named
+    found = formats.named(name)
+    if found.read is None:
+        loader.problems.append(doc.problem(
+            ("spec", "inputs", unit_input, "format"), "INPUT_KIND",
+            f"format {name} holds no records: the units come from a file input",
+            "name another input in spec.units.input"))
+        return None
+    return found
 
 
 def _judge_config(loader: _Loader, doc: _yaml.Document,

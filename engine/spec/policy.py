@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import protocols
 from engine._version import SCORING_VERSION
 from engine.canonical import digest
 from engine.decide.findings import build_fixes
@@ -246,10 +247,23 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                   mask=masker(inspections.values(), mask_with,
                               spec.get("evidence", {}).get("mask_matches", True)),
                   comparison_required=comparison.get("required", False),
-                  comparison_rules=rules, document=document, report=spec.get("report"),
+                  comparison_rules=rules, document=document, report=_report(loader, doc),
                   waivers=spec.get("waivers", []), catalogues=catalogues,
                   card_mappings=mappings,
                   presentation_digests=files.digests(files.presentation))
+
+
+def _report(loader: _Loader, doc: _yaml.Document) -> str | None:
+    """The protocol report ``spec.report`` names, which some protocol must provide."""
+    name = doc.data["spec"].get("report")
+    if name is not None and name not in protocols.reports():
+        known = sorted(protocols.reports())
+        loader.problems.append(doc.problem(
+            ("spec", "report"), "BAD_VALUE",
+            f"{json.dumps(name)} is not one of {', '.join(map(json.dumps, known))}",
+            did_you_mean(name, known)))
+        return None
+    return name
 
 
 def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],

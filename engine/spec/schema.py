@@ -19,9 +19,6 @@ _TYPE_WORDS = {
     "object": "a mapping", "array": "a list", "string": "text", "number": "a number",
     "integer": "a whole number", "boolean": "true or false", "null": "null",
 }
-# Problems on these keys use the release-gate protocol's codes.
-_KEY_CODES = {"threshold": "BAD_THRESHOLD", "minimum": "BAD_THRESHOLD",
-              "purpose": "UNKNOWN_PURPOSE"}
 
 
 @cache
@@ -66,7 +63,7 @@ def problems(doc: Document, check: jsonschema.protocols.Validator, instance: Any
 
 
 def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Iterator[Problem]:
-    kw, schema, where = err.validator, err.schema, path[-1] if path else ""
+    kw, schema = err.validator, err.schema
     if not isinstance(schema, Mapping):
         schema = {}
     if kw == "additionalProperties" and isinstance(err.instance, Mapping):
@@ -90,7 +87,7 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
                           f"'{err.instance}' is not a valid name", "use lower-case letters, "
                           "digits and '_'", key=True, rank=rank)
         return
-    code = _KEY_CODES.get(str(where), "")
+    code = str(schema.get("x-code", ""))  # a key whose problems have their own code
     if kw == "type":
         message = f"must be {_words(err.validator_value)}"
     elif kw in ("enum", "const"):

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import jsonschema
 
-from engine.inspections._base import clip
+from engine.records.formats import INVALID, LABELED, UNLABELED, Verdict
 
-LABELED, UNLABELED, INVALID = "LABELED", "UNLABELED", "INVALID"
 DIMENSIONS = ("grounding", "safety", "pii", "task_completion", "tool_call",
               "action_correctness", "injection", "cost", "latency")
 REQUIRED = {"grounding": "agent_output", "safety": "agent_output", "pii": "agent_output",
@@ -35,25 +33,6 @@ NUMBER_FIELDS = ("cost_usd", "cost_budget_usd", "latency_ms", "duration_ms", "el
 ACTION_MODES = ("ordered", "exact", "set")
 COMPACT_TYPES = ("string", "number", "integer", "boolean", "array", "object")
 LATENCY_MS = ("latency_ms", "duration_ms", "elapsed_ms")
-
-
-@dataclass
-class Verdict:
-    """The class of one row and what was said about it."""
-
-    klass: str
-    messages: list[dict[str, str]] = field(default_factory=list)
-
-    def add(self, level: str, code: str, field_name: str, message: str, hint: str = "") -> None:
-        """Record an error or a warning."""
-        self.messages.append({"level": level, "code": code, "field": clip(field_name),
-                              "message": clip(message), "hint": clip(hint)})
-
-    @property
-    def code(self) -> str:
-        """The first error code, or the class for an unlabeled row."""
-        errors = [m["code"] for m in self.messages if m["level"] == "error"]
-        return errors[0] if errors else self.klass
 
 
 def non_empty(value: Any) -> bool:

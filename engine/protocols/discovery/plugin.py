@@ -1,0 +1,133 @@
+"""finding-quality-discovery as a plug-in: its input format, inspection types, the
+``x-discovery`` parameter mark, its report and the ``engine review`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.errors import UsageError
+from engine.protocols import Command, Protocol, Report
+from engine.protocols.discovery import inspection
+from engine.protocols.discovery.names import task_problem
+from engine.records.formats import MAX_DEPTH, BadRecord, Format, Record, too_deep
+from engine.records.strict_json import JsonError, loads
+from engine.spec.compile import Site
+
+NAME = "finding-quality-discovery"
+
+
+def read_tasks(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+    """A task inventory: one JSON array of task objects, one record per element, in order."""
+    raw = path.read_bytes()
+    if digest is not None:
+        digest.update(raw)
+    try:
+        parsed = loads(raw)
+    except JsonError as exc:
+        yield BadRecord(1, exc.record_code, str(exc))
+        return
+    if not isinstance(parsed, list):
+        yield BadRecord(1, "INVALID_JSON", "the file must hold one JSON array of objects")
+        return
+    for index, item in enumerate(parsed, start=1):
+        if not isinstance(item, dict):
+            yield BadRecord(index, "NOT_AN_OBJECT", f"element {index} is not an object")
+        elif too_deep(item):
+            yield BadRecord(index, "NESTED_TOO_DEEP",
+                            f"arrays and objects nest deeper than {MAX_DEPTH} levels")
+        elif (problem := task_problem(item)) is not None:
+            yield BadRecord(index, "BAD_TASK_ID", problem)
+        else:
+            yield Record(index, item)
+
+
+def compile_package(site: Site, key: str, value: Any,
+                    prop: Mapping[str, Any]) -> dict[str, Any]:
+    """``x-discovery``: the protocol's spec package in a folder, every file it reads bound
+    into the policy digest."""
+    from engine.protocols.discovery.task import load_package
+
+    folder = site.resolve(value, site.where)  # inside the spec root, or a problem
+    if folder is None:
+        return {key: None}
+    try:
+        package = load_package(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        site.problem("BAD_DATA_FILE", f"'{value}': {exc}")
+        return {key: None}
+    for name in package.files:
+        site.resolve((Path(value) / name).as_posix(), site.where)
+    return {key: package}
+
+
+def _inspection(evaluation: Any) -> Any:
+    return next(i for i in evaluation.policy.inspections.values()
+                if i.type in inspection.TABLE)
+
+
+def build_report(evaluation: Any, tally: Any) -> tuple[Any, list[tuple[str, bytes]]]:
+    """The protocol report: its value for the scorecard, report.json and report.md."""
+    from engine.protocols.discovery import usable_tasks
+    from engine.protocols.discovery.report import build, markdown
+
+    package = _inspection(evaluation).params["package"]
+    tasks = usable_tasks(evaluation.inputs[evaluation.unit_input].path)
+    value = build(package, tasks, tally.unit_records)
+    return value, [("report.json", (json.dumps(value, indent=2, ensure_ascii=False)
+                                    + "\n").encode()),
+                   ("report.md", markdown(package, value).encode())]
+
+
+def _review_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reviews-dir", type=Path, required=True,
+                        help="review directory (judge configuration, blind caches, reviews)")
+    parser.add_argument("--judge-base-url", required=True, help="OpenAI-compatible endpoint")
+    parser.add_argument("--judge-model", required=True)
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="NAME of the variable holding the API key")
+    parser.add_argument("--audit-documents", type=int,
+                        help="audit budget B (default: audit.yaml)")
+
+
+def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[str]]:
+    """``engine review``: make the reviews of one discovery Evaluation with a judge."""
+    from engine.protocols.discovery.reviewer import ReviewError, load_reviewer, review_all
+
+    mine = [e for e in evaluations
+            if any(i.type in inspection.TABLE for i in e.policy.inspections.values())]
+    if len(mine) != 1:
+        raise UsageError(f"name one {NAME} Evaluation", "NO_EVALUATION")
+    evaluation = mine[0]
+    params = _inspection(evaluation).params
+    package = params["package"]
+    folder = next(p for p in evaluation.file.parent.resolve().rglob("judge.yaml")).parent
+    reviewer = load_reviewer(folder, args.judge_base_url, args.judge_model, args.api_key_env)
+    inputs = {n: i.path for n, i in evaluation.inputs.items()}
+    tasks = list(loads(inputs[params["tasks"]].read_bytes()))
+    budget = args.audit_documents or package.discovery.audit["budget"]
+    try:
+        outcomes = review_all(package, reviewer, tasks, inputs[params["corpora"]],
+                              inputs[params["submissions"]], args.reviews_dir, budget)
+    except ReviewError as exc:
+        raise UsageError(str(exc), exc.code) from None
+    lines = []
+    for outcome in outcomes:
+        error = outcome.get("error")
+        suffix = f" {error['code']}: {error['message']}" if error else ""
+        lines.append(f"{outcome['task_id']}: {outcome['outcome']}{suffix}")
+    return (1 if any(o["outcome"] == "error" for o in outcomes) else 0), lines
+
+
+PROTOCOL = Protocol(
+    name=NAME,
+    formats=(Format("discovery-tasks", read_tasks, suite="governance"),),
+    primitives=inspection.TABLE,
+    compilers={"x-discovery": compile_package},
+    reports=(Report(NAME, build_report),),
+    commands=(Command("review", f"make {NAME} reviews with a judge", _review_arguments,
+                      review),),
+)

@@ -1,0 +1,40 @@
+"""agent-release-gate as a plug-in: Assevra 0.6 datasets as an input format.
+
+An ``assevra-jsonl`` file is read line by line like ``jsonl``; each row is validated by
+Assevra's rules (:func:`assevra.classify`), and the rows derive the suite: their inputs and
+assertions (everything but what the run measured), which the Evaluation's
+``suite_sha256`` must pin before the suite counts as governance data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.protocols import Protocol
+from engine.protocols.release_gate import assevra
+from engine.records.formats import Format, Verdict, read_jsonl
+
+# What a run measured, as opposed to the case's inputs and assertions.
+MEASURED = frozenset({"agent_output", "agent_actions", "tool_calls", "observed_state", "usage",
+                      "cost_usd", "latency_ms", "duration_ms", "elapsed_ms", "latency_s",
+                      "trace_id", "span_id", "trial_id"})
+
+
+def suite_part(row: dict[str, Any]) -> dict[str, Any]:
+    """A record's inputs and assertions: measured keys and keys starting with '_' removed."""
+    return {k: v for k, v in row.items() if k not in MEASURED and not k.startswith("_")}
+
+
+def validate(row: Any, seen: set[str], budgets: Any) -> Verdict:
+    """Assevra's row classes; the validation report groups rows by their dimension."""
+    verdict = assevra.classify(row, seen, budgets)
+    dimension = row.get("dimension")
+    verdict.group = dimension if isinstance(dimension, str) else ""
+    return verdict
+
+
+PROTOCOL = Protocol(
+    name="agent-release-gate",
+    formats=(Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
+                    suite="evidence", suite_part=suite_part),),
+)
