@@ -11,7 +11,8 @@ from .conftest import ROOT
 def test_public_names_are_pinned() -> None:
     assert engine.__all__ == sorted(engine.__all__)
     assert engine.__all__ == [
-        "EngineError", "Evaluation", "FormulaError", "Problem", "Result", "SpecErrors",
+        "EngineError", "Evaluation", "FormulaError", "Problem", "Result", "RunOptions",
+        "SpecErrors",
         "UsageError", "VerifyError", "__version__", "compile_formula", "execute", "load",
         "verify"]
 

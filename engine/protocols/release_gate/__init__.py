@@ -1,1 +1,1 @@
-"""engine.protocols.release_gate"""
+"""agent-release-gate: Assevra 0.6 datasets as an input format (see ``plugin``)."""
