@@ -15,7 +15,7 @@ from typing import Any
 import jmespath
 import jsonschema
 
-from engine.errors import FormulaError, Problem
+from engine.errors import FormulaError, Problem, SpecErrors
 from engine.formula import ANY, BOOLEAN, compile_formula
 from engine.inspections import LOADERS
 from engine.spec import yaml as _yaml
@@ -202,6 +202,9 @@ def _discovery(doc: Document, where: JPath, rel: str, problems: list[Problem],
         return None
     try:
         package = load_package(folder)
+    except SpecErrors as exc:  # located in the package's own files
+        problems.extend(exc.problems)
+        return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
         return None
