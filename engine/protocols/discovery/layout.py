@@ -103,12 +103,12 @@ def check_order(gates: Document, kinds: Mapping[str, Any], used: list[str]) -> l
             for i, gate in listed:
                 if gate["phase"] != phase or kind not in gate.get("kinds", [kind]):
                     continue
-                check = CHECKS[gate["check"]]
-                if kinds[kind]["arms"] == "conditions" and "labels" in established:
-                    established.add("arms")  # this kind's arms are read from its labels
-                for fact in sorted(check.needs - established):
+                needs = CHECKS[gate["check"]].needs
+                if kinds[kind]["arms"] == "conditions":  # its arms are read from its labels
+                    needs = (needs - {"arms"}) | ({"labels"} if "arms" in needs else set())
+                for fact in sorted(needs - established):
                     missing.setdefault(i, {}).setdefault(fact, []).append(kind)
-                established |= check.provides
+                established |= CHECKS[gate["check"]].provides
     out = []
     for i, facts in sorted(missing.items()):
         for fact, which in facts.items():
@@ -117,7 +117,7 @@ def check_order(gates: Document, kinds: Mapping[str, Any], used: list[str]) -> l
             out.append(gates.problem(("gates", i, "check"), "GATE_ORDER",
                                      f"gate {gate['id']} (check '{gate['check']}') needs "
                                      f"'{fact}', which no gate before it establishes for "
-                                     f"{', '.join(which)}",
+                                     f"{', '.join(sorted(which))}",
                                      f"place a gate with check {' or '.join(by)} before it"))
     return out
 
