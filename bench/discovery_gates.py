@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.protocols.discovery import check_submission, load_corpus, load_protocol
-from engine.protocols.discovery.gates import Finding, Gates
+from engine.protocols.discovery.checks import Finding, population_size
+from engine.protocols.discovery.checks_content import expected_statistics, partition
+from engine.protocols.discovery.gates import Gates
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "dryer battery screen strap heat noise refund seller color size smell leak".split()
@@ -81,9 +83,9 @@ def build(folder: Path, seed: int, n: int = 10_000) -> tuple[dict[str, Any], Pat
     findings = [finding(rows, k, rng) for k in range(3)]
     for i, f in enumerate(findings):  # fill in the statistics the gates will recompute
         state = Finding(i, f)
-        gates.check_population_size(state)
-        gates.check_partition(state)
-        f["statistics"] = gates._expected(state)
+        population_size(gates, state)
+        partition(gates, state)
+        f["statistics"] = expected_statistics(gates, state)
     submission = {"task_id": task["task_id"], "findings": findings, "abstention_reason": ""}
     return task, path, json.dumps(submission).encode()
 

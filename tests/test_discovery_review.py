@@ -52,6 +52,9 @@ def spec(tmp_path: Path) -> Path:
     folder = tmp_path / "finding-quality-discovery"
     shutil.copytree(SPEC, folder)
     shutil.rmtree(folder / "demo" / "reviews")
+    judge_yaml = folder / "judge.yaml"  # quick retries, so failing endpoints fail fast
+    judge_yaml.write_text(judge_yaml.read_text().replace("backoff_s: 1.0", "backoff_s: 0.01")
+                          .replace("max_backoff_s: 30.0", "max_backoff_s: 0.05"))
     return folder
 
 
@@ -205,3 +208,36 @@ def test_a_good_api_key_is_sent_and_never_printed_or_written(spec: Path, judge: 
     assert code == 1 and "MODEL_TRANSPORT" in printed and canary not in printed
     for path in (tmp_path / "reviews").rglob("*"):
         assert not path.is_file() or canary.encode() not in path.read_bytes(), path
+
+
+def test_a_transient_503_is_retried_by_the_judge_transport(spec: Path, judge: Judge,
+                                                            tmp_path: Path, capsys: Any) -> None:
+    judge.script["m1"] = [{"status": 503, "headers": {"retry-after": "0"}}, {}]
+    reviews = tmp_path / "reviews"
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 0 and f"{GROUP}: reviewed" in out, out
+    assert judge.calls() == 5  # the 4 requests of a clean review, one of them twice
+    receipts = json.loads((reviews / f"{GROUP}.json").read_text())["provider_receipts"]
+    assert sorted(r["attempts"] for r in receipts) == [1, 1, 1, 2]
+    assert receipts[0]["usage"] == {"input_tokens": 11, "output_tokens": 7}
+
+
+def test_an_endpoint_that_stays_down_is_tried_retries_plus_one_times(spec: Path, judge: Judge,
+                                                                     tmp_path: Path,
+                                                                     capsys: Any) -> None:
+    judge.script["m1"] = [{"status": 503}]
+    judge.responder = None
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT: HTTP 503 after 4 attempts" in out
+    assert judge.calls() >= 4  # the failing batch: 1 + 3 retries (the others are cancelled)
+
+
+def test_a_reviewer_slower_than_the_deadline_is_a_transport_error(spec: Path, judge: Judge,
+                                                                   tmp_path: Path,
+                                                                   capsys: Any) -> None:
+    path = spec / "judge.yaml"
+    path.write_text(path.read_text().replace("timeout_s: 180", "timeout_s: 0.3")
+                    .replace("retries: 3", "retries: 0"))
+    judge.script["m1"] = [{"delay": 1.5}]
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert code == 1 and "MODEL_TRANSPORT: no reply within 0.3 s after 1 attempts" in out, out

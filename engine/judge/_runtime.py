@@ -19,13 +19,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from engine.canonical import canonical, digest
 from engine.judge._cache import Cache, key_path, load_key
 from engine.judge._replay import load as load_replay
 from engine.judge._rubrics import Rubric, repair_prompt
-from engine.judge._transport import CallFailed, Endpoint, Reply, call, check_key
+from engine.judge._transport import (
+    CallFailed,
+    Client,
+    Endpoint,
+    Reply,
+    call,
+    check_key,
+    open_client,
+)
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
 DEFAULT_KEYS = {"openai-compatible": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -207,8 +213,7 @@ class Runtime:
                             self.config.max_backoff_s)
         gate = asyncio.Semaphore(self.config.concurrency)
         done = 0
-        limits = httpx.Limits(max_connections=self.config.concurrency)
-        async with httpx.AsyncClient(limits=limits, timeout=self.config.timeout_s) as client:
+        async with open_client(self.config.concurrency, self.config.timeout_s) as client:
             async def one(req: Request) -> None:
                 nonlocal done
                 async with gate:
@@ -222,7 +227,7 @@ class Runtime:
 
             await asyncio.gather(*(one(req) for req in pending))
 
-    async def _call(self, client: httpx.AsyncClient, endpoint: Endpoint,
+    async def _call(self, client: Client, endpoint: Endpoint,
                     req: Request) -> dict[str, Any]:
         self.stats["calls"] += 1
         try:

@@ -10,6 +10,9 @@ cannot be decoded (a ``Content-Encoding`` it does not have) and token counts tha
 counts (negative, fractional, non-finite, beyond 2**53) are failed calls too, so nothing
 odd reaches the evidence. API keys come from the environment only, must be visible ASCII
 (a line break would split the request's headers) and never appear in a message.
+
+Every HTTP call the engine makes to a model goes through ``call`` on a client from
+``open_client``: the judge runtime's and the discovery protocol's reviews alike.
 """
 
 from __future__ import annotations
@@ -52,6 +55,17 @@ class Reply:
     usage: dict[str, int]
     latency_ms: int
     attempts: int
+    finish_reason: str | None = None  # why the model stopped, when the endpoint says (text)
+    response_id: str | None = None  # the endpoint's id of the response, when it gives one
+
+
+Client = httpx.AsyncClient
+
+
+def open_client(concurrency: int, timeout_s: float) -> Client:
+    """The HTTP client for model calls: at most ``concurrency`` connections."""
+    return httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency),
+                             timeout=timeout_s)
 
 
 class CallFailed(Exception):
@@ -85,25 +99,31 @@ def check_key(variable: str | None) -> str:
 
 def _request(endpoint: Endpoint, model: str, prompt: str,
              params: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """URL, headers and body; ``params`` may add a ``system`` prompt and leave out the
+    ``temperature`` (the endpoint's default then applies)."""
     key = check_key(endpoint.api_key_env)
     base = endpoint.base_url.rstrip("/")
+    user = [{"role": "user", "content": prompt}]
     if endpoint.provider == "anthropic":
         headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
         if key:
             headers["x-api-key"] = key
         body = {"model": model, "max_tokens": params["max_tokens"],
-                "temperature": params["temperature"],
-                "messages": [{"role": "user", "content": prompt}]}
+                **_optional(params, "temperature", "system"), "messages": user}
         return f"{base}/v1/messages", headers, body
     headers = {"content-type": "application/json"}
     if key:
         headers["authorization"] = f"Bearer {key}"
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}],
-            "temperature": params["temperature"], "max_tokens": params["max_tokens"],
-            "response_format": {"type": "json_object"}}
+    system = [{"role": "system", "content": params["system"]}] if params.get("system") else []
+    body = {"model": model, "messages": system + user, **_optional(params, "temperature"),
+            "max_tokens": params["max_tokens"], "response_format": {"type": "json_object"}}
     if params.get("seed") is not None:
         body["seed"] = params["seed"]
     return f"{base}/chat/completions", headers, body
+
+
+def _optional(params: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: params[name] for name in names if params.get(name) is not None}
 
 
 def _count(value: Any) -> int:
@@ -153,13 +173,24 @@ def _backoff(endpoint: Endpoint, attempt: int) -> float:
     return ceiling * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not security
 
 
+def _about(provider: str, data: Any) -> tuple[str | None, str | None]:
+    """The finish reason and response id a body gives (None where either is not text)."""
+    reason = data.get("stop_reason") if provider == "anthropic" else \
+        data["choices"][0].get("finish_reason")
+    said = data.get("id")
+    return (reason if isinstance(reason, str) else None,
+            said if isinstance(said, str) else None)
+
+
 def _reply(response: httpx.Response, provider: str, started: float, attempt: int) -> Reply:
     try:
-        text, usage = _text(provider, response.json())
+        data = response.json()
+        text, usage = _text(provider, data)
+        finish, said = _about(provider, data)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
         raise CallFailed("the endpoint's response is not the expected JSON (reply text and "
                          "token counts)", attempt) from None
-    return Reply(text, usage, int((time.monotonic() - started) * 1000), attempt)
+    return Reply(text, usage, int((time.monotonic() - started) * 1000), attempt, finish, said)
 
 
 async def call(client: httpx.AsyncClient, endpoint: Endpoint, model: str, prompt: str,

@@ -1,7 +1,9 @@
 """finding-quality-discovery: the code primitives behind the protocol's spec data.
 
 ``load_protocol`` reads the spec package (protocol, gates, statistics, audit and scoring
-YAML, submission schema); ``check_submission`` runs G0-G9 on one submission.
+YAML, submission schema), each file checked against its JSON Schema and the gates against
+the check table, every problem located (``SpecErrors``); ``check_submission`` runs G0-G9 on
+one submission.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 import jsonschema
 
 from engine.canonical import digest
+from engine.errors import Problem, SpecErrors
+from engine.protocols.discovery import files, layout
 from engine.protocols.discovery.audit import AuditError, new_seed, rank, sample
 from engine.protocols.discovery.corpus import Corpus, LoadError, load_corpus, meta, strict_date
-from engine.protocols.discovery.gates import Gates, Protocol, check_messages
+from engine.protocols.discovery.gates import Gates, Protocol
 from engine.protocols.discovery.names import task_file, task_problem, usable_tasks
 from engine.protocols.discovery.scoring import (
     Scoring,
@@ -28,7 +32,8 @@ from engine.protocols.discovery.scoring import (
 )
 from engine.protocols.discovery.stats import compile_statistics
 from engine.records.strict_json import JsonError, loads
-from engine.spec import yaml as _yaml
+
+PACKAGE_FILES = ("protocol", "gates", "statistics", "audit", "scoring")
 
 __all__ = ["AuditError", "Corpus", "Discovery", "JsonError", "LoadError", "check_submission",
            "finding_score", "load_corpus", "load_protocol", "loads", "meta", "new_seed", "rank",
@@ -45,34 +50,56 @@ class Discovery:
     audit: dict[str, Any]
     version: str
     difficulty: str
+    benchmark_version: str = ""
 
 
-def _read(folder: Path, name: str) -> Any:
-    doc, problems = _yaml.parse((folder / name).read_text("utf-8"), str(folder / name))
-    if doc is None:
-        raise ValueError("; ".join(str(p) for p in problems))
-    return doc.data
+def _documents(folder: Path, problems: list[Problem]) -> dict[str, Any]:
+    docs = {name: files.read(folder / f"{name}.yaml", problems) for name in PACKAGE_FILES}
+    kinds = files.engine_table("kinds.yaml", problems)
+    return {**docs, "kinds": kinds} if None not in docs.values() and kinds else {}
+
+
+def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
+    path = folder / "schema" / "submission.schema.json"
+    try:
+        schema = json.loads(path.read_text("utf-8"))
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except (OSError, UnicodeDecodeError, ValueError, jsonschema.SchemaError) as exc:
+        reason = exc.message if isinstance(exc, jsonschema.SchemaError) else str(exc)
+        problems.append(Problem(files.shown(path), 1, 1, "BAD_SCHEMA", "",
+                                f"not a usable JSON Schema: {reason}"))
+        return None
+    return jsonschema.Draft202012Validator(schema)
 
 
 def load_protocol(folder: Path) -> Discovery:
-    """Compile the package in ``folder``; ValueError (or a subclass) names what is wrong."""
-    protocol, gates, stats = (_read(folder, n) for n in ("protocol.yaml", "gates.yaml",
-                                                         "statistics.yaml"))
-    check_messages(gates["gates"])
-    schema = json.loads((folder / "schema" / "submission.schema.json").read_text("utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    robust = stats["robustness"]
+    """Compile the package in ``folder``; SpecErrors with every located problem if it is bad."""
+    problems: list[Problem] = []
+    docs = _documents(folder, problems)
+    schema = _submission_schema(folder, problems)
+    if not docs:
+        raise SpecErrors(problems)
+    kinds, stats = docs["kinds"], docs["statistics"]
+    compiled = compile_statistics(stats, kinds, problems)
+    used = list(compiled)
+    problems += layout.check_gates(docs["gates"], docs["protocol"], kinds)
+    problems += layout.check_conditions(docs["protocol"], kinds, used)
+    if not problems:  # the order is checked over known checks only
+        problems += layout.check_order(docs["gates"], kinds, used)
+    scoring = compile_scoring(docs["scoring"], problems)
+    if problems or schema is None:
+        raise SpecErrors(problems)
+    robust = stats.data["robustness"]
     robust_keys = ["robustness_known_arm0_n", "robustness_known_arm1_n"] + [
         f"robustness_{axis}_{name}" for axis in robust["axes"] for name in robust["fields"]]
-    compiled = compile_statistics(stats)
     order = {kind: [key for key, _ in block.keys] + robust_keys
              for kind, block in compiled.items()}
+    gates, protocol = docs["gates"].data, docs["protocol"].data
     gate_protocol = Protocol(gates["gates"], protocol["gates"], compiled, order, robust,
-                             float(stats["tolerance"]), jsonschema.Draft202012Validator(schema),
-                             int(gates["message_limit"]))
-    return Discovery(gate_protocol, compile_scoring(_read(folder, "scoring.yaml")),
-                     _read(folder, "audit.yaml"), str(protocol["scoring_version"]),
-                     str(protocol["difficulty"]))
+                             float(stats.data["tolerance"]), schema, int(gates["message_limit"]),
+                             {kind: kinds[kind] for kind in used})
+    return Discovery(gate_protocol, scoring, docs["audit"].data, str(protocol["scoring_version"]),
+                     str(protocol["difficulty"]), str(protocol["benchmark_version"]))
 
 
 def check_submission(package: Discovery, task: dict[str, Any], corpus: Corpus,
@@ -83,6 +110,10 @@ def check_submission(package: Discovery, task: dict[str, Any], corpus: Corpus,
     except JsonError as exc:
         return {"task_id": task["task_id"], "valid": False,
                 "error": {"code": exc.code, "message": str(exc)}}
+    if task.get("kind") not in package.protocol.kinds:
+        return {"task_id": task["task_id"], "valid": False,
+                "error": {"code": "TASK_KIND", "message": f"task kind {task.get('kind')!r} is "
+                          f"not one of {sorted(package.protocol.kinds)}"}}
     error = Gates(package.protocol, task, corpus).run(submission)
     if error is not None:
         return {"task_id": task["task_id"], "valid": False, "error": error}

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.errors import UsageError
+from engine.errors import SpecErrors, UsageError
 from engine.protocols import Command, Protocol, Report
 from engine.protocols.discovery import inspection
 from engine.protocols.discovery.names import task_problem
@@ -56,6 +56,9 @@ def compile_package(site: Site, key: str, value: Any,
         return {key: None}
     try:
         package = load_package(folder)
+    except SpecErrors as exc:  # located in the package's own files
+        site.problems.extend(exc.problems)
+        return {key: None}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         site.problem("BAD_DATA_FILE", f"'{value}': {exc}")
         return {key: None}

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.canonical import digest
+from engine.errors import FormulaError, Problem
 from engine.formula import NUMBER, Formula, compile_formula, evaluate
 from engine.protocols.discovery.audit import AuditError, sample
 from engine.protocols.discovery.corpus import Corpus
+from engine.protocols.discovery.files import formula_problem
 from engine.protocols.discovery.scoring import Scoring, finding_score, task_quality
+from engine.spec.yaml import Document
 
 STATES = ("positive", "negative", "unknown")
 JUDGE_KEYS = frozenset({"finding_id", "support", "task_fulfilled", "statistical_validity",
@@ -48,17 +51,27 @@ class BlindGate:
     interpretations: dict[str, str]
 
 
-def compile_blind(data: Mapping[str, Any], prompt: str) -> BlindGate:
-    """The protocol record (with the prompt's digest) and the compiled gate formulas."""
+def compile_blind(doc: Document, prompt: str, problems: list[Problem]) -> BlindGate:
+    """The protocol record (with the prompt's digest) and the compiled gate formulas; a
+    formula that does not compile, or a flag with no cap, is a located problem."""
+    data = doc.data
     record = {k: v for k, v in data["record"].items() if k != "prompt_file"}
     record["prompt_sha256"] = digest(prompt)
     params = {k: v for k, v in record.items() if isinstance(v, int | float)}
     names = dict.fromkeys([*COUNTERS, *params], NUMBER)
-    return BlindGate(record, digest(record),
-                     {name: _bound(compile_formula(src, names), params)
-                      for name, src in data["flags"].items()},
-                     dict(data["evidence"]), list(data["precedence"]),
-                     dict(data["cap_for_flag"]), dict(data["interpretations"]))
+    flags = {}
+    for name, src in data["flags"].items():
+        try:
+            flags[name] = _bound(compile_formula(src, names), params)
+        except FormulaError as exc:
+            problems.append(formula_problem(doc, ("flags", name), exc))
+    raised = [*data["flags"], data["evidence"]["all_contradicted"], data["evidence"]["otherwise"]]
+    problems.extend(doc.problem(("cap_for_flag",), "MISSING_KEY", f"'{flag}' is required here "
+                                "(a flag that can be raised needs its cap)")
+                    for flag in dict.fromkeys(raised) if flag not in data["cap_for_flag"])
+    return BlindGate(record, digest(record), flags, dict(data["evidence"]),
+                     list(data["precedence"]), dict(data["cap_for_flag"]),
+                     dict(data["interpretations"]))
 
 
 def _bound(formula: Formula, params: dict[str, Any]) -> Formula:

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from engine.canonical import canonical, digest
-from engine.judge._transport import check_key
+from engine.canonical import digest
+from engine.judge import Client, check_key, open_client
 from engine.protocols.discovery import check_submission, sample
+from engine.protocols.discovery.ask import Reviewer, ReviewError, ask, load_reviewer, replace_system
 from engine.protocols.discovery.audit import AuditError, new_seed
 from engine.protocols.discovery.blind import batches, definitions, payload, segments, validate
+from engine.protocols.discovery.checks import Finding
+from engine.protocols.discovery.checks_content import ARMS, FORMED_BY
 from engine.protocols.discovery.corpus import Corpus, LoadError, load_corpus
 from engine.protocols.discovery.gates import Gates
 from engine.protocols.discovery.names import task_file
@@ -33,46 +33,10 @@ from engine.protocols.discovery.review import (
 )
 from engine.protocols.discovery.stats import audit_details
 from engine.protocols.discovery.task import Package, _corpus_file, reference_sha256
-from engine.records.strict_json import JsonError, loads
+from engine.records.strict_json import loads
 
-
-class ReviewError(Exception):
-    """A task whose review could not be made: ``code`` is one of §4.4."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Reviewer:
-    """Where and how to ask: an OpenAI-compatible endpoint and the stage's limits."""
-
-    base_url: str
-    model: str
-    api_key_env: str | None
-    system: str
-    repair_sentence: str
-    max_input_chars: int
-    max_output_tokens: int
-    concurrency: int
-    timeout_s: float
-
-
-def load_reviewer(folder: Path, base_url: str, model: str,
-                  api_key_env: str | None) -> Reviewer:
-    """The review stage's texts and limits from judge.yaml."""
-    from engine.spec import yaml as _yaml
-
-    doc, problems = _yaml.parse((folder / "judge.yaml").read_text("utf-8"), "judge.yaml")
-    if doc is None:
-        raise ValueError("; ".join(map(str, problems)))
-    data = doc.data
-    system = "\n\n".join((folder / p).read_text("utf-8").strip() for p in data["system_prompt"])
-    return Reviewer(base_url, model, api_key_env, system,
-                    (folder / data["blind_repair"]).read_text("utf-8").strip(),
-                    int(data["max_input_chars"]), int(data["max_output_tokens"]),
-                    int(data["blind_concurrency"]), float(data["timeout_s"]))
+__all__ = ["ReviewError", "Reviewer", "judge_config", "load_reviewer", "review_all",
+           "review_task"]
 
 
 def _write_new(path: Path, value: Any) -> None:
@@ -108,39 +72,7 @@ def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], 
     return dict(stored)
 
 
-async def _ask(client: httpx.AsyncClient, reviewer: Reviewer, user: dict[str, Any]
-               ) -> tuple[Any, dict[str, Any]]:
-    """One request (§9.3): size check, POST, JSON body, finish reason; (response, receipt)."""
-    text = canonical(user).decode()
-    if len(reviewer.system) + len(text) > reviewer.max_input_chars:
-        raise ReviewError("MODEL_INPUT_TOO_LARGE", f"{len(reviewer.system) + len(text)} "
-                          f"characters exceed {reviewer.max_input_chars}")
-    key = check_key(reviewer.api_key_env)  # checked before the first request too
-    headers = {"authorization": f"Bearer {key}"} if key else {}
-    body = {"model": reviewer.model, "max_tokens": reviewer.max_output_tokens,
-            "response_format": {"type": "json_object"},
-            "messages": [{"role": "system", "content": reviewer.system},
-                         {"role": "user", "content": text}]}
-    try:
-        response = await client.post(f"{reviewer.base_url.rstrip('/')}/chat/completions",
-                                     json=body, headers=headers, timeout=reviewer.timeout_s)
-        data = loads(response.content) if response.status_code == 200 else None
-        if data is None:
-            raise ReviewError("MODEL_TRANSPORT", f"HTTP {response.status_code}")
-        choice = data["choices"][0]
-        if choice.get("finish_reason") not in (None, "stop"):
-            raise ReviewError("MODEL_TRANSPORT", f"finish_reason {choice['finish_reason']!r}")
-        answer = loads(choice["message"]["content"])
-    except (httpx.HTTPError, JsonError, KeyError, TypeError, IndexError) as exc:
-        said = str(exc).replace(key, "[the API key]") if key else str(exc)
-        raise ReviewError("MODEL_TRANSPORT", f"{type(exc).__name__}: {said}") from None
-    receipt = {"model": reviewer.model, "usage": data.get("usage"),
-               "request_sha256": digest({"system": reviewer.system, "payload": user}),
-               "response_id": data.get("id")}
-    return answer, receipt
-
-
-async def _blind(client: httpx.AsyncClient, reviewer: Reviewer, pkg: Package, corpus: Corpus,
+async def _blind(client: Client, reviewer: Reviewer, pkg: Package, corpus: Corpus,
                  findings: list[dict[str, Any]], doc_ids: list[str]
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     record = pkg.blind.record
@@ -156,13 +88,13 @@ async def _blind(client: httpx.AsyncClient, reviewer: Reviewer, pkg: Package, co
         texts = [corpus.rows[d]["text"] for d in group]
         user = payload(defs, docs)
         async with gate:
-            answer, receipt = await _ask(client, reviewer, user)
+            answer, receipt = await ask(client, reviewer, user)
             rows, why = validate(answer, docs, texts, len(defs))
             receipts = [receipt]
             if rows is None:  # BLIND_OUTPUT_INVALID: exactly one repair
                 repair = replace_system(reviewer, user["output_contract"]["row_length"])
                 fixed = {**user, "previous_response": answer, "validation_error": why}
-                answer, receipt = await _ask(client, repair, fixed)
+                answer, receipt = await ask(client, repair, fixed)
                 receipts.append(receipt)
                 rows, why = validate(answer, docs, texts, len(defs))
                 if rows is None:
@@ -178,14 +110,6 @@ async def _blind(client: httpx.AsyncClient, reviewer: Reviewer, pkg: Package, co
         raise failed.exceptions[0] from None
     results = [t.result() for t in tasks]  # assembled in batch order
     return [a for rows, _ in results for a in rows], [r for _, rs in results for r in rs]
-
-
-def replace_system(reviewer: Reviewer, row_length: int) -> Reviewer:
-    """The repair request's system prompt: the same prompt plus the repair sentence."""
-    from dataclasses import replace
-
-    sentence = reviewer.repair_sentence.replace("{row_length}", str(row_length))
-    return replace(reviewer, system=f"{reviewer.system}\n\n{sentence}")
 
 
 def _packet(pkg: Package, task: dict[str, Any], corpus: Corpus, submission: dict[str, Any],
@@ -212,7 +136,7 @@ def _packet(pkg: Package, task: dict[str, Any], corpus: Corpus, submission: dict
     return {"task": task, "documents": documents, "submission": shown, "semantic_audit": audit}
 
 
-async def review_task(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
+async def review_task(client: Client, pkg: Package, reviewer: Reviewer,
                       config: dict[str, Any], task: dict[str, Any], tasks: list[dict[str, Any]],
                       corpora: Path, submissions: Path, folder: Path) -> dict[str, Any]:
     """One task's review-stage outcome: missing, abstained, reused, reviewed, or error."""
@@ -252,7 +176,7 @@ async def review_task(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewe
                 "error": {"code": exc.code, "message": str(exc)}}
 
 
-async def _review(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
+async def _review(client: Client, pkg: Package, reviewer: Reviewer,
                   config: dict[str, Any], task: dict[str, Any], corpus: Corpus,
                   submission: dict[str, Any], binding: dict[str, Any],
                   folder: Path) -> dict[str, Any]:
@@ -282,14 +206,14 @@ async def _review(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
         sel = gates.selection(f)
         diagnostics[f["finding_id"]] = evidence_gate(pkg.blind, f, offset, sel, annotations)
         offset += len(f["definitions"])
-        k0, k1, outcome = _known_arms(task, gates, f, sel)
+        k0, k1, outcome = _known_arms(gates, f, sel)
         audits[f["finding_id"]] = audit_details([d for d in corpus.ids if d in sel], corpus.rows,
                                                 k0, k1, outcome, robust["axes"],
                                                 robust["min_known_per_arm"])
     packet = _packet(pkg, task, corpus, submission, doc_ids)
     user = {**packet, "robustness_audits": audits, "blind_evidence_diagnostics": diagnostics,
             "blind_annotations": annotations}
-    answer, receipt = await _ask(client, reviewer, user)
+    answer, receipt = await ask(client, reviewer, user)
     try:
         if not isinstance(answer, dict) or set(answer) != {"findings"}:
             raise IntegrityError("JUDGE_OUTPUT_INVALID", "the output must be {\"findings\": ...}")
@@ -302,26 +226,18 @@ async def _review(client: httpx.AsyncClient, pkg: Package, reviewer: Reviewer,
             "semantic_audit": {**packet["semantic_audit"], "document_ids": doc_ids}}
 
 
-def _known_arms(task: dict[str, Any], gates: Gates, f: dict[str, Any],
-                sel: set[str]) -> tuple[set[str], set[str], set[str]]:
-    labels = {a["condition_id"]: {s: set(a[f"{s}_doc_ids"]) for s in
-                                  ("positive", "negative", "unknown")}
-              for a in f["assignments"]}
-    first = labels[f["definitions"][0]["condition_id"]]
-    if task["kind"] == "compound_association":
-        b = labels[f["definitions"][1]["condition_id"]]
-        known_b = b["positive"] | b["negative"]
-        return first["negative"] & known_b, first["positive"] & known_b, b["positive"]
-    from engine.protocols.discovery.gates import Finding
-
+def _known_arms(gates: Gates, f: dict[str, Any], sel: set[str]
+                ) -> tuple[set[str], set[str], set[str]]:
+    """The known arms and the outcome of a finding that passed the gates, as G8 forms them."""
     state = Finding(0, f, sel=[d for d in gates.corpus.ids if d in sel], sel_set=sel)
-    if task["kind"] == "temporal_change":
-        gates.check_cutoff_format(state)
-    else:
-        gates.check_group_values(state)
-    assert state.arms is not None
-    return (state.arms[0] - first["unknown"], state.arms[1] - first["unknown"],
-            first["positive"])
+    state.labels = {a["condition_id"]: {s[0].upper(): set(a[f"{s}_doc_ids"]) for s in
+                                        ("positive", "negative", "unknown")}
+                    for a in f["assignments"]}
+    how = gates.rules["arms"]
+    if how in FORMED_BY:
+        FORMED_BY[how](gates, state)
+    _, k0, k1, outcome = ARMS[how](state)
+    return k0, k1, outcome
 
 
 def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], corpora: Path,
@@ -335,7 +251,7 @@ def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], co
     config = judge_config(pkg, reviewer, tasks, budget, folder)
 
     async def everything() -> list[dict[str, Any]]:
-        async with httpx.AsyncClient() as client:
+        async with open_client(reviewer.concurrency, reviewer.timeout_s) as client:
             return [await review_task(client, pkg, reviewer, config, t, tasks, corpora,
                                       submissions, folder) for t in tasks]
 

@@ -7,7 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import FormulaError, Problem
 from engine.formula import ANY, NUMBER, Formula, compile_formula, evaluate
+from engine.protocols.discovery.files import formula_problem
+from engine.spec.yaml import Document
 
 VALID = frozenset({"abstained", "pending_review", "unresolved", "scored"})
 COUNTS = ("T", "q_n", "q_sum", "rc_n", "rc_sum", "valid", "abstained", "pending", "missing",
@@ -26,16 +29,26 @@ class Scoring:
     disclaimer: str
 
 
-def compile_scoring(data: Mapping[str, Any]) -> Scoring:
-    """Compile the scoring rules; FormulaError or KeyError when they are not usable."""
+def compile_scoring(doc: Document, problems: list[Problem]) -> Scoring:
+    """Compile scoring.yaml; a formula that does not compile is a located problem."""
+    data = doc.data
     judge = {"task_fulfilled": ANY, "duplicate_of": ANY}
     dims = dict(data["dimensions"])
+    counts = dict.fromkeys(COUNTS, NUMBER)
+
+    def formula(where: tuple[str | int, ...], source: Any, names: dict[str, str]) -> Formula:
+        try:
+            return compile_formula(str(source), names)
+        except FormulaError as exc:
+            problems.append(formula_problem(doc, where, exc))
+            return compile_formula("null", {})
+
     return Scoring(dict(data["support_factor"]),
-                   [compile_formula(src, judge) for src in data["zero_if"]],
-                   compile_formula(data["formula"], {"factor": NUMBER} |
-                                   dict.fromkeys(dims, NUMBER)),
+                   [formula(("zero_if", i), src, judge) for i, src in enumerate(data["zero_if"])],
+                   formula(("formula",), data["formula"],
+                           {"factor": NUMBER} | dict.fromkeys(dims, NUMBER)),
                    dims,
-                   [(name, compile_formula(str(src), dict.fromkeys(COUNTS, NUMBER)))
+                   [(name, formula(("summary", name), src, counts))
                     for name, src in data["summary"].items()],
                    " ".join(str(data["disclaimer"]).split()))
 

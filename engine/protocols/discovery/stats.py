@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import FormulaError, Problem, did_you_mean
 from engine.formula import NUMBER, Formula, compile_formula, evaluate
 from engine.protocols.discovery.corpus import MISSING, meta, strict_date
+from engine.protocols.discovery.files import formula_problem
+from engine.spec.yaml import Document
 
 _TOKEN = re.compile(r"\s*([A-Za-z][A-Za-z0-9_+-]*|[&|\\])")
+_OPS = frozenset("&|\\")
 
 
 def set_expression(source: str, sets: Mapping[str, set[str]]) -> set[str]:
@@ -35,14 +39,50 @@ class KindStatistics:
     keys: list[tuple[str, Formula]]
 
 
-def compile_statistics(data: Mapping[str, Any]) -> dict[str, KindStatistics]:
-    """Compile statistics.yaml: per kind, named counts and key formulas; ValueError if bad."""
-    out = {}
+def set_problem(source: str, names: Iterable[str]) -> tuple[str, str, str]:
+    """('', '', '') for a set expression over ``names``, else (code, message, hint)."""
+    tokens = _TOKEN.findall(source)
+    ops = tokens[1::2]
+    if "".join(tokens).replace(" ", "") != source.replace(" ", "") or len(tokens) % 2 == 0 \
+            or any(t not in _OPS for t in ops) or any(t in _OPS for t in tokens[::2]):
+        return ("BAD_SET_EXPRESSION", f"'{source}' is not a set expression (names joined by "
+                "&, | or \\)", "")
+    for name in tokens[::2]:
+        if name not in names:
+            return ("UNKNOWN_SET", f"'{name}' is not a set this kind names",
+                    did_you_mean(name, names))
+    return "", "", ""
+
+
+def compile_statistics(doc: Document, kinds: Mapping[str, Any],
+                       problems: list[Problem]) -> dict[str, KindStatistics]:
+    """Compile statistics.yaml per kind (named counts, key formulas); problems located."""
+    data, out = doc.data, {}
     for kind, block in data["kinds"].items():
-        block = data["kinds"][block["same_as"]] if "same_as" in block else block
+        if kind not in kinds:
+            problems.append(doc.problem(("kinds", kind), "UNKNOWN_KIND", f"'{kind}' is not a "
+                                        "task kind", did_you_mean(kind, kinds), key=True))
+            continue
+        source = block.get("same_as", kind)
+        block = data["kinds"].get(source, {})
+        if "counts" not in block:
+            problems.append(doc.problem(("kinds", kind, "same_as"), "UNKNOWN_KIND", f"'{source}' "
+                                        "is not a kind with its own counts and keys"))
+            continue
+        for name, expr in block["counts"].items():
+            code, message, hint = set_problem(expr, kinds[kind]["sets"])
+            if code:
+                problems.append(doc.problem(("kinds", source, "counts", name), code,
+                                            f"{message} (kind {kind})", hint))
         names = dict.fromkeys(block["counts"], NUMBER)
-        keys = [(row["key"], compile_formula(str(row["expr"]), names))
-                for row in block["keys"] + data["population_keys"]]
+        rows = [(("kinds", source, "keys", i), r) for i, r in enumerate(block["keys"])] + \
+            [(("population_keys", i), r) for i, r in enumerate(data["population_keys"])]
+        keys = []
+        for where, row in rows:
+            try:
+                keys.append((row["key"], compile_formula(str(row["expr"]), names)))
+            except FormulaError as exc:
+                problems.append(formula_problem(doc, where + ("expr",), exc))
         out[kind] = KindStatistics(dict(block["counts"]), keys)
     return out
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import digest
-from engine.protocols.discovery import Discovery, check_submission
+from engine.errors import Problem, SpecErrors
+from engine.protocols.discovery import Discovery, check_submission, files
 from engine.protocols.discovery.corpus import LoadError, load_corpus
 from engine.protocols.discovery.gates import Gates
 from engine.protocols.discovery.names import task_file
@@ -27,23 +28,32 @@ class Package:
 
 
 def load_package(folder: Path) -> Package:
-    """The spec package in ``folder``; ValueError (or a subclass) says what is wrong."""
+    """The spec package in ``folder``; SpecErrors with every located problem if it is bad."""
     from engine.protocols.discovery import load_protocol
     from engine.protocols.discovery.review import compile_blind
-    from engine.spec import yaml as _yaml
 
-    def read(name: str) -> Any:
-        doc, problems = _yaml.parse((folder / name).read_text("utf-8"), name)
-        if doc is None:
-            raise ValueError("; ".join(str(p) for p in problems))
-        return doc.data
-
-    blind = read("blind_check.yaml")
-    prompt = (folder / blind["record"]["prompt_file"]).read_text("utf-8")
-    files = ("protocol.yaml", "gates.yaml", "statistics.yaml", "audit.yaml", "scoring.yaml",
-             "blind_check.yaml", "schema/submission.schema.json", blind["record"]["prompt_file"])
-    return Package(load_protocol(folder), compile_blind(blind, prompt),
-                   str(read("protocol.yaml")["benchmark_version"]), files)
+    problems: list[Problem] = []
+    discovery = None
+    try:
+        discovery = load_protocol(folder)
+    except SpecErrors as exc:
+        problems += exc.problems
+    doc = files.read(folder / "blind_check.yaml", problems)
+    if doc is None:
+        raise SpecErrors(problems)
+    rel = doc.data["record"]["prompt_file"]
+    try:
+        prompt = (folder / rel).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(doc.problem(("record", "prompt_file"), "BAD_DATA_FILE",
+                                    f"'{rel}' is not readable: {exc}"))
+        prompt = ""
+    blind = compile_blind(doc, prompt, problems)
+    if problems or discovery is None:
+        raise SpecErrors(problems)
+    names = ("protocol.yaml", "gates.yaml", "statistics.yaml", "audit.yaml", "scoring.yaml",
+             "blind_check.yaml", "schema/submission.schema.json", rel)
+    return Package(discovery, blind, discovery.benchmark_version, names)
 
 
 def _corpus_file(folder: Path, task: dict[str, Any]) -> Path:
