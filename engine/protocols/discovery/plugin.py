@@ -107,8 +107,7 @@ def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[
     evaluation = mine[0]
     params = _inspection(evaluation).params
     package = params["package"]
-    folder = next(p for p in evaluation.file.parent.resolve().rglob("judge.yaml")).parent
-    reviewer = load_reviewer(folder, args.judge_base_url, args.judge_model, args.api_key_env)
+    reviewer = load_reviewer(package.folder, args.judge_base_url, args.judge_model, args.api_key_env)
     inputs = {n: i.path for n, i in evaluation.inputs.items()}
     tasks = list(loads(inputs[params["tasks"]].read_bytes()))
     budget = args.audit_documents or package.discovery.audit["budget"]

@@ -25,6 +25,7 @@ class Package:
     blind: BlindGate
     benchmark_version: str
     files: tuple[str, ...] = ()  # the package files read, relative to its folder
+    folder: Path = Path(".")  # where the package is (its judge.yaml is read from there)
 
 
 def load_package(folder: Path) -> Package:
@@ -53,7 +54,7 @@ def load_package(folder: Path) -> Package:
         raise SpecErrors(problems)
     names = ("protocol.yaml", "gates.yaml", "statistics.yaml", "audit.yaml", "scoring.yaml",
              "blind_check.yaml", "schema/submission.schema.json", rel)
-    return Package(discovery, blind, discovery.benchmark_version, names)
+    return Package(discovery, blind, discovery.benchmark_version, names, folder)
 
 
 def _corpus_file(folder: Path, task: dict[str, Any]) -> Path:
