@@ -10,6 +10,8 @@ from typing import Any
 
 import rfc8785
 
+MAX_INT = 2**53 - 1  # the largest integer RFC 8785 (I-JSON) accepts: a double holds it exactly
+
 _PLAIN = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                           allow_nan=False)
 

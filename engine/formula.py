@@ -17,13 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.canonical import MAX_INT
 from engine.errors import FormulaError, did_you_mean
 from engine.stats import DEFAULT_Z, wilson
 
 MAX_LENGTH = 2000
 MAX_DEPTH = 32
 MAX_STRING = 256
-MAX_INT = 2**53 - 1  # the largest integer RFC 8785 (I-JSON) accepts
 
 NUMBER, BOOLEAN, STRING, NULL, ANY = "number", "boolean", "string", "null", "any"
 Z_KEY = "$wilson_z"  # names cannot start with '$', so this never collides

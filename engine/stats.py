@@ -9,7 +9,7 @@ from fractions import Fraction
 from math import comb
 from typing import Any
 
-from engine.inspections._base import clip
+from engine.records.clip import clip
 
 DEFAULT_Z = 1.959963984540054  # two-sided 95%, agent-release-gate §7.1
 

@@ -60,8 +60,17 @@ def _imports(name: str, path: Path) -> Iterator[str]:
                 yield full if full in MODULES else base
 
 
+def _with_parents(module: str) -> Iterator[str]:
+    """Importing ``engine.a.b`` runs ``engine/a/__init__.py`` first. ``engine`` itself is
+    left out: it is always imported first, before any of its modules."""
+    parts = module.split(".")
+    for end in range(2, len(parts) + 1):
+        yield ".".join(parts[:end])
+
+
 def _graph() -> dict[str, set[str]]:
-    return {name: {m for m in _imports(name, path) if m in MODULES and m != name}
+    return {name: {p for m in _imports(name, path) for p in _with_parents(m)
+                   if p in MODULES and p != name and not name.startswith(p + ".")}
             for name, path in MODULES.items()}
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from engine import FormulaError, compile_formula
 from engine.decide.aggregate import Counts, Tally
 from engine.formula import NUMBER, evaluate
-from engine.records.formats import parse_jcs
+from engine.records.strict_json import parse_jcs
 from engine.stats import wilson
 
 PROFILE = settings(max_examples=300, derandomize=True, deadline=None)

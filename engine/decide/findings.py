@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 from jinja2 import meta
 
-from engine.inspections._base import clip
+from engine.records.clip import clip
 from engine.spec.templates import Sandbox, TemplateRefused
 
 FIELDS = ("title", "action", "verification")

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from engine.canonical import sha256_file
 from engine.errors import VerifyError
 from engine.evidence import signing
-from engine.records.formats import parse_jcs
+from engine.records.strict_json import parse_jcs
 
 SIGNATURE_FILES = frozenset({"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"})
 # Bound by fields of the scorecard itself, so never optional.

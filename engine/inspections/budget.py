@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.canonical import MAX_INT
 from engine.errors import FormulaError
 from engine.formula import Z_KEY, evaluate
 from engine.inspections._base import (
@@ -23,7 +24,6 @@ from engine.inspections._base import (
     select,
     verdict,
 )
-from engine.spec.yaml import MAX_INT
 
 
 def _bound(unit: Mapping[str, Any], params: Mapping[str, Any]) -> Any:

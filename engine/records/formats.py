@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine import protocols
-from engine.inspections._base import clip
-from engine.spec.yaml import MAX_INT
+from engine.records.clip import clip
+from engine.records.strict_json import (
+    DEEP,
+    ESCAPED_SURROGATE,
+    RECORD_DECODER,
+    JsonError,
+    has_lone_surrogate,
+    too_deep,
+)
 
 
 @dataclass(frozen=True)
@@ -32,84 +37,6 @@ class BadRecord:
     message: str
 
 
-class _Refuse(ValueError):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _no_constant(name: str) -> Any:
-    raise _Refuse("NON_FINITE_NUMBER", f"{name} is not a JSON number")
-
-
-# Records nest at most this many arrays and objects (the record itself is level 1): deeper
-# values would exhaust the recursion of whatever walks them later (JSON writing, JMESPath,
-# JSON Schema, masking), so they are refused where they are read, with their line.
-MAX_DEPTH = 64
-_DIGITS = len(str(MAX_INT))
-
-
-def _int(text: str) -> int:
-    # compare lengths first: int() of a 5,000-digit token is refused by Python itself
-    if len(text.lstrip("-")) > _DIGITS or abs(int(text)) > MAX_INT:
-        raise _Refuse("NUMBER_OUT_OF_RANGE", "an integer beyond 2**53-1 loses precision")
-    return int(text)
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refuse("NON_FINITE_NUMBER", f"the number {text[:40]} overflows a double")
-    return value
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Refuse("DUPLICATE_KEY", f"key '{key}' appears twice")
-        out[key] = value
-    return out
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int, parse_float=_float,
-                            object_pairs_hook=_object)
-
-
-def _int_or_double(text: str) -> int | float:
-    if len(text.lstrip("-")) <= _DIGITS and abs(int(text)) <= MAX_INT:
-        return int(text)
-    return _float(text)
-
-
-# RFC 8785 numbers are doubles: a large integral double is written as an integer literal.
-_JCS_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=_int_or_double,
-                                parse_float=_float, object_pairs_hook=_object)
-
-
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True if arrays and objects nest more than ``limit`` levels (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
-
-
-def parse_jcs(data: bytes) -> Any:
-    """Parse bytes that claim to be RFC 8785 JSON; ValueError if they are not JSON at all."""
-    try:
-        value, end = _JCS_DECODER.raw_decode(data.decode("utf-8"))
-    except (_Refuse, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(str(exc)) from None
-    if end != len(data.decode("utf-8")):
-        raise ValueError("extra data after the JSON value")
-    return value
-
-
 def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     """One JSONL line as a record (an object), or why it is not one."""
     if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -119,41 +46,22 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     except UnicodeDecodeError as exc:
         return BadRecord(line, "NOT_UTF8", f"not UTF-8 (byte {exc.start})")
     try:
-        data, end = _DECODER.raw_decode(text.strip())
+        data, end = RECORD_DECODER.raw_decode(text.strip())
         if end != len(text.strip()):
-            raise _Refuse("INVALID_JSON", "extra data after the JSON value")
-    except _Refuse as exc:
+            raise JsonError("INVALID_JSON", "extra data after the JSON value")
+    except JsonError as exc:
         return BadRecord(line, exc.code, str(exc))
     except json.JSONDecodeError as exc:
         return BadRecord(line, "INVALID_JSON", f"not JSON: {exc.msg} at column {exc.colno}")
     except RecursionError:
-        return BadRecord(line, "NESTED_TOO_DEEP", _DEEP)
+        return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
     if not isinstance(data, dict):
         return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
     if too_deep(data):
-        return BadRecord(line, "NESTED_TOO_DEEP", _DEEP)
-    if _ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
+        return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
+    if ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
         return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
     return Record(line, data)
-
-
-_DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
-_ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
-
-
-def has_lone_surrogate(value: Any) -> bool:
-    """True if any string (key or value) cannot be encoded as UTF-8."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_lone_surrogate(v) for v in value)
-    return False
 
 
 def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:

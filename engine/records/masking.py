@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.inspections._base import MAX_EVIDENCE, clip
 from engine.inspections.pii import REDACTED, Detector
+from engine.records.clip import MAX_EVIDENCE, clip
 
 # Inspection types whose matches are sensitive -> the parameter that finds them. Other
 # types look for content the policy itself names (not_contains, refusal words, tool

@@ -1,9 +1,18 @@
-"""Strict JSON reading that keeps the lexical class of numbers (discovery protocol §2.7).
+"""The one strict JSON reader: every JSON the engine reads from outside goes through it.
 
-A number token with no fraction and no exponent is an ``int``; any other number token is a
-``LexFloat`` (a ``float`` that remembers it was written as a float). NaN and infinities,
-numbers that overflow a double, duplicate member names, lone surrogates, a byte-order mark
-and any syntax error are refused with a code.
+Three uses differ only in how numbers are read and what a refusal is called, each a
+``Dialect`` here:
+
+- ``RECORD`` (input records, one per line): integers beyond 2**53-1 are refused
+  (NUMBER_OUT_OF_RANGE), non-finite numbers too (NON_FINITE_NUMBER);
+- ``JCS`` (signed RFC 8785 evidence, read back by ``engine verify``): numbers are doubles,
+  so a large integral double written as an integer literal reads as a float;
+- ``LEXICAL`` (finding-quality-discovery §2.7 inputs): a number token with no fraction and
+  no exponent is an ``int``; any other number token is a ``LexFloat`` (a ``float`` that
+  remembers it was written as a float).
+
+All three refuse NaN and infinities, duplicate member names, lone surrogates, nesting
+deeper than ``MAX_DEPTH`` and any syntax error, with a code (``JsonError.code``).
 """
 
 from __future__ import annotations
@@ -12,9 +21,15 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from engine.records.formats import has_lone_surrogate, too_deep
+from engine.canonical import MAX_INT
+
+MAX_DEPTH = 64  # arrays and objects nested, the value itself being level 1
+DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+_DIGITS = len(str(MAX_INT))
 
 
 class LexFloat(float):
@@ -22,8 +37,8 @@ class LexFloat(float):
 
 
 class JsonError(ValueError):
-    """A JSON text the protocol refuses: ``code`` is JSON_PARSE or NONFINITE_JSON;
-    ``record_code`` is the engine's record-problem code when it is more precise."""
+    """A JSON text refused: ``code`` is the dialect's code; ``record_code`` is the
+    engine's record-problem code for it (the same code in the RECORD dialect)."""
 
     def __init__(self, code: str, message: str, record_code: str | None = None) -> None:
         super().__init__(message)
@@ -32,40 +47,127 @@ class JsonError(ValueError):
                                            else "INVALID_JSON")
 
 
-MAX_DEPTH = 64  # the same limit as records (engine.records.MAX_DEPTH)
-_DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+@dataclass(frozen=True)
+class Dialect:
+    """How one use of strict JSON reads numbers and names its refusals."""
+
+    name: str
+    parse_int: Callable[[str], Any]
+    parse_float: Callable[[str], Any]
+    constant: Callable[[str], Any]  # NaN, Infinity, -Infinity: always refused
+    duplicate: Callable[[str], JsonError]  # a member name that appears twice
+
+    def decoder(self) -> json.JSONDecoder:
+        """A stdlib decoder applying these rules (built once per dialect)."""
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in items:
+                if key in out:
+                    raise self.duplicate(key)
+                out[key] = value
+            return out
+        return json.JSONDecoder(parse_int=self.parse_int, parse_float=self.parse_float,
+                                parse_constant=self.constant, object_pairs_hook=pairs)
 
 
-def _float(token: str) -> float:
+def _record_int(text: str) -> int:
+    # compare lengths first: int() of a 5,000-digit token is refused by Python itself
+    if len(text.lstrip("-")) > _DIGITS or abs(int(text)) > MAX_INT:
+        raise JsonError("NUMBER_OUT_OF_RANGE", "an integer beyond 2**53-1 loses precision",
+                        "NUMBER_OUT_OF_RANGE")
+    return int(text)
+
+
+def _record_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonError("NON_FINITE_NUMBER", f"the number {text[:40]} overflows a double",
+                        "NON_FINITE_NUMBER")
+    return value
+
+
+def _int_or_double(text: str) -> int | float:
+    if len(text.lstrip("-")) <= _DIGITS and abs(int(text)) <= MAX_INT:
+        return int(text)
+    return _record_float(text)
+
+
+def _record_constant(name: str) -> Any:
+    raise JsonError("NON_FINITE_NUMBER", f"{name} is not a JSON number", "NON_FINITE_NUMBER")
+
+
+def _record_duplicate(key: str) -> JsonError:
+    return JsonError("DUPLICATE_KEY", f"key '{key}' appears twice", "DUPLICATE_KEY")
+
+
+def _lexical_float(token: str) -> float:
     value = float(token)
     if not math.isfinite(value):
         raise JsonError("NONFINITE_JSON", f"number {token} overflows a double")
     return LexFloat(value)
 
 
-def _int(token: str) -> int:
+def _lexical_int(token: str) -> int:
     # lengths first: int() of a 5,000-digit token is refused by Python itself
     if len(token.lstrip("-")) > 309 or abs(int(token)) > sys.float_info.max:
         raise JsonError("NONFINITE_JSON", f"number {token[:40]} overflows a double")
     return int(token)
 
 
-def _constant(name: str) -> Any:
+def _lexical_constant(name: str) -> Any:
     raise JsonError("NONFINITE_JSON", f"{name} is not a finite number")
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise JsonError("JSON_PARSE", f"member name {key!r} appears twice")
-        out[key] = value
-    return out
+def _lexical_duplicate(key: str) -> JsonError:
+    return JsonError("JSON_PARSE", f"member name {key!r} appears twice")
 
 
-_DECODER = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_constant,
-                            object_pairs_hook=_object)
+RECORD = Dialect("record", _record_int, _record_float, _record_constant, _record_duplicate)
+JCS = Dialect("jcs", _int_or_double, _record_float, _record_constant, _record_duplicate)
+LEXICAL = Dialect("lexical", _lexical_int, _lexical_float, _lexical_constant,
+                  _lexical_duplicate)
+RECORD_DECODER, JCS_DECODER, LEXICAL_DECODER = (RECORD.decoder(), JCS.decoder(),
+                                                LEXICAL.decoder())
+ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True if arrays and objects nest more than ``limit`` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True if any string (key or value) cannot be encoded as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_lone_surrogate(v) for v in value)
+    return False
+
+
+def parse_jcs(data: bytes) -> Any:
+    """Parse bytes that claim to be RFC 8785 JSON; ValueError if they are not JSON at all."""
+    try:
+        value, end = JCS_DECODER.raw_decode(data.decode("utf-8"))
+    except (JsonError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+    if end != len(data.decode("utf-8")):
+        raise ValueError("extra data after the JSON value")
+    return value
 
 
 def loads(data: bytes | str) -> Any:
@@ -80,16 +182,16 @@ def loads(data: bytes | str) -> Any:
     else:
         text = data
     try:
-        value, end = _DECODER.raw_decode(text, len(text) - len(text.lstrip()))
+        value, end = LEXICAL_DECODER.raw_decode(text, len(text) - len(text.lstrip()))
     except json.JSONDecodeError as exc:
         raise JsonError("JSON_PARSE", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
                         ) from None
     except RecursionError:
-        raise JsonError("JSON_PARSE", _DEEP, "NESTED_TOO_DEEP") from None
+        raise JsonError("JSON_PARSE", DEEP, "NESTED_TOO_DEEP") from None
     if text[end:].strip():
         raise JsonError("JSON_PARSE", "extra data after the JSON value")
     if too_deep(value, MAX_DEPTH):
-        raise JsonError("JSON_PARSE", _DEEP, "NESTED_TOO_DEEP")
+        raise JsonError("JSON_PARSE", DEEP, "NESTED_TOO_DEEP")
     if _SURROGATE.search(text) and has_lone_surrogate(value):
         raise JsonError("JSON_PARSE", "a string holds a lone surrogate")
     return value

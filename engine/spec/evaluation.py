@@ -13,9 +13,9 @@ from typing import Any
 
 from engine.canonical import digest
 from engine.errors import Problem, SpecErrors, did_you_mean
-from engine.inspections._base import clip
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 from engine.records import formats
+from engine.records.clip import clip
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector

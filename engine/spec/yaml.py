@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
+from engine.canonical import MAX_INT
 from engine.errors import Problem
 
-MAX_INT = 2**53 - 1  # the largest integer RFC 8785 (I-JSON) accepts
 MAX_DEPTH = 64
 MAX_NODES = 200_000
 

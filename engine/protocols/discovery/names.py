@@ -35,8 +35,7 @@ def task_file(folder: Path, task: dict[str, Any], suffix: str) -> Path:
 def usable_tasks(path: Path) -> list[dict[str, Any]]:
     """The tasks of an inventory file that a run evaluates: the others are record problems
     (``engine.records.read_json_array``), and so is a file that is not a JSON array."""
-    from engine.records.formats import too_deep
-    from engine.records.strict_json import JsonError, loads
+    from engine.records.strict_json import JsonError, loads, too_deep
 
     try:
         tasks = loads(path.read_bytes())

@@ -13,8 +13,8 @@ from engine.errors import SpecErrors, UsageError
 from engine.protocols import Command, Protocol, Report
 from engine.protocols.discovery import inspection
 from engine.protocols.discovery.names import task_problem
-from engine.records.formats import MAX_DEPTH, BadRecord, Format, Record, too_deep
-from engine.records.strict_json import JsonError, loads
+from engine.records.formats import BadRecord, Format, Record
+from engine.records.strict_json import DEEP, JsonError, loads, too_deep
 from engine.spec.compile import Site
 
 NAME = "finding-quality-discovery"
@@ -37,8 +37,7 @@ def read_tasks(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
         if not isinstance(item, dict):
             yield BadRecord(index, "NOT_AN_OBJECT", f"element {index} is not an object")
         elif too_deep(item):
-            yield BadRecord(index, "NESTED_TOO_DEEP",
-                            f"arrays and objects nest deeper than {MAX_DEPTH} levels")
+            yield BadRecord(index, "NESTED_TOO_DEEP", DEEP)
         elif (problem := task_problem(item)) is not None:
             yield BadRecord(index, "BAD_TASK_ID", problem)
         else:
@@ -107,7 +106,8 @@ def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[
     evaluation = mine[0]
     params = _inspection(evaluation).params
     package = params["package"]
-    reviewer = load_reviewer(package.folder, args.judge_base_url, args.judge_model, args.api_key_env)
+    reviewer = load_reviewer(package.folder, args.judge_base_url, args.judge_model,
+                             args.api_key_env)
     inputs = {n: i.path for n, i in evaluation.inputs.items()}
     tasks = list(loads(inputs[params["tasks"]].read_bytes()))
     budget = args.audit_documents or package.discovery.audit["budget"]
