@@ -2,41 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from engine.decide import findings as _findings
 from engine.decide.aggregate import Counts, Tally
-from engine.decide.reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
+from engine.decide.lattice import EXIT_CODES, ORDER, Decision, Reason
+from engine.decide.reasons import FAIL, INCOMPLETE, SELF_TEST, TRIAGE
 from engine.errors import FormulaError
 from engine.formula import Z_KEY, evaluate
 from engine.run.rows import suite_digest, validator
 from engine.spec.evaluation import Evaluation
 from engine.stats import notes, pass_hat_k, wilson
 
+__all__ = ["EXIT_CODES", "ORDER", "Decision", "Reason", "decide", "with_comparison"]
+
 MAX_ROWS = 50  # control rows listed in the scorecard (all are in rows.jsonl)
-ORDER = (SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS)
-EXIT_CODES = {PASS: 0, FAIL: 1, INCOMPLETE: 3, TRIAGE: 4, SELF_TEST: 4}
 _PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "PURPOSE_TRIAGE")}
-
-
-@dataclass
-class Reason:
-    """One condition that holds, with the decision it forces and the spec path behind it."""
-
-    decision: str
-    code: str
-    spec_path: str
-    message: str
-    category: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The scorecard form."""
-        out = {"code": self.code, "decision": self.decision, "spec_path": self.spec_path,
-               "message": self.message}
-        if self.category is not None:
-            out["category"] = self.category
-        return out
 
 
 def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
@@ -136,7 +118,7 @@ def _formula(formula: Any, env: dict[str, Any], reasons: list[Reason], path: str
 
 
 def decide(evaluation: Evaluation, tally: Tally,
-           judge: dict[str, Any] | None = None) -> dict[str, Any]:
+           judge: dict[str, Any] | None = None) -> Decision:
     """Categories, overall score, conditions, reasons and the decision for one tally."""
     policy, reasons = evaluation.policy, []
     suite_sha = suite_digest(evaluation, tally)
@@ -177,32 +159,20 @@ def decide(evaluation: Evaluation, tally: Tally,
                    reliability=reliability, findings=found, tally=tally, judge=judge)
 
 
-def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
-    policy = evaluation.policy
-    decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
-    blockers = _pass_blockers(evaluation) if decision == PASS else []
-    if blockers:
-        reasons += blockers
-        decision = INCOMPLETE
-    reasons.sort(key=lambda r: ORDER.index(r.decision))
+def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> Decision:
+    """Settle the conditions that hold into a Decision (reason codes as the policy
+    publishes them), with the findings that are not about agent rows appended."""
+    policy, tally = evaluation.policy, parts.pop("tally", None)
     categories = parts.get("categories", {})
     required = [n for n, c in policy.categories.items() if c.required] or \
         [n for n, c in categories.items() if c["attempted"]]
-    out = {"judge": parts.get("judge"),
-           "decision": decision, "metrics_decision": decision, "overall_pass": decision == PASS,
-           "categories": categories,
-           "overall": parts.get("overall"), "conditions": parts.get("conditions", []),
-           "required_categories": required,
-           "missing_categories": [n for n in required if n in categories and
-                                  not categories[n]["attempted"]],
-           "validation": parts.get("validation"), "controls": parts.get("controls"),
-           "reliability": parts.get("reliability", {}),
-           "waivers": _waivers(evaluation, parts.get("tally")),
-           "reasons": [r.as_json() for r in reasons]}
-    out["findings"] = parts.get("findings", []) + _blockers(out, parts.get("tally"))
-    for reason in out["reasons"]:
-        reason["code"] = policy.reason_codes.get(reason["code"], reason["code"])
-    return out
+    missing = [n for n in required if n in categories and not categories[n]["attempted"]]
+    found = parts.pop("findings", []) + _blockers(missing, tally)
+    names = policy.reason_codes
+    return Decision.of([r.published(names) for r in reasons],
+                       [r.published(names) for r in _pass_blockers(evaluation)],
+                       required_categories=required, missing_categories=missing,
+                       waivers=_waivers(evaluation, tally), findings=found, **parts)
 
 
 def _pass_blockers(evaluation: Evaluation) -> list[Reason]:
@@ -228,37 +198,34 @@ _BASELINE = {"missing": "BASELINE_MISSING", "untrusted": "BASELINE_UNTRUSTED",
              "incompatible": "BASELINE_INCOMPATIBLE"}
 
 
-def with_comparison(evaluation: Evaluation, outcome: dict[str, Any],
-                    block: dict[str, Any]) -> dict[str, Any]:
-    """Bind a comparison into the outcome; when the policy requires it, it gates."""
+def with_comparison(evaluation: Evaluation, outcome: Decision,
+                    block: dict[str, Any]) -> Decision:
+    """Bind a comparison into the outcome; when the policy requires it, it gates (through
+    the same lattice as every other condition)."""
     policy = evaluation.policy
     block["required"] = policy.comparison_required
-    outcome = {**outcome, "comparison": block}
-    if not policy.comparison_required:
-        return outcome
-    path = "policy:spec.gate.comparison.required"
-    extra = []
-    if block["status"] != "comparable":
-        extra.append(Reason(INCOMPLETE, _BASELINE[block["status"]], path,
-                            f"the required baseline is {block['status']}: "
-                            + "; ".join(block["reasons"])))
-    elif block["regressed"]:
-        worse = [n for n, c in block["categories"].items()
-                 if c["status"] in ("now failing", "regressed")]
-        extra.append(Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
-                            (f": {', '.join(worse)}" if worse else " (it was PASS)")))
+    extra = _comparison_reasons(block) if policy.comparison_required else []
     if not extra:
-        return outcome
-    codes = {r.code: r.decision for r in extra}
-    reasons = [r for r in outcome["reasons"]] + [
-        {**r.as_json(), "code": policy.reason_codes.get(r.code, r.code)} for r in extra]
-    decisions = [r["decision"] for r in reasons] + list(codes.values())
-    decision = min(decisions, key=ORDER.index)
-    reasons.sort(key=lambda r: ORDER.index(r["decision"]))
+        return replace(outcome, comparison=block)
     blocker = {"id": "comparison:baseline", "severity": "blocker",
                "message": extra[0].message, "automation": "human_review_required"}
-    return {**outcome, "decision": decision, "overall_pass": decision == PASS,
-            "reasons": reasons, "findings": outcome["findings"] + [blocker]}
+    return outcome.with_reasons([r.published(policy.reason_codes) for r in extra],
+                                comparison=block, findings=outcome.findings + [blocker])
+
+
+def _comparison_reasons(block: dict[str, Any]) -> list[Reason]:
+    """What a required comparison holds against the run: no usable baseline, or a regression."""
+    path = "policy:spec.gate.comparison.required"
+    if block["status"] != "comparable":
+        return [Reason(INCOMPLETE, _BASELINE[block["status"]], path,
+                       f"the required baseline is {block['status']}: "
+                       + "; ".join(block["reasons"]))]
+    if not block["regressed"]:
+        return []
+    worse = [n for n, c in block["categories"].items()
+             if c["status"] in ("now failing", "regressed")]
+    return [Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
+                   (f": {', '.join(worse)}" if worse else " (it was PASS)"))]
 
 
 def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:
@@ -282,11 +249,11 @@ def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | No
     return block
 
 
-def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:
+def _blockers(missing: list[str], tally: Tally | None) -> list[dict[str, Any]]:
     """Findings that are not about agent rows: missing coverage, broken controls."""
     blockers = [{"id": f"coverage:{name}", "category": name, "severity": "blocker",
                  "message": f"required category '{name}' has no rows",
-                 "automation": "human_review_required"} for name in out["missing_categories"]]
+                 "automation": "human_review_required"} for name in missing]
     for row in tally.control_rows if tally is not None else []:
         if row["status"] != "PASS":
             blockers.append({"id": f"control:{row['unit']}", "category": row["category"],

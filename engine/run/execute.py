@@ -75,7 +75,7 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
         outcome = decide(evaluation, tally, judge)
         baseline = baseline or evaluation.baseline
         if baseline is not None or keys or evaluation.policy.comparison_required:
-            current = {"categories": outcome["categories"], "decision": outcome["decision"],
+            current = {"categories": outcome.categories, "decision": outcome.decision,
                        "suite_sha256": evidence.suite_digest(evaluation, tally),
                        "policy_sha256": evaluation.policy.sha256,
                        "judge_sha256": judge["judge_sha256"] if judge else None}
@@ -83,28 +83,21 @@ def execute(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
                                     evaluation.policy.comparison_rules,
                                     evaluation.policy.wilson_z)
             outcome = with_comparison(evaluation, outcome, block)
-        card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs)
-        if evaluation.policy.catalogues:
-            card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
-                                                evaluation.policy.card_mappings, card,
-                                                key is not None)
-        found = card["findings"]
-        listing = evidence.findings_jsonl(found)
-        staging.write("findings.jsonl", listing)
-        findings_sha = hashlib.sha256(listing).hexdigest()
-        card |= {"findings": found[:evidence.FINDINGS_LISTED], "findings_count": len(found),
-                 "findings_sha256": findings_sha}
-        subjects = {"rows.jsonl": rows_sha, "findings.jsonl": findings_sha}
+        agent = agentcard.card(evaluation.policy.catalogues, evaluation.policy.card_mappings,
+                               outcome, key is not None) if evaluation.policy.catalogues else None
+        card = evidence.scorecard(evaluation, tally, outcome, rows_sha, inputs, agent,
+                                  report[0] if report else None)
+        staging.write("findings.jsonl", evidence.findings_jsonl(outcome.findings))
+        subjects = {"rows.jsonl": rows_sha, "findings.jsonl": card["findings_sha256"]}
         if report is not None:
-            card["report"] = report[0]
             for name, data in (("report.json", report[1]), ("report.md", report[2])):
                 staging.write(name, data)
                 subjects[name] = hashlib.sha256(data).hexdigest()
         if judge is not None:
             subjects["judgements.jsonl"] = judge["judgements_sha256"]
-        if outcome["validation"] is not None:
+        if outcome.validation is not None:
             checked = evidence.canonical(
-                evidence.validation_report(evaluation, tally, outcome["validation"]))
+                evidence.validation_report(evaluation, tally, outcome.validation))
             staging.write("validation.json", checked)
             subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
         for name, data in reports.project(card).items():  # projections of the scorecard
