@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +14,9 @@ from engine.decide.findings import build_fixes
 from engine.decide.reasons import REASON_CODES
 from engine.errors import did_you_mean
 from engine.formula import BOOLEAN, NUMBER, Formula
-from engine.inspections import TABLE, Primitive
+from engine.inspections import TABLE
 from engine.inspections.pii import build_detector
-from engine.records.masking import Masker, masker
+from engine.records.masking import masker
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import (
@@ -25,88 +25,16 @@ from engine.spec.compile import (
     compile_selector,
     load_data_file,
 )
+from engine.spec.model import Category, Condition, Inspection, Policy
 from engine.stats import DEFAULT_Z
 
 if TYPE_CHECKING:
     from engine.spec.evaluation import _Loader
 
+__all__ = ["Category", "Condition", "Inspection", "Policy", "compile_policy", "condition_names"]
+
 COMMON_KEYS = {"id", "type", "description", "when"}
 RELIABILITY_GATES = ("min_pass_hat_k", "min_consistency", "max_flaky_cases")
-
-
-@dataclass
-class Inspection:
-    """One compiled inspection entry."""
-
-    id: str
-    type: str
-    primitive: Primitive
-    params: dict[str, Any]
-    when: Any
-    spec_path: str
-
-
-@dataclass
-class Category:
-    """One category: a pass rate over the rows of its inspections."""
-
-    name: str
-    weight: float
-    threshold: float | None
-    minimum: float | None
-    gate_on: str
-    min_n: int
-    required: bool
-    inspections: list[str]
-    spec_path: str
-    severity: str = "high"
-    min_cases: int = 1  # scored suite cases the category needs to be resolved
-
-
-@dataclass
-class Condition:
-    """An extra gate condition: false fails, null is INCOMPLETE."""
-
-    id: str
-    formula: Formula
-    message: str
-    spec_path: str
-
-
-@dataclass
-class Policy:
-    """A compiled Policy."""
-
-    name: str
-    version: str
-    scoring_version: str
-    purpose: str
-    wilson_z: float
-    categories: dict[str, Category]
-    inspections: dict[str, Inspection]
-    overall: Formula | None
-    overall_threshold: float | None
-    conditions: list[Condition]
-    sha256: str
-    budgets: dict[str, Any] = field(default_factory=dict)
-    validate: bool = True
-    strict: bool = True
-    controls: Any = None  # compiled JMESPath marking control units, or None
-    control_expect: str = "FAIL"
-    pass_k: int = 2
-    min_cases: int = 1
-    reliability_gates: dict[str, float | int] = field(default_factory=dict)
-    reason_codes: dict[str, str] = field(default_factory=dict)
-    fixes: dict[str, Any] = field(default_factory=dict)
-    mask: Masker | None = None  # what row evidence hides (_masking), or None
-    comparison_required: bool = False
-    document: dict[str, Any] = field(default_factory=dict)  # what policy_sha256 digests
-    presentation_digests: dict[str, str] = field(default_factory=dict)
-    comparison_rules: dict[str, Formula] = field(default_factory=dict)
-    report: str | None = None
-    waivers: list[dict[str, Any]] = field(default_factory=list)
-    catalogues: list[dict[str, Any]] = field(default_factory=list)
-    card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 class _DataFiles:
