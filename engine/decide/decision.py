@@ -7,114 +7,17 @@ from typing import Any
 
 from engine.decide import findings as _findings
 from engine.decide.aggregate import Counts, Tally
+from engine.decide.categories import category, formulas
 from engine.decide.lattice import EXIT_CODES, ORDER, Decision, Reason
 from engine.decide.reasons import FAIL, INCOMPLETE, SELF_TEST, TRIAGE
-from engine.errors import FormulaError
-from engine.formula import Z_KEY, evaluate
 from engine.run.rows import suite_digest, validator
 from engine.spec.evaluation import Evaluation
-from engine.stats import notes, pass_hat_k, wilson
+from engine.stats import pass_hat_k
 
 __all__ = ["EXIT_CODES", "ORDER", "Decision", "Reason", "decide", "with_comparison"]
 
 MAX_ROWS = 50  # control rows listed in the scorecard (all are in rows.jsonl)
 _PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "PURPOSE_TRIAGE")}
-
-
-def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
-              error_codes: Any, measures: Any, reasons: list[Reason]) -> dict[str, Any]:
-    cat = evaluation.policy.categories[name]
-    n, path = counts.n, cat.spec_path
-    no_judge = error_codes.get((name, "NO_JUDGE"), 0)
-    rate = counts.passed / n if n else None
-    bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
-    lower, upper = bounds if bounds else (None, None)
-    statistic = lower if cat.gate_on == "wilson_lower" else rate
-    state: str = "MET"
-    met: bool | None = True
-
-    def hold(decision: str, code: str, where: str, message: str) -> None:
-        reasons.append(Reason(decision, code, where, message, name))
-
-    if counts.attempted == 0:
-        state, met = ("MISSING", None) if cat.required else ("NOT_INCLUDED", None)
-        if cat.required:
-            hold(INCOMPLETE, "REQUIRED_CATEGORY_MISSING", path, f"no rows for '{name}'")
-    elif counts.skipped == counts.attempted:
-        state, met = "SKIPPED", None
-        hold(INCOMPLETE, "CATEGORY_SKIPPED", path, f"every row of '{name}' was skipped")
-    elif counts.skipped + no_judge == counts.attempted:
-        # Nothing here could be judged (e.g. no canary anywhere and no judge): skipped, not
-        # unresolved, as agent-release-gate §2 says for injection.
-        state, met = "SKIPPED", None
-        hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
-             f"no row of '{name}' can be verified without a judge")
-    elif n == 0 or counts.errors or counts.abstained or n < cat.min_n or \
-            cases < cat.min_cases:
-        state, met = "UNRESOLVED", None
-        if cases < cat.min_cases:
-            hold(INCOMPLETE, "BELOW_MIN_CASES", f"{path}.min_cases",
-                 f"'{name}' has {cases} scored cases, fewer than min_cases {cat.min_cases}")
-        if counts.errors or counts.abstained:
-            hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
-                 f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
-        if n < cat.min_n:
-            hold(INCOMPLETE, "BELOW_MIN_N", f"{path}.min_n",
-                 f"'{name}' has {n} scored rows, fewer than min_n {cat.min_n}")
-    # Misses are reported even when the category is unresolved (the reason list shows
-    # every condition that holds); only a resolved category's state becomes NOT_MET.
-    if cat.threshold is not None and statistic is not None and not statistic >= cat.threshold:
-        hold(FAIL, "BELOW_THRESHOLD", f"{path}.threshold",
-             f"'{name}' {cat.gate_on} {statistic:.6g} is below the threshold {cat.threshold}")
-        state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
-    if cat.minimum is not None and rate is not None and not rate >= cat.minimum:
-        hold(FAIL, "BELOW_MINIMUM", f"{path}.minimum",
-             f"'{name}' rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
-        state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
-    return {
-        "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
-        "abstained": counts.abstained, "skipped": counts.skipped, "waived": counts.waived,
-        "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
-        "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
-        "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
-        "mode": _mode(evaluation, cat.inspections),
-        "notes": notes(*measures) if measures else None,
-        "state": state, "met": met,
-    }
-
-
-def _mode(evaluation: Evaluation, ids: list[str]) -> str:
-    """How the category's verdicts are reached (a judged inspection without a judge falls
-    back to its fallback's mode)."""
-    modes = set()
-    for inspection_id in ids:
-        inspection = evaluation.policy.inspections[inspection_id]
-        fallback = inspection.params.get("fallback")
-        if fallback and evaluation.judge.provider == "none":
-            inspection = evaluation.policy.inspections[fallback]
-        modes.add(inspection.primitive.mode)
-    return "+".join(sorted(modes))
-
-
-def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> float | None:
-    """Weighted mean of the rates of included categories with weight > 0; null if one is."""
-    total = weight = 0.0
-    for name, cat in evaluation.policy.categories.items():
-        result = categories[name]
-        if cat.weight > 0 and result["attempted"] > 0:
-            if result["rate"] is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
-                return None
-            total += cat.weight * result["rate"]
-            weight += cat.weight
-    return total / weight if weight else None
-
-
-def _formula(formula: Any, env: dict[str, Any], reasons: list[Reason], path: str) -> Any:
-    try:
-        return evaluate(formula, env)
-    except FormulaError as exc:
-        reasons.append(Reason(INCOMPLETE, "GATE_ERROR", path, f"{exc.code}: {exc}"))
-        return None
 
 
 def decide(evaluation: Evaluation, tally: Tally,
@@ -138,7 +41,7 @@ def decide(evaluation: Evaluation, tally: Tally,
     if validation is not None and validation["failed"]:
         return _result(evaluation, reasons, validation=validation, judge=judge)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
-    categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
+    categories = {name: category(evaluation, name, tally.categories.get(name, Counts()),
                                   tally.cases.count(name), tally.error_codes,
                                   tally.measures.get(name), reasons)
                   for name in policy.categories}
@@ -150,7 +53,7 @@ def decide(evaluation: Evaluation, tally: Tally,
     reliability = {name: pass_hat_k(tally.cases.cases(name), policy.pass_k)
                    for name in included}
     _reliability_gates(evaluation, reliability, reasons)
-    overall, conditions = _formulas(evaluation, categories, reasons)
+    overall, conditions = formulas(evaluation, categories, reasons)
     found = _findings.findings(list(policy.categories), tally.findings,
                                {n: c.severity for n, c in policy.categories.items()},
                                policy.fixes)
@@ -262,45 +165,6 @@ def _blockers(missing: list[str], tally: Tally | None) -> list[dict[str, Any]]:
                                         "it to catch its planted fault: the evaluator is broken",
                              "automation": "human_review_required"})
     return blockers
-
-
-def _formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
-              reasons: list[Reason]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    policy = evaluation.policy
-    env: dict[str, Any] = {Z_KEY: policy.wilson_z, "weighted": _weighted(evaluation, categories)}
-    for name, result in categories.items():
-        env[name] = result["rate"] if result["state"] in ("MET", "NOT_MET") else None
-        for count in ("n", "passed", "failed", "errors"):
-            env[f"{count}_{name}"] = result[count]
-    overall = None
-    if policy.overall is not None:
-        score = _formula(policy.overall, env, reasons, "policy:spec.overall.formula")
-        met = None if score is None or policy.overall_threshold is None else \
-            score >= policy.overall_threshold
-        if score is None and policy.overall_threshold is not None:
-            reasons.append(Reason(INCOMPLETE, "GATE_NULL", "policy:spec.overall.formula",
-                                  "the overall score is null: some category it needs has no "
-                                  "resolved rate"))
-        elif met is False:
-            reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD",
-                                  "policy:spec.overall.threshold",
-                                  f"overall score {score:.6g} is below {policy.overall_threshold}"))
-        overall = {"score": score, "threshold": policy.overall_threshold, "met": met,
-                   "formula": policy.overall.source}
-        env["overall"] = score
-    else:
-        env["overall"] = env["weighted"]
-    conditions = []
-    for cond in policy.conditions:
-        value = _formula(cond.formula, env, reasons, cond.spec_path)
-        if value is None:
-            reasons.append(Reason(INCOMPLETE, "GATE_NULL", cond.spec_path,
-                                  f"condition '{cond.id}' is null: evidence it needs is missing"))
-        elif value is False:
-            reasons.append(Reason(FAIL, "CONDITION_FALSE", cond.spec_path,
-                                  cond.message or f"condition '{cond.id}' does not hold"))
-        conditions.append({"id": cond.id, "formula": cond.formula.source, "value": value})
-    return overall, conditions
 
 
 def _validation(evaluation: Evaluation, tally: Tally,
