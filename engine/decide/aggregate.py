@@ -23,11 +23,17 @@ class Counts:
     """Rows of one group by status."""
 
     passed: int = 0
+    """PASS rows."""
     failed: int = 0
+    """FAIL rows not taken out by a waiver."""
     errors: int = 0
+    """ERROR rows: missing evidence, never a FAIL."""
     abstained: int = 0
+    """ABSTAIN rows (a judge declined): missing evidence."""
     skipped: int = 0
+    """SKIPPED rows (the inspection did not apply)."""
     waived: int = 0
+    """FAIL rows an active waiver took out of the rate."""
 
     @property
     def n(self) -> int:
@@ -55,32 +61,43 @@ class Tally:
     """Everything the decision needs, as counters that merge by addition."""
 
     categories: dict[str, Counts] = field(default_factory=dict)
+    """Category -> its rows by status."""
     inspections: dict[str, Counts] = field(default_factory=dict)
+    """Inspection id -> its rows by status."""
     case_units: Counter[str] = field(default_factory=Counter)
+    """Suite case -> units (runs) seen for it."""
     records: int = 0
+    """Records read from the unit input."""
     rows: int = 0
+    """Rows written: inspection rows and unusable records."""
     record_problems: Counter[str] = field(default_factory=Counter)
+    """Problem code -> records that could not be used."""
     samples: list[dict[str, Any]] = field(default_factory=list)
-    # (category, case) -> [scored trials, passed trials]; on disk past a limit
+    """The first MAX_SAMPLES unusable records by place: {line, code, message}."""
     cases: CaseTrials = field(default_factory=CaseTrials)
-    # validation: (dimension, class) -> rows; the rows with something to say; capture errors
+    """(category, case) -> [scored trials, passed trials]; on disk past a limit."""
     validation: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(dimension, class) -> records; class is LABELED, UNLABELED or INVALID."""
     validation_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The validated records with something to say (validation.json)."""
     capture_errors: int = 0
-    # controls: counts of control rows by status, and the control rows themselves
+    """Records whose capture failed."""
     controls: Counts = field(default_factory=Counts)
+    """Control rows by status."""
     control_rows: list[dict[str, Any]] = field(default_factory=list)
-    # (id, inputs and assertions) of every row, for a suite digest derived from the records
+    """The control rows themselves."""
     suite_rows: SortedDigest = field(default_factory=SortedDigest)
-    # (category, case) -> non-passing rows, for grouped findings
+    """(id, inputs and assertions) of every row, for a suite digest derived from the records."""
     findings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """(category, case) -> its non-passing rows, grouped into findings."""
     error_codes: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # waiver id -> FAIL rows it took out of the rates
+    """(category, error code) -> ERROR rows."""
     waived: Counter[str] = field(default_factory=Counter)
-    # unit -> the structured record a protocol report collects (e.g. a task's score record)
+    """Waiver id -> FAIL rows it took out of the rates."""
     unit_records: dict[str, Any] = field(default_factory=dict)
-    # category -> (kind, measured values) for cost and latency notes (never gated)
+    """Unit -> the structured record a protocol report collects (e.g. a task's score)."""
     measures: dict[str, tuple[str, list[float]]] = field(default_factory=dict)
+    """Category -> (kind, measured values) for cost and latency notes (never gated)."""
 
     def count_row(self, category: str, inspection: str, status: str, code: str = "") -> None:
         """Count one inspection row (and, for ERROR rows, its code)."""

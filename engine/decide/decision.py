@@ -2,141 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from engine.decide import findings as _findings
 from engine.decide.aggregate import Counts, Tally, suite_digest
-from engine.decide.reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
-from engine.errors import FormulaError
-from engine.formula import Z_KEY, evaluate
+from engine.decide.categories import category, formulas
+from engine.decide.lattice import EXIT_CODES, ORDER, Decision, Reason
+from engine.decide.reasons import FAIL, INCOMPLETE, SELF_TEST, TRIAGE
 from engine.records import formats
 from engine.spec.evaluation import Evaluation
-from engine.stats import notes, pass_hat_k, wilson
+from engine.stats import pass_hat_k
+
+__all__ = ["EXIT_CODES", "ORDER", "Decision", "Reason", "decide", "with_comparison"]
 
 MAX_ROWS = 50  # control rows listed in the scorecard (all are in rows.jsonl)
-ORDER = (SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS)
-EXIT_CODES = {PASS: 0, FAIL: 1, INCOMPLETE: 3, TRIAGE: 4, SELF_TEST: 4}
 _PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "PURPOSE_TRIAGE")}
 
 
-@dataclass
-class Reason:
-    """One condition that holds, with the decision it forces and the spec path behind it."""
-
-    decision: str
-    code: str
-    spec_path: str
-    message: str
-    category: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The scorecard form."""
-        out = {"code": self.code, "decision": self.decision, "spec_path": self.spec_path,
-               "message": self.message}
-        if self.category is not None:
-            out["category"] = self.category
-        return out
-
-
-def _category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
-              error_codes: Any, measures: Any, reasons: list[Reason]) -> dict[str, Any]:
-    cat = evaluation.policy.categories[name]
-    n, path = counts.n, cat.spec_path
-    no_judge = error_codes.get((name, "NO_JUDGE"), 0)
-    rate = counts.passed / n if n else None
-    bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
-    lower, upper = bounds if bounds else (None, None)
-    statistic = lower if cat.gate_on == "wilson_lower" else rate
-    state: str = "MET"
-    met: bool | None = True
-
-    def hold(decision: str, code: str, where: str, message: str) -> None:
-        reasons.append(Reason(decision, code, where, message, name))
-
-    if counts.attempted == 0:
-        state, met = ("MISSING", None) if cat.required else ("NOT_INCLUDED", None)
-        if cat.required:
-            hold(INCOMPLETE, "REQUIRED_CATEGORY_MISSING", path, f"no rows for '{name}'")
-    elif counts.skipped == counts.attempted:
-        state, met = "SKIPPED", None
-        hold(INCOMPLETE, "CATEGORY_SKIPPED", path, f"every row of '{name}' was skipped")
-    elif counts.skipped + no_judge == counts.attempted:
-        # Nothing here could be judged (e.g. no canary anywhere and no judge): skipped, not
-        # unresolved, as agent-release-gate §2 says for injection.
-        state, met = "SKIPPED", None
-        hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
-             f"no row of '{name}' can be verified without a judge")
-    elif n == 0 or counts.errors or counts.abstained or n < cat.min_n or \
-            cases < cat.min_cases:
-        state, met = "UNRESOLVED", None
-        if cases < cat.min_cases:
-            hold(INCOMPLETE, "BELOW_MIN_CASES", f"{path}.min_cases",
-                 f"'{name}' has {cases} scored cases, fewer than min_cases {cat.min_cases}")
-        if counts.errors or counts.abstained:
-            hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
-                 f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
-        if n < cat.min_n:
-            hold(INCOMPLETE, "BELOW_MIN_N", f"{path}.min_n",
-                 f"'{name}' has {n} scored rows, fewer than min_n {cat.min_n}")
-    # Misses are reported even when the category is unresolved (the reason list shows
-    # every condition that holds); only a resolved category's state becomes NOT_MET.
-    if cat.threshold is not None and statistic is not None and not statistic >= cat.threshold:
-        hold(FAIL, "BELOW_THRESHOLD", f"{path}.threshold",
-             f"'{name}' {cat.gate_on} {statistic:.6g} is below the threshold {cat.threshold}")
-        state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
-    if cat.minimum is not None and rate is not None and not rate >= cat.minimum:
-        hold(FAIL, "BELOW_MINIMUM", f"{path}.minimum",
-             f"'{name}' rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
-        state, met = ("NOT_MET", False) if state in ("MET", "NOT_MET") else (state, met)
-    return {
-        "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
-        "abstained": counts.abstained, "skipped": counts.skipped, "waived": counts.waived,
-        "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
-        "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
-        "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
-        "mode": _mode(evaluation, cat.inspections),
-        "notes": notes(*measures) if measures else None,
-        "state": state, "met": met,
-    }
-
-
-def _mode(evaluation: Evaluation, ids: list[str]) -> str:
-    """How the category's verdicts are reached (a judged inspection without a judge falls
-    back to its fallback's mode)."""
-    modes = set()
-    for inspection_id in ids:
-        inspection = evaluation.policy.inspections[inspection_id]
-        fallback = inspection.params.get("fallback")
-        if fallback and evaluation.judge.provider == "none":
-            inspection = evaluation.policy.inspections[fallback]
-        modes.add(inspection.primitive.mode)
-    return "+".join(sorted(modes))
-
-
-def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> float | None:
-    """Weighted mean of the rates of included categories with weight > 0; null if one is."""
-    total = weight = 0.0
-    for name, cat in evaluation.policy.categories.items():
-        result = categories[name]
-        if cat.weight > 0 and result["attempted"] > 0:
-            if result["rate"] is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
-                return None
-            total += cat.weight * result["rate"]
-            weight += cat.weight
-    return total / weight if weight else None
-
-
-def _formula(formula: Any, env: dict[str, Any], reasons: list[Reason], path: str) -> Any:
-    try:
-        return evaluate(formula, env)
-    except FormulaError as exc:
-        reasons.append(Reason(INCOMPLETE, "GATE_ERROR", path, f"{exc.code}: {exc}"))
-        return None
-
-
 def decide(evaluation: Evaluation, tally: Tally,
-           judge: dict[str, Any] | None = None) -> dict[str, Any]:
+           judge: dict[str, Any] | None = None) -> Decision:
     """Categories, overall score, conditions, reasons and the decision for one tally."""
     policy, reasons = evaluation.policy, []
     suite_sha = suite_digest(evaluation, tally)
@@ -156,7 +41,7 @@ def decide(evaluation: Evaluation, tally: Tally,
     if validation is not None and validation["failed"]:
         return _result(evaluation, reasons, validation=validation, judge=judge)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
-    categories = {name: _category(evaluation, name, tally.categories.get(name, Counts()),
+    categories = {name: category(evaluation, name, tally.categories.get(name, Counts()),
                                   tally.cases.count(name), tally.error_codes,
                                   tally.measures.get(name), reasons)
                   for name in policy.categories}
@@ -168,7 +53,7 @@ def decide(evaluation: Evaluation, tally: Tally,
     reliability = {name: pass_hat_k(tally.cases.cases(name), policy.pass_k)
                    for name in included}
     _reliability_gates(evaluation, reliability, reasons)
-    overall, conditions = _formulas(evaluation, categories, reasons)
+    overall, conditions = formulas(evaluation, categories, reasons)
     found = _findings.findings(list(policy.categories), tally.findings,
                                {n: c.severity for n, c in policy.categories.items()},
                                policy.fixes)
@@ -177,32 +62,20 @@ def decide(evaluation: Evaluation, tally: Tally,
                    reliability=reliability, findings=found, tally=tally, judge=judge)
 
 
-def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> dict[str, Any]:
-    policy = evaluation.policy
-    decision = min((r.decision for r in reasons), key=ORDER.index, default=PASS)
-    blockers = _pass_blockers(evaluation) if decision == PASS else []
-    if blockers:
-        reasons += blockers
-        decision = INCOMPLETE
-    reasons.sort(key=lambda r: ORDER.index(r.decision))
+def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> Decision:
+    """Settle the conditions that hold into a Decision (reason codes as the policy
+    publishes them), with the findings that are not about agent rows appended."""
+    policy, tally = evaluation.policy, parts.pop("tally", None)
     categories = parts.get("categories", {})
     required = [n for n, c in policy.categories.items() if c.required] or \
         [n for n, c in categories.items() if c["attempted"]]
-    out = {"judge": parts.get("judge"),
-           "decision": decision, "metrics_decision": decision, "overall_pass": decision == PASS,
-           "categories": categories,
-           "overall": parts.get("overall"), "conditions": parts.get("conditions", []),
-           "required_categories": required,
-           "missing_categories": [n for n in required if n in categories and
-                                  not categories[n]["attempted"]],
-           "validation": parts.get("validation"), "controls": parts.get("controls"),
-           "reliability": parts.get("reliability", {}),
-           "waivers": _waivers(evaluation, parts.get("tally")),
-           "reasons": [r.as_json() for r in reasons]}
-    out["findings"] = parts.get("findings", []) + _blockers(out, parts.get("tally"))
-    for reason in out["reasons"]:
-        reason["code"] = policy.reason_codes.get(reason["code"], reason["code"])
-    return out
+    missing = [n for n in required if n in categories and not categories[n]["attempted"]]
+    found = parts.pop("findings", []) + _blockers(missing, tally)
+    names = policy.reason_codes
+    return Decision.of([r.published(names) for r in reasons],
+                       [r.published(names) for r in _pass_blockers(evaluation)],
+                       required_categories=required, missing_categories=missing,
+                       waivers=_waivers(evaluation, tally), findings=found, **parts)
 
 
 def _pass_blockers(evaluation: Evaluation) -> list[Reason]:
@@ -228,37 +101,34 @@ _BASELINE = {"missing": "BASELINE_MISSING", "untrusted": "BASELINE_UNTRUSTED",
              "incompatible": "BASELINE_INCOMPATIBLE"}
 
 
-def with_comparison(evaluation: Evaluation, outcome: dict[str, Any],
-                    block: dict[str, Any]) -> dict[str, Any]:
-    """Bind a comparison into the outcome; when the policy requires it, it gates."""
+def with_comparison(evaluation: Evaluation, outcome: Decision,
+                    block: dict[str, Any]) -> Decision:
+    """Bind a comparison into the outcome; when the policy requires it, it gates (through
+    the same lattice as every other condition)."""
     policy = evaluation.policy
     block["required"] = policy.comparison_required
-    outcome = {**outcome, "comparison": block}
-    if not policy.comparison_required:
-        return outcome
-    path = "policy:spec.gate.comparison.required"
-    extra = []
-    if block["status"] != "comparable":
-        extra.append(Reason(INCOMPLETE, _BASELINE[block["status"]], path,
-                            f"the required baseline is {block['status']}: "
-                            + "; ".join(block["reasons"])))
-    elif block["regressed"]:
-        worse = [n for n, c in block["categories"].items()
-                 if c["status"] in ("now failing", "regressed")]
-        extra.append(Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
-                            (f": {', '.join(worse)}" if worse else " (it was PASS)")))
+    extra = _comparison_reasons(block) if policy.comparison_required else []
     if not extra:
-        return outcome
-    codes = {r.code: r.decision for r in extra}
-    reasons = [r for r in outcome["reasons"]] + [
-        {**r.as_json(), "code": policy.reason_codes.get(r.code, r.code)} for r in extra]
-    decisions = [r["decision"] for r in reasons] + list(codes.values())
-    decision = min(decisions, key=ORDER.index)
-    reasons.sort(key=lambda r: ORDER.index(r["decision"]))
+        return replace(outcome, comparison=block)
     blocker = {"id": "comparison:baseline", "severity": "blocker",
                "message": extra[0].message, "automation": "human_review_required"}
-    return {**outcome, "decision": decision, "overall_pass": decision == PASS,
-            "reasons": reasons, "findings": outcome["findings"] + [blocker]}
+    return outcome.with_reasons([r.published(policy.reason_codes) for r in extra],
+                                comparison=block, findings=outcome.findings + [blocker])
+
+
+def _comparison_reasons(block: dict[str, Any]) -> list[Reason]:
+    """What a required comparison holds against the run: no usable baseline, or a regression."""
+    path = "policy:spec.gate.comparison.required"
+    if block["status"] != "comparable":
+        return [Reason(INCOMPLETE, _BASELINE[block["status"]], path,
+                       f"the required baseline is {block['status']}: "
+                       + "; ".join(block["reasons"]))]
+    if not block["regressed"]:
+        return []
+    worse = [n for n, c in block["categories"].items()
+             if c["status"] in ("now failing", "regressed")]
+    return [Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
+                   (f": {', '.join(worse)}" if worse else " (it was PASS)"))]
 
 
 def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:
@@ -282,11 +152,11 @@ def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | No
     return block
 
 
-def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:
+def _blockers(missing: list[str], tally: Tally | None) -> list[dict[str, Any]]:
     """Findings that are not about agent rows: missing coverage, broken controls."""
     blockers = [{"id": f"coverage:{name}", "category": name, "severity": "blocker",
                  "message": f"required category '{name}' has no rows",
-                 "automation": "human_review_required"} for name in out["missing_categories"]]
+                 "automation": "human_review_required"} for name in missing]
     for row in tally.control_rows if tally is not None else []:
         if row["status"] != "PASS":
             blockers.append({"id": f"control:{row['unit']}", "category": row["category"],
@@ -295,45 +165,6 @@ def _blockers(out: dict[str, Any], tally: Tally | None) -> list[dict[str, Any]]:
                                         "it to catch its planted fault: the evaluator is broken",
                              "automation": "human_review_required"})
     return blockers
-
-
-def _formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
-              reasons: list[Reason]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    policy = evaluation.policy
-    env: dict[str, Any] = {Z_KEY: policy.wilson_z, "weighted": _weighted(evaluation, categories)}
-    for name, result in categories.items():
-        env[name] = result["rate"] if result["state"] in ("MET", "NOT_MET") else None
-        for count in ("n", "passed", "failed", "errors"):
-            env[f"{count}_{name}"] = result[count]
-    overall = None
-    if policy.overall is not None:
-        score = _formula(policy.overall, env, reasons, "policy:spec.overall.formula")
-        met = None if score is None or policy.overall_threshold is None else \
-            score >= policy.overall_threshold
-        if score is None and policy.overall_threshold is not None:
-            reasons.append(Reason(INCOMPLETE, "GATE_NULL", "policy:spec.overall.formula",
-                                  "the overall score is null: some category it needs has no "
-                                  "resolved rate"))
-        elif met is False:
-            reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD",
-                                  "policy:spec.overall.threshold",
-                                  f"overall score {score:.6g} is below {policy.overall_threshold}"))
-        overall = {"score": score, "threshold": policy.overall_threshold, "met": met,
-                   "formula": policy.overall.source}
-        env["overall"] = score
-    else:
-        env["overall"] = env["weighted"]
-    conditions = []
-    for cond in policy.conditions:
-        value = _formula(cond.formula, env, reasons, cond.spec_path)
-        if value is None:
-            reasons.append(Reason(INCOMPLETE, "GATE_NULL", cond.spec_path,
-                                  f"condition '{cond.id}' is null: evidence it needs is missing"))
-        elif value is False:
-            reasons.append(Reason(FAIL, "CONDITION_FALSE", cond.spec_path,
-                                  cond.message or f"condition '{cond.id}' does not hold"))
-        conditions.append({"id": cond.id, "formula": cond.formula.source, "value": value})
-    return overall, conditions
 
 
 def _validation(evaluation: Evaluation, tally: Tally,

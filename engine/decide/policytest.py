@@ -43,13 +43,12 @@ def run_case(file: Path, policy: Policy, case: dict[str, Any]) -> dict[str, Any]
         tally.categories[name] = counts
         tally.cases.add(name, "given", counts.n, counts.passed)
     outcome = decide(_evaluation(file, policy), tally)
-    got = {"decision": outcome["decision"],
-           "reasons": sorted(r["code"] for r in outcome["reasons"])}
+    got = {"decision": outcome.decision, "reasons": sorted(r.code for r in outcome.reasons)}
     want = case["want"]
     ok = got["decision"] == want["decision"] and (
         "reasons" not in want or got["reasons"] == sorted(want["reasons"]))
     return {"name": case["name"], "ok": ok, "got": got, "want": want,
-            "paths": sorted({r["spec_path"] for r in outcome["reasons"]})}
+            "paths": sorted({r.spec_path for r in outcome.reasons})}
 
 
 def run_file(file: Path, data: dict[str, Any], policy: Policy) -> dict[str, Any]:

@@ -23,20 +23,26 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from engine._version import __version__
 from engine.canonical import canonical
 from engine.decide.aggregate import Tally, suite_digest
-from engine.decide.decision import EXIT_CODES
+from engine.decide.lattice import Decision
 from engine.errors import UsageError
 from engine.evidence import signing
+from engine.evidence.model import (
+    FINDINGS_LISTED,
+    SCORECARD_VERSION,
+    Coverage,
+    EvaluationId,
+    Named,
+    PolicyId,
+    Scorecard,
+    Statistics,
+    findings_jsonl,
+)
 from engine.spec.evaluation import Evaluation
 
-SCORECARD_VERSION = "specgate.scorecard/v1"
 MAX_LISTED = 20
-FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
-
-
-def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
-    """findings.jsonl: every finding, in the scorecard's order (by dimension, then first
-    appearance of the case; the additional blockers last), one JCS object per line."""
-    return b"".join(canonical(f) + b"\n" for f in found)
+__all__ = ["FINDINGS_LISTED", "SCORECARD_VERSION", "RowWriter", "Scorecard", "Staging",
+           "canonical", "findings_jsonl", "scorecard", "seal",
+           "suite_digest", "validation_report"]
 
 
 class RowWriter:
@@ -52,58 +58,43 @@ class RowWriter:
         self.count += 1
 
 
-def scorecard(evaluation: Evaluation, tally: Tally, outcome: dict[str, Any],
-              rows_sha256: str, inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The scorecard value (see schemas/scorecard.schema.json)."""
+def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha256: str,
+              inputs: dict[str, dict[str, Any]], agent_card: dict[str, Any] | None = None,
+              report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The scorecard value (see schemas/scorecard.schema.json): the one place a Decision
+    becomes the scorecard's JSON."""
     policy, suite = evaluation.policy, evaluation.suite
+    return Scorecard(
+        engine=Named("specgate", __version__),
+        evaluation=EvaluationId(evaluation.name, evaluation.version, evaluation.sha256),
+        policy=PolicyId(policy.name, policy.version, policy.scoring_version),
+        suite=Named(suite.name, suite.version),
+        policy_sha256=policy.sha256, policy_document=policy.document,
+        presentation_digests=policy.presentation_digests,
+        suite_sha256=suite_digest(evaluation, tally), purpose=policy.purpose,
+        decision=outcome.decision, metrics_decision=outcome.metrics_decision,
+        overall_pass=outcome.overall_pass, exit_code=outcome.exit_code,
+        reasons=[r.as_json() for r in outcome.reasons], categories=outcome.categories,
+        required_categories=outcome.required_categories,
+        missing_categories=outcome.missing_categories, overall=outcome.overall,
+        conditions=outcome.conditions, reliability=outcome.reliability,
+        controls=outcome.controls, validation=outcome.validation, findings=outcome.findings,
+        waivers=outcome.waivers, agent_card=agent_card, coverage=_coverage(evaluation, tally),
+        inputs=inputs, statistics=Statistics(policy.wilson_z), judge=outcome.judge,
+        judge_sha256=outcome.judge["judge_sha256"] if outcome.judge else None,
+        comparison=outcome.comparison, rows_sha256=rows_sha256, report=report).as_json()
+
+
+def _coverage(evaluation: Evaluation, tally: Tally) -> Coverage:
+    suite = evaluation.suite
     short = [{"case": c, "runs": tally.case_units[c], "trials": want}
              for c, want in suite.trials.items() if tally.case_units[c] < want]
-    return {
-        "scorecard_version": SCORECARD_VERSION,
-        "engine": {"name": "specgate", "version": __version__},
-        "evaluation": {"name": evaluation.name, "version": evaluation.version,
-                       "sha256": evaluation.sha256},
-        "policy": {"name": policy.name, "version": policy.version,
-                   "scoring_version": policy.scoring_version},
-        "suite": {"name": suite.name, "version": suite.version},
-        "policy_sha256": policy.sha256,
-        "policy_document": policy.document,
-        "presentation_digests": policy.presentation_digests,
-        "suite_sha256": suite_digest(evaluation, tally),
-        "purpose": policy.purpose,
-        "decision": outcome["decision"],
-        "metrics_decision": outcome["metrics_decision"],
-        "overall_pass": outcome["overall_pass"],
-        "exit_code": EXIT_CODES[outcome["decision"]],
-        "reasons": outcome["reasons"],
-        "categories": outcome["categories"],
-        "required_categories": outcome["required_categories"],
-        "missing_categories": outcome["missing_categories"],
-        "overall": outcome["overall"],
-        "conditions": outcome["conditions"],
-        "reliability": outcome["reliability"],
-        "controls": outcome["controls"],
-        "validation": outcome["validation"],
-        "findings": outcome["findings"],
-        "waivers": outcome["waivers"],
-        "agent_card": None,
-        "coverage": {
-            "records": tally.records, "rows": tally.rows, "cases": len(suite.cases),
-            "cases_observed": sum(1 for c in suite.cases if tally.case_units[c]),
-            "cases_short": short[:MAX_LISTED], "cases_short_count": len(short),
-            "record_problems": dict(sorted(tally.record_problems.items())),
-            "record_problem_samples": tally.samples,
-            "control_rows": tally.controls.attempted,
-        },
-        "inputs": inputs,
-        "statistics": {"wilson_z": policy.wilson_z},
-        "judge": outcome["judge"],
-        "judge_sha256": outcome["judge"]["judge_sha256"] if outcome["judge"] else None,
-        "comparison": outcome.get("comparison"),
-        "rows_sha256": rows_sha256,
-    }
-
-
+    return Coverage(
+        records=tally.records, rows=tally.rows, cases=len(suite.cases),
+        cases_observed=sum(1 for c in suite.cases if tally.case_units[c]),
+        cases_short=short[:MAX_LISTED], cases_short_count=len(short),
+        record_problems=dict(sorted(tally.record_problems.items())),
+        record_problem_samples=tally.samples, control_rows=tally.controls.attempted)
 
 
 def validation_report(evaluation: Evaluation, tally: Tally,

@@ -8,8 +8,9 @@ is not a legal compliance determination or a certification, and says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
+
+from engine.decide.lattice import Decision
 
 PROVENANCE = ("hashed_policy", "suite_and_input_digests", "pass_k_and_intervals",
               "calibration_and_controls", "pinned_signature", "decision")
@@ -39,14 +40,14 @@ def build_provenance(data: Any) -> dict[str, dict[str, list[str]]]:
             for k, v in data.items()}
 
 
-def _evidence(outcome: Mapping[str, Any], signed: bool) -> dict[str, tuple[bool, bool, str]]:
+def _evidence(outcome: Decision, signed: bool) -> dict[str, tuple[bool, bool, str]]:
     """Evidence item -> (present, resolved, outcome shown beside it)."""
     out = {}
-    for name, cat in outcome["categories"].items():
+    for name, cat in outcome.categories.items():
         resolved = cat["state"] in ("MET", "NOT_MET")
         out[name] = (cat["attempted"] > 0, resolved, cat["state"])
     any_resolved = any(v[1] for v in out.values())
-    controls = outcome.get("controls")
+    controls = outcome.controls
     caught = bool(controls and controls["total"] and controls["failed"] == 0)
     out |= {"hashed_policy": (True, True, "recorded"),
             "suite_and_input_digests": (True, True, "recorded"),
@@ -55,12 +56,12 @@ def _evidence(outcome: Mapping[str, Any], signed: bool) -> dict[str, tuple[bool,
                                          "no passing controls"),
             "pinned_signature": (signed, signed, "signed; pin the key to verify authorship"
                                  if signed else "unsigned"),
-            "decision": (True, True, outcome["decision"])}
+            "decision": (True, True, outcome.decision)}
     return out
 
 
 def card(catalogues: list[dict[str, Any]], mappings: dict[str, dict[str, list[str]]],
-         outcome: Mapping[str, Any], signed: bool) -> dict[str, Any]:
+         outcome: Decision, signed: bool) -> dict[str, Any]:
     """The Agent Card of one run."""
     evidence = _evidence(outcome, signed)
     links: dict[str, list[dict[str, Any]]] = {}

@@ -15,6 +15,7 @@ from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
 from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
+from engine.decide.lattice import Decision
 from engine.evidence import scorecard as evidence
 from engine.evidence import signing
 from engine.judge import Runtime
@@ -67,7 +68,6 @@ class _Run:
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge: dict[str, Any] | None = None
     report: tuple[Any, list[tuple[str, bytes]]] | None = None
-    outcome: dict[str, Any] = field(default_factory=dict)
     card: dict[str, Any] = field(default_factory=dict)
     subjects: dict[str, str] = field(default_factory=dict)
 
@@ -78,8 +78,7 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
     run = _Run(evaluation, options or RunOptions(), evidence.Staging(dest))
     try:
         _score(run)
-        _decide(run)
-        _write(run)
+        _write(run, _decide(run))
         sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects)
         out = run.staging.commit()
     except BaseException:
@@ -114,14 +113,14 @@ def _score(run: _Run) -> None:
                                 hashlib.sha256(b"".join(lines)).hexdigest())
 
 
-def _decide(run: _Run) -> None:
+def _decide(run: _Run) -> Decision:
     """The protocol report, the decision, and the comparison with a baseline."""
     evaluation, tally, judge = run.evaluation, run.tally, run.judge
     run.report = _protocol_report(evaluation, tally)
     outcome = decide(evaluation, tally, judge)
     baseline = run.options.baseline or evaluation.baseline
     if baseline is not None or run.keys or evaluation.policy.comparison_required:
-        current = {"categories": outcome["categories"], "decision": outcome["decision"],
+        current = {"categories": outcome.categories, "decision": outcome.decision,
                    "suite_sha256": suite_digest(evaluation, tally),
                    "policy_sha256": evaluation.policy.sha256,
                    "judge_sha256": judge["judge_sha256"] if judge else None}
@@ -130,34 +129,27 @@ def _decide(run: _Run) -> None:
                                 evaluation.policy.comparison_rules,
                                 evaluation.policy.wilson_z)
         outcome = with_comparison(evaluation, outcome, block)
-    run.outcome = outcome
+    return outcome
 
 
-def _write(run: _Run) -> None:
+def _write(run: _Run, outcome: Decision) -> None:
     """The scorecard and every file it signs: findings, report, validation, projections."""
-    evaluation, staging = run.evaluation, run.staging
-    card = evidence.scorecard(evaluation, run.tally, run.outcome, run.rows_sha, run.inputs)
-    if evaluation.policy.catalogues:
-        card["agent_card"] = agentcard.card(evaluation.policy.catalogues,
-                                            evaluation.policy.card_mappings, card,
-                                            run.options.key is not None)
-    found = card["findings"]
-    listing = evidence.findings_jsonl(found)
-    staging.write("findings.jsonl", listing)
-    findings_sha = hashlib.sha256(listing).hexdigest()
-    card |= {"findings": found[:evidence.FINDINGS_LISTED], "findings_count": len(found),
-             "findings_sha256": findings_sha}
-    subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": findings_sha}
-    if run.report is not None:
-        card["report"] = run.report[0]
-        for name, data in run.report[1]:
-            staging.write(name, data)
-            subjects[name] = hashlib.sha256(data).hexdigest()
+    evaluation, staging, report = run.evaluation, run.staging, run.report
+    policy = evaluation.policy
+    agent = agentcard.card(policy.catalogues, policy.card_mappings, outcome,
+                           run.options.key is not None) if policy.catalogues else None
+    card = evidence.scorecard(evaluation, run.tally, outcome, run.rows_sha, run.inputs, agent,
+                              report[0] if report else None)
+    staging.write("findings.jsonl", evidence.findings_jsonl(outcome.findings))
+    subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": card["findings_sha256"]}
+    for name, data in report[1] if report else []:
+        staging.write(name, data)
+        subjects[name] = hashlib.sha256(data).hexdigest()
     if run.judge is not None:
         subjects["judgements.jsonl"] = run.judge["judgements_sha256"]
-    if run.outcome["validation"] is not None:
+    if outcome.validation is not None:
         checked = evidence.canonical(
-            evidence.validation_report(evaluation, run.tally, run.outcome["validation"]))
+            evidence.validation_report(evaluation, run.tally, outcome.validation))
         staging.write("validation.json", checked)
         subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
     for name, data in reports.project(card).items():  # projections of the scorecard

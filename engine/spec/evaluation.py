@@ -27,12 +27,19 @@ class Suite:
     """A compiled Suite: cases by id and how many trials each expects."""
 
     name: str
+    """``metadata.name`` of the Suite file (``EVALUATION-cases`` for a derived suite)."""
     version: str
+    """``metadata.version`` of the Suite file (``derived`` for a derived suite)."""
     cases: dict[str, dict[str, Any]]
+    """Cases by id: inputs and expectations (never measured outputs)."""
     trials: dict[str, int]
+    """Case id -> how many runs the case expects."""
     sha256: str
-    derived: bool = False  # cases and digest come from the records (assevra-jsonl)
-    from_evidence: bool = False  # ... and those records are written by the evaluated party
+    """The suite hash: digest of the parsed Suite file ('' when derived from the records)."""
+    derived: bool = False
+    """Cases and digest come from the records (assevra-jsonl, discovery-tasks)."""
+    from_evidence: bool = False
+    """... and those records are written by the evaluated party (a release needs a pin)."""
 
 
 @dataclass
@@ -40,9 +47,13 @@ class Input:
     """A named input of an Evaluation."""
 
     name: str
+    """The key under ``spec.inputs``."""
     path: Path
+    """The file or folder read, resolved (``--input NAME=PATH`` may rebind it)."""
     format: str
+    """The input format's name in the format table (default ``jsonl``)."""
     spec_path: str
+    """Where it is declared: ``evaluation:spec.inputs.NAME``."""
 
 
 @dataclass
@@ -50,26 +61,45 @@ class Evaluation:
     """Everything ``engine run`` needs for one Evaluation."""
 
     name: str
+    """``metadata.name``."""
     version: str
+    """``metadata.version``."""
     file: Path
+    """The Evaluation file."""
     policy: Policy
+    """The compiled Policy it names."""
     suite: Suite
+    """The compiled Suite it names (or the one its records derive)."""
     inputs: dict[str, Input]
+    """Named inputs, by name."""
     unit_input: str
+    """The input whose records are the units inspections run on."""
     unit_id: Any
+    """Compiled selector of a unit's id (``units.id``, default ``id``)."""
     unit_case: Any
+    """Compiled selector of a unit's suite case (``units.case``, default ``case_id``)."""
     sha256: str
+    """Digest of the parsed Evaluation file."""
     unit_trace: Any = None
+    """Compiled selector of a unit's trace id for findings (``units.trace``), display only."""
     baseline: Path | None = None
+    """``history.baseline``: the scorecard to compare with (it may not exist yet)."""
     trusted_keys: list[Path] = field(default_factory=list)
+    """``history.trusted_keys``: public keys a baseline's signature must verify against."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
-    as_of: str = ""  # the UTC date waivers are judged on (set by the command line)
-    as_of_requested: str = ""  # the date asked for (a release never goes back before today)
-    suite_pin: str | None = None  # spec.suite_sha256: the suite governance approved
-    judge_overridden: bool = False  # the command line chose another live judge
-    # how it was loaded (spec path as given, --input overrides), so a worker can reload it
+    """The judge to ask (provider, endpoint, model, panel), after command-line overrides."""
+    as_of: str = ""
+    """The UTC date waivers are judged on (set by the command line)."""
+    as_of_requested: str = ""
+    """The date asked for (a release never goes back before today)."""
+    suite_pin: str | None = None
+    """``spec.suite_sha256``: the suite governance approved, or None."""
+    judge_overridden: bool = False
+    """The command line chose another live judge than the Evaluation declares."""
     root: Path | None = None
+    """The spec path as given to ``engine run``, so a worker can reload the Evaluation."""
     overrides: dict[str, Path] = field(default_factory=dict)
+    """The ``--input`` overrides it was loaded with, for the same reason."""
 
 
 def display(path: Path) -> str:

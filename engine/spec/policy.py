@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,9 +15,9 @@ from engine.decide.findings import build_fixes
 from engine.decide.reasons import REASON_CODES
 from engine.errors import did_you_mean
 from engine.formula import BOOLEAN, NUMBER, Formula
-from engine.inspections import TABLE, Primitive
+from engine.inspections import TABLE
 from engine.inspections.pii import build_detector
-from engine.records.masking import Masker, masker
+from engine.records.masking import masker
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import (
@@ -26,87 +26,16 @@ from engine.spec.compile import (
     compile_selector,
     load_data_file,
 )
+from engine.spec.model import Category, Condition, Inspection, Policy
 from engine.stats import DEFAULT_Z
 
 if TYPE_CHECKING:
     from engine.spec.evaluation import _Loader
 
+__all__ = ["Category", "Condition", "Inspection", "Policy", "compile_policy", "condition_names"]
+
 COMMON_KEYS = {"id", "type", "description", "when"}
-
-
-@dataclass
-class Inspection:
-    """One compiled inspection entry."""
-
-    id: str
-    type: str
-    primitive: Primitive
-    params: dict[str, Any]
-    when: Any
-    spec_path: str
-
-
-@dataclass
-class Category:
-    """One category: a pass rate over the rows of its inspections."""
-
-    name: str
-    weight: float
-    threshold: float | None
-    minimum: float | None
-    gate_on: str
-    min_n: int
-    required: bool
-    inspections: list[str]
-    spec_path: str
-    severity: str = "high"
-    min_cases: int = 1  # scored suite cases the category needs to be resolved
-
-
-@dataclass
-class Condition:
-    """An extra gate condition: false fails, null is INCOMPLETE."""
-
-    id: str
-    formula: Formula
-    message: str
-    spec_path: str
-
-
-@dataclass
-class Policy:
-    """A compiled Policy."""
-
-    name: str
-    version: str
-    scoring_version: str
-    purpose: str
-    wilson_z: float
-    categories: dict[str, Category]
-    inspections: dict[str, Inspection]
-    overall: Formula | None
-    overall_threshold: float | None
-    conditions: list[Condition]
-    sha256: str
-    budgets: dict[str, Any] = field(default_factory=dict)
-    validate: bool = True
-    strict: bool = True
-    controls: Any = None  # compiled JMESPath marking control units, or None
-    control_expect: str = "FAIL"
-    pass_k: int = 2
-    min_cases: int = 1
-    reliability_gates: dict[str, float | int] = field(default_factory=dict)
-    reason_codes: dict[str, str] = field(default_factory=dict)
-    fixes: dict[str, Any] = field(default_factory=dict)
-    mask: Masker | None = None  # what row evidence hides (_masking), or None
-    comparison_required: bool = False
-    document: dict[str, Any] = field(default_factory=dict)  # what policy_sha256 digests
-    presentation_digests: dict[str, str] = field(default_factory=dict)
-    comparison_rules: dict[str, Formula] = field(default_factory=dict)
-    report: str | None = None
-    waivers: list[dict[str, Any]] = field(default_factory=list)
-    catalogues: list[dict[str, Any]] = field(default_factory=list)
-    card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+RELIABILITY_GATES = ("min_pass_hat_k", "min_consistency", "max_flaky_cases")
 
 
 class _DataFiles:
@@ -150,58 +79,134 @@ class _DataFiles:
 
 def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
     """The compiled Policy of a schema-valid document, or None with its problems recorded."""
-    spec, meta = doc.data["spec"], doc.data["metadata"]
-    before = len(loader.problems)
-    gate = spec.get("gate", {})
+    spec, before = doc.data["spec"], len(loader.problems)
     files = _DataFiles(loader, doc)
     inspections = _inspections(loader, doc, spec["inspections"], files)
-    categories: dict[str, Category] = {}
-    used: set[str] = set()
+    categories = _categories(loader, doc, spec)
+    _check_unused(loader, doc, spec)
+    overall = _overall(loader, doc, spec, categories)
+    conditions = _conditions(loader, doc, spec, categories)
+    controls = spec.get("controls", {})
+    when = compile_selector(doc, ("spec", "controls", "when"), controls["when"],
+                            loader.problems) if controls else None
+    _check_reason_codes(loader, doc, spec)
+    _check_fallbacks(loader, doc, spec, inspections)
+    fixes, mask_with = _data_files(loader, doc, spec, categories, files)
+    rules = _comparison_rules(loader, doc, spec.get("gate", {}))
+    card = _agent_card(loader, doc, spec, files)
+    _check_waiver_scopes(loader, doc, spec, categories)
+    _check_report(loader, doc)
+    if len(loader.problems) > before:
+        return None
+    compiled = _Compiled(inspections, categories, overall, conditions, when, fixes, mask_with,
+                         rules, card)
+    return _policy(doc, files, compiled)
+
+
+@dataclass
+class _Compiled:
+    """The parts of a Policy compiled from its document, before they are assembled."""
+
+    inspections: dict[str, Inspection]
+    categories: dict[str, Category]
+    overall: tuple[Formula | None, float | None]  # the formula and its threshold
+    conditions: list[Condition]
+    controls: Any  # compiled controls.when selector, or None
+    fixes: dict[str, Any]
+    mask_with: Any  # the evidence.mask_with detector, or None
+    comparison_rules: dict[str, Formula]
+    agent_card: tuple[list[dict[str, Any]], dict[str, Any]]  # catalogues, mappings
+
+
+def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
+    """Assemble a Policy from its compiled parts and the document's plain settings."""
+    spec, meta = doc.data["spec"], doc.data["metadata"]
+    gate, validation = spec.get("gate", {}), spec.get("validation", {})
+    purpose = gate.get("purpose", "release")
+    document = {"policy": doc.data, "scoring_data": files.digests(files.scoring),
+                "scoring_version": SCORING_VERSION}
+    return Policy(meta["name"], meta["version"], spec["scoring_version"], purpose,
+                  spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), parts.categories,
+                  parts.inspections, *parts.overall, parts.conditions, digest(document),
+                  budgets=spec.get("budgets", {}),
+                  validate=purpose == "release" or validation.get("on_run", True),
+                  strict=purpose == "release" or validation.get("strict", False),
+                  controls=parts.controls,
+                  control_expect=spec.get("controls", {}).get("expect", "FAIL"),
+                  pass_k=spec.get("reliability", {}).get("pass_k", 2),
+                  min_cases=gate.get("min_cases", 1),
+                  reliability_gates={k: gate[k] for k in RELIABILITY_GATES if k in gate},
+                  reason_codes=spec.get("reason_codes", {}), fixes=parts.fixes,
+                  mask=masker(parts.inspections.values(), parts.mask_with,
+                              spec.get("evidence", {}).get("mask_matches", True)),
+                  comparison_required=gate.get("comparison", {}).get("required", False),
+                  comparison_rules=parts.comparison_rules, document=document,
+                  report=spec.get("report"), waivers=spec.get("waivers", []),
+                  catalogues=parts.agent_card[0], card_mappings=parts.agent_card[1],
+                  presentation_digests=files.digests(files.presentation))
+
+
+def _categories(loader: _Loader, doc: _yaml.Document,
+                spec: dict[str, Any]) -> dict[str, Category]:
+    """Every category, with its inspection references checked and gate defaults applied."""
+    gate, ids = spec.get("gate", {}), [i["id"] for i in spec["inspections"]]
+    out: dict[str, Category] = {}
     for name, cat in spec["categories"].items():
         where = ("spec", "categories", name)
         for j, ref in enumerate(cat["inspections"]):
-            used.add(ref)
-            if ref not in {i["id"] for i in spec["inspections"]}:
+            if ref not in ids:
                 loader.problems.append(doc.problem(
                     where + ("inspections", j), "UNKNOWN_INSPECTION_ID",
-                    f"no inspection has id '{ref}'",
-                    did_you_mean(ref, [i["id"] for i in spec["inspections"]])))
+                    f"no inspection has id '{ref}'", did_you_mean(ref, ids)))
         gate_on = cat.get("gate_on", gate.get("gate_on", "point"))
         if gate_on == "wilson_lower" and cat.get("threshold") == 1:
             loader.problems.append(doc.problem(
                 where + ("threshold",), "UNATTAINABLE_GATE",
                 "the Wilson lower bound never reaches 1.0",
                 "lower the threshold or use gate_on: point"))
-        categories[name] = Category(name, cat.get("weight", 1), cat.get("threshold"),
-                                    cat.get("minimum"), gate_on,
-                                    cat.get("min_n", gate.get("min_n", 1)),
-                                    cat.get("required", True), cat["inspections"],
-                                    f"policy:spec.categories.{name}",
-                                    cat.get("severity", "high"),
-                                    cat.get("min_cases", gate.get("min_cases", 1)))
+        out[name] = Category(name, cat.get("weight", 1), cat.get("threshold"),
+                             cat.get("minimum"), gate_on, cat.get("min_n", gate.get("min_n", 1)),
+                             cat.get("required", True), cat["inspections"],
+                             f"policy:spec.categories.{name}", cat.get("severity", "high"),
+                             cat.get("min_cases", gate.get("min_cases", 1)))
+    return out
+
+
+def _check_unused(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any]) -> None:
+    """An inspection that no category lists (nor names as a fallback) would count nowhere."""
+    used = {ref for cat in spec["categories"].values() for ref in cat["inspections"]}
     used |= {str(entry["fallback"]) for entry in spec["inspections"] if "fallback" in entry}
     for i, entry in enumerate(spec["inspections"]):
         if entry["id"] not in used:
             loader.problems.append(doc.problem(
                 ("spec", "inspections", i, "id"), "UNUSED_INSPECTION",
                 f"inspection '{entry['id']}' is in no category, so its rows would count nowhere"))
-    overall, threshold = _overall(loader, doc, spec, categories)
-    conditions = _conditions(loader, doc, spec, categories)
-    controls = spec.get("controls", {})
-    when = compile_selector(doc, ("spec", "controls", "when"), controls["when"],
-                            loader.problems) if controls else None
+
+
+def _check_reason_codes(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any]) -> None:
+    """A policy may rename only reasons the engine gives."""
     for i, code in enumerate(spec.get("reason_codes", {})):
         if code not in REASON_CODES:
             loader.problems.append(doc.problem(
                 ("spec", "reason_codes", code), "UNKNOWN_REASON_CODE",
                 f"'{code}' is not a reason the engine gives", did_you_mean(code, REASON_CODES),
                 key=True, rank=i))
+
+
+def _check_fallbacks(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                     inspections: dict[str, Inspection]) -> None:
+    """A fallback must name a compiled inspection."""
     for i, entry in enumerate(spec["inspections"]):
         if "fallback" in entry and entry["fallback"] not in inspections:
             loader.problems.append(doc.problem(
                 ("spec", "inspections", i, "fallback"), "UNKNOWN_INSPECTION_ID",
                 f"no inspection has id '{entry['fallback']}'",
                 did_you_mean(str(entry["fallback"]), inspections)))
+
+
+def _data_files(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                categories: dict[str, Category], files: _DataFiles) -> tuple[dict[str, Any], Any]:
+    """Fix templates (presentation data) and the masking detector (scoring data)."""
     fixes: dict[str, Any] = {}
     if "fixes" in spec.get("findings", {}):
         fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],
@@ -210,51 +215,36 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
     mask_with = None
     if "mask_with" in spec.get("evidence", {}):
         mask_with = load_data_file(doc, ("spec", "evidence", "mask_with"),
-                              spec["evidence"]["mask_with"], build_detector, loader.problems,
-                              files.resolver(files.scoring))
+                                   spec["evidence"]["mask_with"], build_detector,
+                                   loader.problems, files.resolver(files.scoring))
+    return fixes, mask_with
+
+
+def _comparison_rules(loader: _Loader, doc: _yaml.Document,
+                      gate: dict[str, Any]) -> dict[str, Formula]:
+    """The regressed_when / improved_when formulas of a baseline comparison."""
     comparison = gate.get("comparison", {})
     names = dict.fromkeys(("rate", "baseline_rate", "baseline_lower", "baseline_upper"), NUMBER)
-    rules = {status: compile_checked_formula(
+    return {status: compile_checked_formula(
         doc, ("spec", "gate", "comparison", f"{status}_when"),
         comparison.get(f"{status}_when", default), names, BOOLEAN, loader.problems)
         for status, default in (("regressed", "rate < baseline_lower"),
                                 ("improved", "rate > baseline_upper"))}
-    catalogues, mappings = _agent_card(loader, doc, spec, files)
+
+
+def _check_waiver_scopes(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
+                         categories: dict[str, Category]) -> None:
+    """A waiver may scope only categories the policy has."""
     for i, waiver in enumerate(spec.get("waivers", [])):
         for j, name in enumerate(waiver["scope"].get("categories", [])):
             if name not in categories:
                 loader.problems.append(doc.problem(
                     ("spec", "waivers", i, "scope", "categories", j), "UNKNOWN_CATEGORY",
                     f"no category is named '{name}'", did_you_mean(name, categories)))
-    if len(loader.problems) > before:
-        return None
-    purpose = gate.get("purpose", "release")
-    validation = spec.get("validation", {})
-    document = {"policy": doc.data, "scoring_data": files.digests(files.scoring),
-                "scoring_version": SCORING_VERSION}
-    return Policy(meta["name"], meta["version"], spec["scoring_version"], purpose,
-                  spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), categories, inspections,
-                  overall, threshold, conditions, digest(document),
-                  budgets=spec.get("budgets", {}),
-                  validate=purpose == "release" or validation.get("on_run", True),
-                  strict=purpose == "release" or validation.get("strict", False),
-                  controls=when, control_expect=controls.get("expect", "FAIL"),
-                  pass_k=spec.get("reliability", {}).get("pass_k", 2),
-                  min_cases=gate.get("min_cases", 1),
-                  reliability_gates={k: gate[k] for k in (
-                      "min_pass_hat_k", "min_consistency", "max_flaky_cases") if k in gate},
-                  reason_codes=spec.get("reason_codes", {}), fixes=fixes,
-                  mask=masker(inspections.values(), mask_with,
-                              spec.get("evidence", {}).get("mask_matches", True)),
-                  comparison_required=comparison.get("required", False),
-                  comparison_rules=rules, document=document, report=_report(loader, doc),
-                  waivers=spec.get("waivers", []), catalogues=catalogues,
-                  card_mappings=mappings,
-                  presentation_digests=files.digests(files.presentation))
 
 
-def _report(loader: _Loader, doc: _yaml.Document) -> str | None:
-    """The protocol report ``spec.report`` names, which some protocol must provide."""
+def _check_report(loader: _Loader, doc: _yaml.Document) -> None:
+    """The protocol report ``spec.report`` names must be one some protocol provides."""
     name = doc.data["spec"].get("report")
     if name is not None and name not in protocols.reports():
         known = sorted(protocols.reports())
@@ -262,8 +252,6 @@ def _report(loader: _Loader, doc: _yaml.Document) -> str | None:
             ("spec", "report"), "BAD_VALUE",
             f"{json.dumps(name)} is not one of {', '.join(map(json.dumps, known))}",
             did_you_mean(name, known)))
-        return None
-    return name
 
 
 def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],

@@ -1,0 +1,169 @@
+"""Category results and the formulas over them (DESIGN §5, §7): a category's state and
+misses, the weighted score, the overall score and gate conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.decide.aggregate import Counts
+from engine.decide.lattice import Reason
+from engine.decide.reasons import FAIL, INCOMPLETE
+from engine.errors import FormulaError
+from engine.formula import Z_KEY, evaluate
+from engine.spec.evaluation import Category, Evaluation
+from engine.stats import notes, wilson
+
+Hold = Callable[[str, str, str, str], None]  # (decision, code, spec path, message)
+
+
+def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
+             error_codes: Any, measures: Any, reasons: list[Reason]) -> dict[str, Any]:
+    """One category's result (counts, rate, bounds, state, met), holding its reasons."""
+    cat = evaluation.policy.categories[name]
+    n = counts.n
+    rate = counts.passed / n if n else None
+    bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
+    lower, upper = bounds if bounds else (None, None)
+
+    def hold(decision: str, code: str, where: str, message: str) -> None:
+        reasons.append(Reason(decision, code, where, message, name))
+
+    state, met = _state(cat, counts, cases, error_codes.get((name, "NO_JUDGE"), 0), hold)
+    # Misses are reported even when the category is unresolved (the reason list shows
+    # every condition that holds); only a resolved category's state becomes NOT_MET.
+    if _misses(cat, lower if cat.gate_on == "wilson_lower" else rate, rate, hold) and \
+            state == "MET":
+        state, met = "NOT_MET", False
+    return {
+        "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
+        "abstained": counts.abstained, "skipped": counts.skipped, "waived": counts.waived,
+        "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
+        "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
+        "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
+        "mode": _mode(evaluation, cat.inspections),
+        "notes": notes(*measures) if measures else None,
+        "state": state, "met": met,
+    }
+
+
+def _state(cat: Category, counts: Counts, cases: int, no_judge: int,
+           hold: Hold) -> tuple[str, bool | None]:
+    """MISSING, NOT_INCLUDED, SKIPPED, UNRESOLVED or MET, holding why it is not resolved."""
+    name, n, path = cat.name, counts.n, cat.spec_path
+    if counts.attempted == 0:
+        if cat.required:
+            hold(INCOMPLETE, "REQUIRED_CATEGORY_MISSING", path, f"no rows for '{name}'")
+        return ("MISSING" if cat.required else "NOT_INCLUDED"), None
+    if counts.skipped == counts.attempted:
+        hold(INCOMPLETE, "CATEGORY_SKIPPED", path, f"every row of '{name}' was skipped")
+        return "SKIPPED", None
+    if counts.skipped + no_judge == counts.attempted:
+        # Nothing here could be judged (e.g. no canary anywhere and no judge): skipped, not
+        # unresolved, as agent-release-gate §2 says for injection.
+        hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
+             f"no row of '{name}' can be verified without a judge")
+        return "SKIPPED", None
+    if not (n == 0 or counts.errors or counts.abstained or n < cat.min_n
+            or cases < cat.min_cases):
+        return "MET", True
+    if cases < cat.min_cases:
+        hold(INCOMPLETE, "BELOW_MIN_CASES", f"{path}.min_cases",
+             f"'{name}' has {cases} scored cases, fewer than min_cases {cat.min_cases}")
+    if counts.errors or counts.abstained:
+        hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
+             f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
+    if n < cat.min_n:
+        hold(INCOMPLETE, "BELOW_MIN_N", f"{path}.min_n",
+             f"'{name}' has {n} scored rows, fewer than min_n {cat.min_n}")
+    return "UNRESOLVED", None
+
+
+def _misses(cat: Category, statistic: float | None, rate: float | None, hold: Hold) -> bool:
+    """Hold a FAIL for a missed threshold and a missed mandatory minimum; whether either."""
+    missed = False
+    if cat.threshold is not None and statistic is not None and not statistic >= cat.threshold:
+        hold(FAIL, "BELOW_THRESHOLD", f"{cat.spec_path}.threshold",
+             f"'{cat.name}' {cat.gate_on} {statistic:.6g} is below the threshold {cat.threshold}")
+        missed = True
+    if cat.minimum is not None and rate is not None and not rate >= cat.minimum:
+        hold(FAIL, "BELOW_MINIMUM", f"{cat.spec_path}.minimum",
+             f"'{cat.name}' rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
+        missed = True
+    return missed
+
+
+def _mode(evaluation: Evaluation, ids: list[str]) -> str:
+    """How the category's verdicts are reached (a judged inspection without a judge falls
+    back to its fallback's mode)."""
+    modes = set()
+    for inspection_id in ids:
+        inspection = evaluation.policy.inspections[inspection_id]
+        fallback = inspection.params.get("fallback")
+        if fallback and evaluation.judge.provider == "none":
+            inspection = evaluation.policy.inspections[fallback]
+        modes.add(inspection.primitive.mode)
+    return "+".join(sorted(modes))
+
+
+def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> float | None:
+    """Weighted mean of the rates of included categories with weight > 0; null if one is."""
+    total = weight = 0.0
+    for name, cat in evaluation.policy.categories.items():
+        result = categories[name]
+        if cat.weight > 0 and result["attempted"] > 0:
+            if result["rate"] is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
+                return None
+            total += cat.weight * result["rate"]
+            weight += cat.weight
+    return total / weight if weight else None
+
+
+def _formula(formula: Any, env: dict[str, Any], reasons: list[Reason], path: str) -> Any:
+    try:
+        return evaluate(formula, env)
+    except FormulaError as exc:
+        reasons.append(Reason(INCOMPLETE, "GATE_ERROR", path, f"{exc.code}: {exc}"))
+        return None
+
+
+def formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
+             reasons: list[Reason]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The overall score and each gate condition, holding a reason for each that fails."""
+    policy = evaluation.policy
+    env: dict[str, Any] = {Z_KEY: policy.wilson_z, "weighted": _weighted(evaluation, categories)}
+    for name, result in categories.items():
+        env[name] = result["rate"] if result["state"] in ("MET", "NOT_MET") else None
+        for count in ("n", "passed", "failed", "errors"):
+            env[f"{count}_{name}"] = result[count]
+    overall = None
+    if policy.overall is not None:
+        score = _formula(policy.overall, env, reasons, "policy:spec.overall.formula")
+        met = None if score is None or policy.overall_threshold is None else \
+            score >= policy.overall_threshold
+        if score is None and policy.overall_threshold is not None:
+            reasons.append(Reason(INCOMPLETE, "GATE_NULL", "policy:spec.overall.formula",
+                                  "the overall score is null: some category it needs has no "
+                                  "resolved rate"))
+        elif met is False:
+            reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD",
+                                  "policy:spec.overall.threshold",
+                                  f"overall score {score:.6g} is below {policy.overall_threshold}"))
+        overall = {"score": score, "threshold": policy.overall_threshold, "met": met,
+                   "formula": policy.overall.source}
+        env["overall"] = score
+    else:
+        env["overall"] = env["weighted"]
+    conditions = []
+    for cond in policy.conditions:
+        value = _formula(cond.formula, env, reasons, cond.spec_path)
+        if value is None:
+            reasons.append(Reason(INCOMPLETE, "GATE_NULL", cond.spec_path,
+                                  f"condition '{cond.id}' is null: evidence it needs is missing"))
+        elif value is False:
+            reasons.append(Reason(FAIL, "CONDITION_FALSE", cond.spec_path,
+                                  cond.message or f"condition '{cond.id}' does not hold"))
+        conditions.append({"id": cond.id, "formula": cond.formula.source, "value": value})
+    return overall, conditions
+
+

@@ -1,0 +1,140 @@
+"""The compiled Policy and its parts: what the engine keeps of a Policy spec after checking.
+
+Every field is governance data (it comes from the Policy file or the data files it names,
+all bound into ``policy_sha256`` or ``presentation_digests``), compiled once at load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.formula import Formula
+from engine.inspections import Primitive
+from engine.records.masking import Masker
+
+
+@dataclass
+class Inspection:
+    """One compiled inspection entry (``spec.inspections[i]``)."""
+
+    id: str
+    """The entry's ``id``, which categories list."""
+    type: str
+    """The primitive's name in the inspection table (``type:``)."""
+    primitive: Primitive
+    """The primitive that evaluates one unit."""
+    params: dict[str, Any]
+    """The entry's other keys, checked by the primitive's schema and compiled."""
+    when: Any
+    """Compiled ``when:`` selector limiting the units it applies to, or None for all."""
+    spec_path: str
+    """Where the entry is: ``policy:spec.inspections[i]``."""
+
+
+@dataclass
+class Category:
+    """One category: a pass rate over the rows of its inspections."""
+
+    name: str
+    """The category's key under ``spec.categories``."""
+    weight: float
+    """Its weight in the weighted overall score (0 leaves it out)."""
+    threshold: float | None
+    """The rate (or Wilson lower bound) it must reach, or None for no threshold."""
+    minimum: float | None
+    """A mandatory minimum on the point rate, whatever ``gate_on`` says, or None."""
+    gate_on: str
+    """What the threshold is compared with: ``point`` (the rate) or ``wilson_lower``."""
+    min_n: int
+    """Scored rows (PASS + FAIL) it needs to be resolved."""
+    required: bool
+    """Whether a run without rows for it is INCOMPLETE (else it is left out)."""
+    inspections: list[str]
+    """Ids of the inspections whose rows it counts."""
+    spec_path: str
+    """Where it is: ``policy:spec.categories.NAME``."""
+    severity: str = "high"
+    """Severity of its findings."""
+    min_cases: int = 1
+    """Scored suite cases it needs to be resolved."""
+
+
+@dataclass
+class Condition:
+    """An extra gate condition: false fails, null is INCOMPLETE."""
+
+    id: str
+    """The condition's ``id``."""
+    formula: Formula
+    """The compiled boolean formula over rates, counts and ``overall``."""
+    message: str
+    """What a FAIL reason says when it is false (a default names the id when empty)."""
+    spec_path: str
+    """Where it is: ``policy:spec.conditions[i]``."""
+
+
+@dataclass
+class Policy:
+    """A compiled Policy: the rules a run is decided by."""
+
+    name: str
+    """``metadata.name``."""
+    version: str
+    """``metadata.version``."""
+    scoring_version: str
+    """``spec.scoring_version``: the policy's own version of its scoring rules."""
+    purpose: str
+    """``gate.purpose``: release (may PASS), triage or self_test (never PASS)."""
+    wilson_z: float
+    """``statistics.wilson_z``: the z of every Wilson interval."""
+    categories: dict[str, Category]
+    """Categories by name, in spec order."""
+    inspections: dict[str, Inspection]
+    """Compiled inspections by id, in spec order."""
+    overall: Formula | None
+    """``overall.formula`` (default ``weighted``), or None when the policy has no overall."""
+    overall_threshold: float | None
+    """``overall.threshold``: the overall score a run must reach, or None."""
+    conditions: list[Condition]
+    """Extra gate conditions, in spec order."""
+    sha256: str
+    """The policy hash: digest of ``document``."""
+    budgets: dict[str, Any] = field(default_factory=dict)
+    """``spec.budgets``: default cost, latency and price budgets for budget inspections."""
+    validate: bool = True
+    """Whether records are validated on a run (always for a release)."""
+    strict: bool = True
+    """Whether any INVALID or UNLABELED record makes the run INCOMPLETE (always for a release)."""
+    controls: Any = None
+    """Compiled ``controls.when`` selector marking known-fault control units, or None."""
+    control_expect: str = "FAIL"
+    """``controls.expect``: the status a control row must get to count as caught."""
+    pass_k: int = 2
+    """``reliability.pass_k``: the k of pass^k."""
+    min_cases: int = 1
+    """``gate.min_cases``: the default of each category's ``min_cases``."""
+    reliability_gates: dict[str, float | int] = field(default_factory=dict)
+    """Gates on repeated trials: ``min_pass_hat_k``, ``min_consistency``, ``max_flaky_cases``."""
+    reason_codes: dict[str, str] = field(default_factory=dict)
+    """Engine reason code -> the code the policy publishes it as (the decision never changes)."""
+    fixes: dict[str, Any] = field(default_factory=dict)
+    """Suggested-fix templates for findings (presentation data)."""
+    mask: Masker | None = None
+    """What row evidence hides (secrets, PII, matches), or None."""
+    comparison_required: bool = False
+    """``gate.comparison.required``: a missing or incompatible baseline, or a regression, gates."""
+    document: dict[str, Any] = field(default_factory=dict)
+    """What ``sha256`` digests: the parsed Policy, its scoring data digests, SCORING_VERSION."""
+    presentation_digests: dict[str, str] = field(default_factory=dict)
+    """Digests of files that change only how findings read (fix templates, catalogues)."""
+    comparison_rules: dict[str, Formula] = field(default_factory=dict)
+    """``regressed`` / ``improved`` -> the formula that says when a category is so."""
+    report: str | None = None
+    """``spec.report``: the protocol report the run writes, or None."""
+    waivers: list[dict[str, Any]] = field(default_factory=list)
+    """Waivers as written: id, scope, justification, approver, expiry."""
+    catalogues: list[dict[str, Any]] = field(default_factory=list)
+    """Agent Card catalogues, each with its digest."""
+    card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Evidence item or category -> catalogue entries it evidences, ``full`` / ``partial``."""
