@@ -23,7 +23,7 @@ from engine.cli import main
 HERE = Path(__file__).resolve().parent / "conformance"
 SCHEMA = yaml.safe_load((HERE / "case.schema.yaml").read_text(encoding="utf-8"))
 TOLERANCE = 5e-5  # figures are written to 4 decimal places
-PROBLEM = re.compile(r"^(?P<at>[^:]+:\d+:\d+: [A-Z_]+: \S*): ")
+PROBLEM = re.compile(r"^(?P<at>[^:]+:\d+:\d+: [A-Z_]+: \S+): ")
 
 
 def cases(kind: str) -> list[Any]:
@@ -34,10 +34,14 @@ def load_case(path: Path, kind: str) -> dict[str, Any]:
     """The case as data; a malformed case fails with its name, never as a crash."""
     try:
         case = yaml.safe_load(path.read_text(encoding="utf-8"))
-        validator = jsonschema.Draft202012Validator({**SCHEMA, "$ref": f"#/$defs/{kind}"})
-        error = jsonschema.exceptions.best_match(validator.iter_errors(case))
     except yaml.YAMLError as exc:
-        pytest.fail(f"{path.stem}: malformed case: {exc}", pytrace=False)
+        case, broken = None, str(exc)
+    else:
+        broken = ""
+    if broken:
+        pytest.fail(f"{path.stem}: malformed case: {broken}", pytrace=False)
+    validator = jsonschema.Draft202012Validator({**SCHEMA, "$ref": f"#/$defs/{kind}"})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(case))
     if error is not None:
         where = "/".join(map(str, error.absolute_path)) or "(top)"
         pytest.fail(f"{path.stem}: malformed case at {where}: {error.message}", pytrace=False)
