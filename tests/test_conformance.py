@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,20 +75,23 @@ def problems_printed(err: str, spec: Path) -> list[str]:
     return found
 
 
+def check_problems(want: dict[str, Any], code: int, err: str, spec: Path) -> None:
+    """Compare exit code and printed problems with the case's want; raise on a difference."""
+    assert code == want["exit"], f"exit {code}\n{err}"
+    assert problems_printed(err, spec) == want["problems"], err
+    for words in want.get("says", []):
+        assert words in err, f"{words!r} not printed\n{err}"
+
+
 @pytest.mark.parametrize("path", cases("spec_errors"))
 def test_spec_error_case(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     case = load_case(path, "spec_error")
     spec = lay_out(case, tmp_path)
-    want = case["want"]
     for command in case.get("commands", ["validate", "run"]):
         out = tmp_path / f"out-{command}"
         extra = ["--out", str(out)] if command == "run" else []
         code = main([command, str(spec), *extra, *case.get("args", [])])
-        err = capsys.readouterr().err
-        assert code == want["exit"], f"{command}: exit {code}\n{err}"
-        assert problems_printed(err, spec) == want["problems"], f"{command}:\n{err}"
-        for words in want.get("says", []):
-            assert words in err, f"{command}: {words!r} not printed\n{err}"
+        check_problems(case["want"], code, capsys.readouterr().err, spec)
         assert not out.exists(), "nothing may be written when the spec is invalid"
 
 
@@ -135,3 +141,71 @@ def run_decision(path: Path, tmp_path: Path) -> tuple[dict[str, Any], int, dict[
 def test_decision_case(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     want, code, card = run_decision(path, tmp_path)
     check_decision(want, code, card)
+
+
+@pytest.mark.parametrize("edit", [
+    ("decision", "PASS"), ("exit", 0), ("reasons", ["BELOW_THRESHOLD", "GATE_NULL"]),
+    ("categories", {"quality": {"wilson_lower": 0.5959}}),
+    ("categories", {"quality": {"rate": 0.9001}}), ("categories", {"quality": {"met": None}}),
+    ("categories", {"quality": {"n": 10.5}}), ("categories", {"other": {"n": 10}}),
+    ("scorecard", {"coverage.records": 11}), ("scorecard", {"coverage.nowhere": 0}),
+])
+def test_an_edited_decision_expectation_fails(tmp_path: Path, edit: tuple[str, Any]) -> None:
+    want, code, card = run_decision(HERE / "decisions" / "wilson-gate-fails.yaml", tmp_path)
+    check_decision(want, code, card)
+    key, value = edit
+    with pytest.raises(AssertionError):
+        check_decision({**want, key: value}, code, card)
+
+
+def test_an_edited_problem_expectation_fails(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    case = load_case(HERE / "spec_errors" / "formula-unknown-name.yaml", "spec_error")
+    spec = lay_out(case, tmp_path)
+    code = main(["validate", str(spec)])
+    err = capsys.readouterr().err
+    check_problems(case["want"], code, err, spec)
+    [line] = case["want"]["problems"]
+    for edited in ({"exit": 1}, {"problems": [line.replace(":12:35:", ":12:36:")]},
+                   {"problems": [line, line]}, {"says": ["did you mean 'qualities'?"]}):
+        with pytest.raises(AssertionError):
+            check_problems({**case["want"], **edited}, code, err, spec)
+
+
+@pytest.mark.parametrize("text, complaint", [
+    ("about: x\nwant: {exit: 2, problems: []}\n", "want/problems"),
+    ("about: x\nwant: {exit: 2, problems: ['policy.yaml:1: BAD: x']}\n", "want/problems/0"),
+    ("about: x\nfiles: {../escape.yaml: ''}\nwant: {exit: 2, problems: ['a:1:1: B: x']}\n",
+     "files"),
+    ("about: x\nwnat: {}\n", "(top)"),
+    ("about: [unclosed\n", "malformed case"),
+])
+def test_a_malformed_case_fails_with_its_name(tmp_path: Path, text: str, complaint: str) -> None:
+    path = tmp_path / "broken-case.yaml"
+    path.write_text(text)
+    with pytest.raises(pytest.fail.Exception) as caught:
+        load_case(path, "spec_error")
+    assert str(caught.value).startswith("broken-case: malformed case")
+    assert complaint in str(caught.value)
+
+
+def test_the_cases_cover_the_codes_and_the_lattice() -> None:
+    codes = {line.split(": ")[1] for p in sorted((HERE / "spec_errors").glob("*.yaml"))
+             for line in yaml.safe_load(p.read_text())["want"]["problems"]}
+    assert len(codes) >= 25, sorted(codes)
+    wants = [yaml.safe_load(p.read_text())["want"]
+             for p in sorted((HERE / "decisions").glob("*.yaml"))]
+    assert len(wants) >= 15
+    assert {(w["decision"], w["exit"]) for w in wants} == {
+        ("PASS", 0), ("FAIL", 1), ("INCOMPLETE", 3), ("TRIAGE", 4), ("SELF_TEST", 4)}
+
+
+def test_the_documented_command_runs(tmp_path: Path) -> None:
+    text = (HERE.parent.parent / "docs" / "conformance.md").read_text(encoding="utf-8")
+    [script] = re.findall(r"```sh\n(.*?)```", text, re.S)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTEST_ADDOPTS": f"--basetemp={tmp_path / 'nested'} -p no:cacheprovider"}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=HERE.parent.parent,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout, done.stdout
