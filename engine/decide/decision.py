@@ -30,9 +30,11 @@ def decide(evaluation: Evaluation, tally: Tally,
                               f"the records' suite digest {suite_sha} is not the pinned "
                               f"{evaluation.suite_pin}: this is not the suite governance "
                               "approved"))
-    if judge is not None and judge["identity"]["provider"] == "mock":
+    answered = judge is not None and judge["identity"]["provider"] == "mock"
+    if answered or evaluation.judge.provider == "mock":  # any mock judge (DESIGN §7)
         reasons.append(Reason(SELF_TEST, "MOCK_JUDGE", "evaluation:spec.judge.provider",
-                              "a mock judge answered: simulated evidence can never PASS"))
+                              ("a mock judge answered" if answered else "the judge is a "
+                               "mock") + ": simulated evidence can never PASS"))
     if policy.purpose in _PURPOSE:
         decision, code = _PURPOSE[policy.purpose]
         reasons.append(Reason(decision, code, "policy:spec.gate.purpose",

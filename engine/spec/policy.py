@@ -259,9 +259,7 @@ def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
     """Catalogues and mappings of the Agent Card; every reference must name an entry."""
     from engine.reports.agentcard import build_catalogue, build_provenance
 
-    block = spec.get("agent_card")
-    if not block:
-        return [], {}
+    block = spec.get("agent_card") or {"catalogues": []}
     catalogues = []
     for i, rel in enumerate(block["catalogues"]):
         where: _yaml.Path = ("spec", "agent_card", "catalogues", i)
@@ -280,11 +278,12 @@ def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
             mappings[name] = {k: list(cat["controls"].get(k, [])) for k in ("full", "partial")}
             for strength in ("full", "partial"):
                 for j, ref in enumerate(cat["controls"].get(strength, [])):
-                    if ref not in known:
+                    if ref not in known:  # also when no catalogue is loaded at all
                         loader.problems.append(doc.problem(
                             ("spec", "categories", name, "controls", strength, j),
                             "UNKNOWN_CONTROL", f"'{ref}' is in no loaded catalogue",
-                            did_you_mean(ref, known)))
+                            did_you_mean(ref, known) if known else
+                            "load its catalogue in spec.agent_card.catalogues"))
     for item, mapping in mappings.items():
         if item in spec["categories"]:
             continue
