@@ -109,13 +109,10 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
-                isinstance(body[0].value, ast.Constant):
-            out.add(id(body[0].value))
-    return out
+    """Strings that are statements of their own: docstrings, including a field's."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)}
 
 
 def _names_in_code(path: Path) -> Iterator[tuple[int, str]]:

@@ -37,7 +37,7 @@ class Suite:
     sha256: str
     """The suite hash: digest of the parsed Suite file ('' when derived from the records)."""
     derived: bool = False
-    """Cases and digest come from the records (assevra-jsonl, discovery-tasks)."""
+    """Cases and digest come from the records (their format derives the suite)."""
     from_evidence: bool = False
     """... and those records are written by the evaluated party (a release needs a pin)."""
 
