@@ -307,7 +307,7 @@ FINDING_FIELDS: G3: a finding lacks or adds keys
 EVIDENCE_SPAN_LIMIT: G4.1: more evidence spans than the limit
 POPULATION_SHAPE: G4.2: population is not an object holding only filters
 FILTER_COUNT: G4.3: more filter rules than the limit
-FILTER_FIELD: G4.4: a filter rule names a field that may not be filtered
+FILTER_FIELD: G4.4: a filter rule is not exactly {field, op, value}, or its field is not allowed
 FILTER_OP: G4.5: a filter rule's operator is unknown or does not fit the field
 FILTER_VALUES: G4.6: a filter rule's values are malformed for its operator
 POPULATION_TOO_SMALL: G4.7: the selected population is below the task minimum
