@@ -1,4 +1,4 @@
-"""The formula language (DESIGN §5): a small, closed expression language.
+"""The formula language (docs/formulas.md): a small, closed expression language.
 
 Source text is parsed with ``ast`` in eval mode and compiled to closures from an
 allow-list of node types; anything else is an error with a column. ``null`` propagates

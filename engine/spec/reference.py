@@ -9,13 +9,14 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from engine.codes import CODES
 from engine.formula import FUNCTIONS
 from engine.inspections import TABLE
 from engine.spec.schema import load_schema
 
 _INTRO = """# Spec reference
 
-Generated from `schemas/*.schema.json` and the engine's inspection table by
+Generated from `schemas/*.schema.json`, the engine's inspection table and its code table by
 `python -m engine.spec.reference > docs/reference.md`. Do not edit by hand; a test fails when
 this file and the code disagree.
 
@@ -89,7 +90,19 @@ def render() -> str:
         most = "any number" if fn.max_args is None else str(fn.max_args)
         count = str(fn.min_args) if fn.min_args == fn.max_args else f"{fn.min_args} to {most}"
         out.append(f"| `{name}` | {count} | {fn.doc} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _codes()) + "\n"
+
+
+def _codes() -> list[str]:
+    """The code table of ``engine/codes.py``, sorted by code."""
+    return ["", "## Codes", "",
+            "Every code the engine can emit. *Exit* is the exit code the code forces (`-`: a "
+            "row-, record- or finding-level code that does not set the exit by itself; a run "
+            "of several Evaluations exits with the worst). *Effect* is what it does to the "
+            "decision or the row.", "",
+            "| code | stage | exit | effect | meaning |", "|---|---|---|---|---|",
+            *(f"| `{code}` | {row.stage} | {row.exit} | {row.effect} | {row.meaning} |"
+              for code, row in sorted(CODES.items()))]
 
 
 if __name__ == "__main__":  # pragma: no cover

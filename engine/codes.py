@@ -1,0 +1,373 @@
+"""Every code the engine can emit, once: what it means, where it arises, what it does.
+
+``CODES`` maps a code to a ``Code``: the stage that emits it (``spec records inspection
+judge run decide evidence verify cli`` or ``protocol:<name>``), the exit code it forces
+(``-`` for a row-, record- or finding-level code that does not set the exit by itself) and
+its effect on the decision or the row. A code shared by several stages has one entry naming
+them all. ``docs/reference.md`` renders this table, and ``tests/test_codes.py`` holds it
+equal to the codes the source emits, so neither can drift. This module only describes: the
+engine never looks a code up here to decide anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Code:
+    """One code's row in the table."""
+
+    stage: str
+    """The stage (or stages, comma-separated) that emits it."""
+    exit: str
+    """The exit code it forces (0-4), or ``-`` when it does not set the exit by itself."""
+    effect: str
+    """Its effect on the decision (INCOMPLETE, FAIL, ...) or on a row; '' for none."""
+    meaning: str
+    """One line in the governance team's words."""
+
+
+CODES: dict[str, Code] = {}
+
+
+def _block(stage: str, exit_code: str, effect: str, text: str) -> None:
+    """Add one ``CODE: meaning`` per line of ``text``, all with the same stage, exit, effect."""
+    for line in text.strip().splitlines():
+        code, _, meaning = line.partition(":")
+        assert code not in CODES, f"{code} is listed twice"
+        CODES[code.strip()] = Code(stage, exit_code, effect, meaning.strip())
+
+
+_block("spec", "2", "nothing runs", """
+YAML_SYNTAX: the file is not well-formed YAML
+YAML_ALIAS: a YAML alias (*name); specs must spell every value out
+YAML_ANCHOR: a YAML anchor (&name); specs must spell every value out
+YAML_TAG: an explicit YAML tag (!!python/..., !custom); only plain values are allowed
+BAD_CHARACTER: a control character YAML does not allow outside a quoted, escaped string
+BAD_SCALAR: a binary value or a string holding a lone UTF-16 surrogate
+NON_FINITE: NaN or an infinity in a spec
+INTEGER_RANGE: an integer beyond 2**53, which JSON readers cannot keep exactly
+NON_STRING_KEY: a mapping key that is not a string (quote it)
+EMPTY_SPEC: the file holds no YAML document
+SPEC_TOO_DEEP: a spec nests deeper than the YAML reader allows
+SPEC_TOO_LARGE: a spec holds more values than the YAML reader allows
+BAD_ENCODING: a spec file is not UTF-8
+FILE_NOT_FOUND: a named spec, data file or path does not exist
+FILE_UNREADABLE: a spec file exists but cannot be read
+BAD_PATH: a path in a spec cannot be resolved (permissions, a loop, a bad name)
+PATH_ABSOLUTE: a path in a spec is absolute; paths are relative to the spec file
+PATH_ESCAPES_ROOT: a path in a spec leads outside the spec root
+INPUT_KIND: an input names a folder where its format reads a file, or the reverse
+UNKNOWN_KIND: the kind is none of Policy, Suite, Evaluation, PolicyTest
+WRONG_KIND: a spec of one kind is named where another kind is expected
+MISSING_KEY: a required key is absent (or a judge provider lacks what it needs)
+UNKNOWN_KEY: a key the schema does not know here (a hint names the close one)
+ONE_OF: exactly one of several alternative keys must be given
+SCHEMA: a value breaks its JSON Schema in a way no more precise code names
+OUT_OF_RANGE: a number outside the range its key allows
+EMPTY: a list, mapping or string that must not be empty is empty
+DUPLICATE_ENTRY: a list that must hold distinct entries holds one twice
+BAD_THRESHOLD: a category threshold or mandatory minimum outside [0, 1]
+UNKNOWN_PURPOSE: gate purpose is none of release, triage, self_test
+NAME_CLASH: a category has the name of a formula
+NO_WEIGHT: the weighted overall score needs a category with weight above 0
+UNATTAINABLE_GATE: a threshold the Wilson lower bound can never reach (1.0)
+UNKNOWN_CATEGORY: a waiver scope names a category the policy does not have
+UNKNOWN_CONTROL: a control identifier that is in no loaded catalogue
+UNKNOWN_INSPECTION: an inspection type that is not in the engine's table
+UNKNOWN_INSPECTION_ID: a category or fallback names an inspection id that does not exist
+UNKNOWN_REASON_CODE: reason_codes renames a code the decision never gives
+UNUSED_INSPECTION: an inspection that no category runs, so its rows would count nowhere
+BAD_DATA_FILE: a data file a spec names (lexicon, detector, catalogue) cannot be used
+BAD_JMESPATH: a selector is not valid JMESPath
+BAD_REGEX: a pattern is not a valid regular expression
+BAD_RUBRIC: a judge rubric cannot be loaded or is malformed
+BAD_SCHEMA: a JSON Schema a spec names is unreadable or not a valid schema
+UNKNOWN_VARIABLE: a rubric template uses a variable the inspection's inputs do not give
+VERDICT_SHADOWS_INPUT: a rubric verdict field has the name of one of the inspection's inputs
+FORMULA_SYNTAX: a formula that does not parse, or is not a string
+FORMULA_ARITY: a formula calls a function with the wrong number of arguments
+FORMULA_FORBIDDEN: a formula uses syntax outside the allow-list (attributes, **, keywords)
+FORMULA_LITERAL: a formula literal that is too long, beyond 2**53, or not finite
+FORMULA_TOO_DEEP: a formula nests too deeply
+FORMULA_TOO_LONG: a formula longer than the length limit
+FORMULA_UNKNOWN_FUNCTION: a formula calls a function that is not in the table
+FORMULA_UNKNOWN_NAME: a formula uses a name that nothing binds
+SPEC_INVALID: one or more located spec problems (each printed with its own code)
+FORMULA: a formula problem without a more precise code (fallback)
+""")
+
+_block("spec, cli", "2", "nothing runs", """
+BAD_DATE: a date that is not a calendar date YYYY-MM-DD (a spec value or --as-of)
+BAD_NAME: a name that is not lower-case letters, digits and _ (a spec key or engine init)
+UNKNOWN_INPUT: no input is named as the units, or --input names an input none declares
+""")
+
+_block("spec, inspection, protocol:agent-release-gate", "2 or -", "spec error, ERROR row, or "
+       "INVALID record", """
+BAD_TYPE: a value of the wrong type (in a spec: exit 2; in a record: the row is INVALID)
+BAD_VALUE: a value of the right type that cannot be used (spec, inspection or record)
+""")
+
+_block("spec, records, protocol:agent-release-gate", "2 or 3", "spec error or INCOMPLETE", """
+DUPLICATE_ID: an id used twice (a suite case, a record's unit id, an assevra row id)
+""")
+
+_block("spec, records", "2 or 3", "spec error or INCOMPLETE", """
+DUPLICATE_KEY: a key that appears twice in one mapping (a spec) or one JSON object (a record)
+""")
+
+_block("records", "3", "INCOMPLETE", """
+INVALID_JSON: a record line is not one JSON value
+NOT_AN_OBJECT: a record is not a JSON object
+NON_FINITE_NUMBER: a record holds NaN, an infinity, or a number that overflows a double
+NUMBER_OUT_OF_RANGE: a record holds an integer beyond 2**53-1
+NOT_UTF8: a record line is not UTF-8
+BYTE_ORDER_MARK: a record file starts with a byte-order mark
+LONE_SURROGATE: a record string holds a lone UTF-16 surrogate
+NESTED_TOO_DEEP: a record nests arrays and objects deeper than 64 levels
+RESERVED_FIELD: a record sets 'case', which the engine binds to the suite case
+UNKNOWN_CASE: a record names a case that is not in the suite
+MISSING_CASE_ID: a record names no case
+EXTRA_RUN: a run beyond the trials its suite case declares; refused, never scored
+SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
+""")
+
+_block("records, protocol:finding-quality-discovery", "3 or -", "INCOMPLETE, or task invalid",
+       """
+BAD_TASK_ID: a task_id that cannot name a file (empty, a path, reserved characters)
+""")
+
+_block("inspection", "-", "ERROR row", """
+MISSING_VALUE: a selector selected nothing, so the rule has no evidence
+NOTHING_TO_VERIFY: the unit declares no expectation the inspection could check
+NO_OUTCOME_EVIDENCE: an expected state is declared but no observed state was recorded
+NO_BUDGET: a budget inspection found no budget for the unit
+UNMEASURABLE: a budget inspection found no measurement for the unit
+FORMULA_NULL: a formula inside an inspection is null or not true/false for this unit
+FORMULA_RUNTIME: a formula failed while evaluated (GATE_ERROR when it is a gate's)
+FORMULA_DOMAIN: a formula function got an argument outside its domain (round, wilson, log)
+FORMULA_TYPE: a formula value of the wrong type (a spec error when found at load time)
+""")
+
+_block("inspection", "-", "SKIPPED or ERROR row", """
+NO_JUDGE: a rule needs a judge and none is configured (SKIPPED; ERROR for a canary check)
+COLLECTING: first pass of a judged run: the question is queued, the row comes later
+""")
+
+_block("run", "-", "ERROR row", """
+INSPECTION_FAILED: an inspection primitive raised; the run goes on, the row is ERROR
+NO_OUTCOME: an inspection primitive returned nothing
+BAD_OUTCOME: an inspection primitive returned no valid status
+""")
+
+_block("run", "-", "no row", """
+NOT_APPLICABLE: the inspection does not apply to this unit; no row is written
+""")
+
+_block("run", "2", "nothing kept", """
+SPEC_CHANGED: a spec file changed while a sharded run was going on
+INPUT_CHANGED: an input file changed while a sharded run was going on
+RAY_NOT_INSTALLED: --executor ray without Ray installed
+""")
+
+_block("judge", "2", "nothing runs", """
+BAD_API_KEY: the judge API key holds a line break, a space or a non-ASCII character
+CACHE_KEY_UNUSABLE: the judge cache key file is unsafe (readable by others) or malformed
+REPLAY_NOT_A_SCORECARD: --judge-replay names something that is not a signed scorecard
+REPLAY_UNTRUSTED: the replayed scorecard does not verify against a trusted key
+REPLAY_MISMATCH: the replayed judgements are malformed or not the files the signature binds
+""")
+
+_block("judge", "-", "ERROR row", """
+JUDGE_CALL_FAILED: the judge endpoint gave no usable reply after its retries and deadline
+INVALID_VERDICT: the judge's reply does not match the rubric's output schema
+INCOMPLETE_PANEL: a member of a judge panel gave no valid verdict
+PANEL_FIELDS_DIFFER: panel members answered with different verdict fields
+PANEL_TIED: a panel is tied on a yes/no field
+PANEL_DISAGREED: panel members disagree and the policy treats disagreement as an error
+""")
+
+_block("decide", "4", "SELF_TEST", """
+PURPOSE_SELF_TEST: the policy's purpose is self_test: never a release decision
+MOCK_JUDGE: a mock judge answered, so the evidence is simulated
+""")
+
+_block("decide", "4", "TRIAGE", """
+PURPOSE_TRIAGE: the policy's purpose is triage: never a release decision
+PARTIAL_RUN: reserved for a partial scan; this version never gives it
+""")
+
+_block("decide", "3", "INCOMPLETE", """
+VALIDATION_FAILED: strict validation found INVALID or UNLABELED rows or failed captures
+NO_CATEGORIES: no category has any rows
+REQUIRED_CATEGORY_MISSING: a required category has no rows
+CATEGORY_SKIPPED: every row of a category was skipped, or none can be judged without a judge
+CATEGORY_UNRESOLVED: a category has ERROR or ABSTAIN rows (missing evidence)
+BELOW_MIN_N: a category has fewer scored rows than its min_n
+BELOW_MIN_CASES: a category has fewer scored cases than its min_cases
+CONTROL_FAILED: a planted control was not caught, so the evaluator itself is broken
+GATE_NULL: a gate formula or the overall score is null: evidence it needs is missing
+GATE_ERROR: a gate formula could not be evaluated (the message names the formula code)
+CASE_MISSING: suite cases have fewer runs than their declared trials
+BASELINE_MISSING: history requires a baseline and none was found
+BASELINE_UNTRUSTED: the baseline does not verify against a trusted key
+BASELINE_INCOMPATIBLE: the baseline has another suite, policy or judge, or no PASS/FAIL
+SUITE_MISMATCH: the records' suite digest is not the one the Evaluation pins
+SUITE_NOT_PINNED: a release whose records carry their own cases pins no suite_sha256
+JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evaluation's
+""")
+
+_block("decide", "1", "FAIL", """
+REGRESSED: worse than the baseline (a category now failing, or the decision was PASS)
+BELOW_THRESHOLD: a category's gated statistic is below its threshold
+BELOW_MINIMUM: a category's rate is below its mandatory minimum
+OVERALL_BELOW_THRESHOLD: the weighted overall score is below the overall threshold
+CONDITION_FALSE: a gate condition formula is false
+BELOW_PASS_HAT_K: pass^k is below the policy's min_pass_hat_k
+BELOW_CONSISTENCY: consistency across trials is below min_consistency
+TOO_MANY_FLAKY: more flaky cases than max_flaky_cases
+""")
+
+_block("evidence", "2", "nothing written", """
+OUTPUT_EXISTS: the output folder already holds evidence; nothing is ever overwritten
+KEY_EXISTS: keygen would overwrite an existing key file
+BAD_KEY: a key file is not a readable, unencrypted Ed25519 PEM key
+""")
+
+_block("verify", "1", "invalid evidence", """
+UNREADABLE: a scorecard or signed file cannot be read
+NOT_CANONICAL: the scorecard bytes are not RFC 8785 canonical JSON
+UNSIGNED: no signature or attestation lies beside the scorecard
+BAD_ENVELOPE: the DSSE envelope or its in-toto statement is malformed
+BAD_SIGNATURE: no signature verifies over these bytes with the key
+KEY_NOT_TRUSTED: no key was pinned, or the signer is not the pinned key
+DIGEST_MISMATCH: a file changed after signing (its SHA-256 differs from the statement)
+SUBJECT_MISSING: a file the signed statement names is missing beside the scorecard
+VERIFY: evidence that does not verify, without a more precise code (fallback)
+""")
+
+_block("cli", "2", "nothing runs", """
+BAD_INPUT_OPTION: --input is not NAME=PATH
+INPUT_NOT_FOUND: a path given on the command line does not exist
+DUPLICATE_NAME: two Evaluations under the given paths share a name
+NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command needs)
+AMBIGUOUS_BASELINE: --baseline with more than one Evaluation
+BAD_SHARDS: --shards without --executor ray, or not a positive number
+NO_JUDGE_MODEL: a judge provider chosen on the command line without a model
+NO_REPLAY: judge provider replay without --judge-replay
+NO_TESTS: engine test found no PolicyTest
+IO_ERROR: the operating system refused a read or write; nothing partial is kept
+USAGE: a command line or input that cannot be used, without a more precise code
+ENGINE_ERROR: an engine error without a more precise code (fallback)
+""")
+
+_block("cli", "3", "no decision", """
+INTERNAL_ERROR: a bug in specgate; never a PASS or a FAIL (--debug shows the traceback)
+""")
+
+_ARG = "protocol:agent-release-gate"
+_block(_ARG, "-", "INVALID record", """
+MISSING_ID: an assevra row without a non-blank string id
+MISSING_DIMENSION: an assevra row names no dimension
+UNKNOWN_DIMENSION: an assevra row names a dimension that is not one of the nine
+MISSING_FIELD: an assevra row lacks the field its dimension requires
+UNUSABLE_SCHEMA: a tool contract's JSON Schema in a row cannot be used
+CAPTURE_INCOMPLETE: the capture of this run failed (_capture_error)
+""")
+
+_block(_ARG, "-", "UNLABELED record", """
+MISSING_ANSWER_KEY: an assevra row has no answer key for its dimension
+UNCONFIRMED_LABELS: the row's answer key was proposed by a model and not confirmed
+""")
+
+_block(_ARG, "-", "warning", """
+NO_OBSERVED_ACTIONS: an action_correctness row records no observed actions
+INTEGRAL_FLOAT_IN_STATE: expected_state holds 1.0 where 1 is meant (matches only a float)
+NO_INJECTION_RECORDED: an injection row does not record the planted text
+WEAK_CANARY: a canary under 6 characters may appear by chance
+""")
+
+_block(_ARG, "3", "INCOMPLETE", """
+REQUIRED_DIMENSION_MISSING: the protocol's name for REQUIRED_CATEGORY_MISSING
+DIMENSION_SKIPPED: the protocol's name for CATEGORY_SKIPPED
+DIMENSION_UNRESOLVED: the protocol's name for CATEGORY_UNRESOLVED
+NO_DIMENSIONS: the protocol's name for NO_CATEGORIES
+""")
+
+_FQD = "protocol:finding-quality-discovery"
+_block(_FQD, "-", "submission invalid (FAIL row)", """
+JSON_PARSE: G0: the submission is not strict JSON (duplicate key, extra data, too deep)
+NONFINITE_JSON: G0: the submission holds NaN, an infinity or a number overflowing a double
+SUBMISSION_FIELDS: G2.1: the top-level keys or the task_id are wrong
+FINDING_COUNT: G2.2: more findings than the task allows
+EMPTY_ANSWER: G2.3: no findings and no abstention reason
+FINDING_FIELDS: G3: a finding lacks or adds keys
+EVIDENCE_SPAN_LIMIT: G4.1: more evidence spans than the limit
+POPULATION_SHAPE: G4.2: population is not an object holding only filters
+FILTER_COUNT: G4.3: more filter rules than the limit
+FILTER_FIELD: G4.4: a filter rule is not exactly {field, op, value}, or its field is not allowed
+FILTER_OP: G4.5: a filter rule's operator is unknown or does not fit the field
+FILTER_VALUES: G4.6: a filter rule's values are malformed for its operator
+POPULATION_TOO_SMALL: G4.7: the selected population is below the task minimum
+COMPARISON_NULL_REQUIRED: G4.8: a compound finding carries a comparison
+COMPARISON_MISSING: G4.9: a comparative finding has no comparison object
+GROUP_FIELD: G4.10: a group comparison's field is missing, extra or not allowed
+GROUP_SHAPE: G4.11: groups is not the required number of arrays
+GROUP_LISTS: G4.12: a group holds too few or too many scalar values
+GROUP_VALUES: G4.13: group values repeat or overlap
+TEMPORAL_FIELD: G4.14: a temporal comparison is not exactly {field: timestamp, cutoff}
+CUTOFF_FORMAT: G4.15: the cutoff is not a valid YYYY-MM-DD date
+ARM_TOO_SMALL: G4.16: a comparison arm is below the task minimum
+DUPLICATE_FINDING_OR_KIND: G5.1: a finding_id repeats, or the kind is not the task's
+EMPTY_TEXT: G5.2: finding_id, claim or scope is blank
+CONDITION_COUNT: G5.3: the wrong number of definitions or assignments for the kind
+DUPLICATE_CONDITION: G5.4: two definitions share a condition_id
+CONDITION_MISMATCH: G5.5: assignment condition_ids differ from the definitions'
+PARTITION: G6: an assignment does not partition the selected population exactly
+SUPPORT_REQUIRED: G7.1: no evidence record is supporting
+EVIDENCE_SOURCE_ROLE: G7.2: an evidence record's source or role is not allowed
+EVIDENCE_OFFSET: G7.3: an evidence span's offsets or quote do not match the document
+STATISTIC_MISMATCH: G8: a reported statistic differs from the recomputed one
+SUPPORT_MINIMUM: G9.1: too few distinct supporting documents positive in every condition
+COUNTEREXAMPLE: G9.2: a counterexample is missing or not from the counter pool
+STATISTIC_KEYS: G9.3: the statistics keys differ from the expected set
+DUPLICATE_SPAN: G9.4: two evidence records share a span
+CORPUS_CHECKSUM: the corpus file is unreadable or its SHA-256 is not the task's
+CORPUS_ROW: a corpus row is unreadable or lacks a string doc_id and text
+CORPUS_LINE_COUNT: the corpus has another number of rows than the task says
+CORPUS_DUPLICATE_ID: a doc_id appears twice in the corpus
+""")
+
+_block(_FQD, "1", "the task's review fails (engine review)", """
+AUDIT_BUDGET_RANGE: the audit budget is not an integer in the allowed range (exit 2 if given)
+AUDIT_EVIDENCE_BUDGET: the findings cite more evidence documents than the cap
+BLIND_CACHE_BINDING: the blind-check cache was made for other inputs
+BLIND_CHECK_FAILED: the blind checker's reply fails its contract even after the repair
+MODEL_INPUT_TOO_LARGE: a review request is longer than max_input_chars
+MODEL_TRANSPORT: the review model's endpoint gave no usable reply
+""")
+
+_block(_FQD, "2", "nothing reviewed", """
+JUDGE_CONFIG_MISMATCH: the review folder was made with another judge configuration
+""")
+
+_block(_FQD, "- or 2", "ERROR row; the report is refused", """
+STALE_REVIEW: a stored review no longer matches the task, submission or scoring version
+BLIND_PROTOCOL_MISMATCH: the stored blind check was made under another protocol record
+BLIND_SEED_INVALID: the stored blind check's seed is not a non-empty string
+BLIND_SAMPLE_MISMATCH: the annotated documents differ from the re-derived sample
+BLIND_ANNOTATION_INVALID: a stored blind annotation fails the content checks
+JUDGE_OUTPUT_INVALID: stored narrative-judge rows break the output contract
+""")
+
+_block(_FQD, "-", "ERROR row", """
+PENDING_REVIEW: a valid submission with findings has no review yet
+UNRESOLVED: the review leaves the task's quality unresolved
+""")
+
+_block(_FQD, "2", "report refused", """
+PROFILE_MISMATCH: tasks of a difficulty profile this protocol version does not score
+REVIEWER_METHOD_MIX: the reviews were made by different reviewer methods
+""")
