@@ -1,7 +1,8 @@
 """Every code the engine can emit, once: what it means, where it arises, what it does.
 
 ``CODES`` maps a code to a ``Code``: the stage that emits it (``spec records inspection
-judge run decide evidence verify cli`` or ``protocol:<name>``), the exit code it forces
+judge run decide evidence verify cli``; a protocol's own codes, kept in its package, say
+``protocol:<name>``), the exit code it forces
 (``-`` for a row-, record- or finding-level code that does not set the exit by itself) and
 its effect on the decision or the row. A code shared by several stages has one entry naming
 them all. ``docs/reference.md`` renders this table, and ``tests/test_codes.py`` holds it
@@ -12,6 +13,8 @@ engine never looks a code up here to decide anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from engine import protocols
 
 
 @dataclass(frozen=True)
@@ -28,15 +31,31 @@ class Code:
     """One line in the governance team's words."""
 
 
-CODES: dict[str, Code] = {}
+def block(table: dict[str, Code], stage: str, exit_code: str, effect: str, text: str) -> None:
+    """Add one ``CODE: meaning`` per line of ``text`` to ``table``, all with the same stage,
+    exit and effect."""
+    for line in text.strip().splitlines():
+        code, _, meaning = line.partition(":")
+        assert code not in table, f"{code} is listed twice"
+        table[code.strip()] = Code(stage, exit_code, effect, meaning.strip())
+
+
+CODES: dict[str, Code] = {}  # the engine's own; each protocol adds its own (``table``)
 
 
 def _block(stage: str, exit_code: str, effect: str, text: str) -> None:
-    """Add one ``CODE: meaning`` per line of ``text``, all with the same stage, exit, effect."""
-    for line in text.strip().splitlines():
-        code, _, meaning = line.partition(":")
-        assert code not in CODES, f"{code} is listed twice"
-        CODES[code.strip()] = Code(stage, exit_code, effect, meaning.strip())
+    block(CODES, stage, exit_code, effect, text)
+
+
+def table() -> dict[str, Code]:
+    """Every code: the engine's own, then each protocol's (stage ``protocol:<name>``)."""
+    out = dict(CODES)
+    for protocol in protocols.installed():
+        for code, row in protocol.codes.items():
+            if code in out:
+                raise RuntimeError(f"code {code} is in two tables")
+            out[code] = row
+    return out
 
 
 _block("spec", "2", "nothing runs", """
@@ -104,14 +123,14 @@ BAD_NAME: a name that is not lower-case letters, digits and _ (a spec key or eng
 UNKNOWN_INPUT: no input is named as the units, or --input names an input none declares
 """)
 
-_block("spec, inspection, protocol:agent-release-gate", "2 or -", "spec error, ERROR row, or "
+_block("spec, inspection, records", "2 or -", "spec error, ERROR row, or "
        "INVALID record", """
-BAD_TYPE: a value of the wrong type (in a spec: exit 2; in a record: the row is INVALID)
+BAD_TYPE: a value of the wrong type (in a spec: exit 2; in a validated row: the row is INVALID)
 BAD_VALUE: a value of the right type that cannot be used (spec, inspection or record)
 """)
 
-_block("spec, records, protocol:agent-release-gate", "2 or 3", "spec error or INCOMPLETE", """
-DUPLICATE_ID: an id used twice (a suite case, a record's unit id, an assevra row id)
+_block("spec, records", "2 or 3", "spec error or INCOMPLETE", """
+DUPLICATE_ID: an id used twice (a suite case, a record's unit id, a validated row's id)
 """)
 
 _block("spec, records", "2 or 3", "spec error or INCOMPLETE", """
@@ -132,11 +151,6 @@ UNKNOWN_CASE: a record names a case that is not in the suite
 MISSING_CASE_ID: a record names no case
 EXTRA_RUN: a run beyond the trials its suite case declares; refused, never scored
 SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
-""")
-
-_block("records, protocol:finding-quality-discovery", "3 or -", "INCOMPLETE, or task invalid",
-       """
-BAD_TASK_ID: a task_id that cannot name a file (empty, a path, reserved characters)
 """)
 
 _block("inspection", "-", "ERROR row", """
@@ -265,109 +279,4 @@ ENGINE_ERROR: an engine error without a more precise code (fallback)
 
 _block("cli", "3", "no decision", """
 INTERNAL_ERROR: a bug in specgate; never a PASS or a FAIL (--debug shows the traceback)
-""")
-
-_ARG = "protocol:agent-release-gate"
-_block(_ARG, "-", "INVALID record", """
-MISSING_ID: an assevra row without a non-blank string id
-MISSING_DIMENSION: an assevra row names no dimension
-UNKNOWN_DIMENSION: an assevra row names a dimension that is not one of the nine
-MISSING_FIELD: an assevra row lacks the field its dimension requires
-UNUSABLE_SCHEMA: a tool contract's JSON Schema in a row cannot be used
-CAPTURE_INCOMPLETE: the capture of this run failed (_capture_error)
-""")
-
-_block(_ARG, "-", "UNLABELED record", """
-MISSING_ANSWER_KEY: an assevra row has no answer key for its dimension
-UNCONFIRMED_LABELS: the row's answer key was proposed by a model and not confirmed
-""")
-
-_block(_ARG, "-", "warning", """
-NO_OBSERVED_ACTIONS: an action_correctness row records no observed actions
-INTEGRAL_FLOAT_IN_STATE: expected_state holds 1.0 where 1 is meant (matches only a float)
-NO_INJECTION_RECORDED: an injection row does not record the planted text
-WEAK_CANARY: a canary under 6 characters may appear by chance
-""")
-
-_block(_ARG, "3", "INCOMPLETE", """
-REQUIRED_DIMENSION_MISSING: the protocol's name for REQUIRED_CATEGORY_MISSING
-DIMENSION_SKIPPED: the protocol's name for CATEGORY_SKIPPED
-DIMENSION_UNRESOLVED: the protocol's name for CATEGORY_UNRESOLVED
-NO_DIMENSIONS: the protocol's name for NO_CATEGORIES
-""")
-
-_FQD = "protocol:finding-quality-discovery"
-_block(_FQD, "-", "submission invalid (FAIL row)", """
-JSON_PARSE: G0: the submission is not strict JSON (duplicate key, extra data, too deep)
-NONFINITE_JSON: G0: the submission holds NaN, an infinity or a number overflowing a double
-SUBMISSION_FIELDS: G2.1: the top-level keys or the task_id are wrong
-FINDING_COUNT: G2.2: more findings than the task allows
-EMPTY_ANSWER: G2.3: no findings and no abstention reason
-FINDING_FIELDS: G3: a finding lacks or adds keys
-EVIDENCE_SPAN_LIMIT: G4.1: more evidence spans than the limit
-POPULATION_SHAPE: G4.2: population is not an object holding only filters
-FILTER_COUNT: G4.3: more filter rules than the limit
-FILTER_FIELD: G4.4: a filter rule is not exactly {field, op, value}, or its field is not allowed
-FILTER_OP: G4.5: a filter rule's operator is unknown or does not fit the field
-FILTER_VALUES: G4.6: a filter rule's values are malformed for its operator
-POPULATION_TOO_SMALL: G4.7: the selected population is below the task minimum
-COMPARISON_NULL_REQUIRED: G4.8: a compound finding carries a comparison
-COMPARISON_MISSING: G4.9: a comparative finding has no comparison object
-GROUP_FIELD: G4.10: a group comparison's field is missing, extra or not allowed
-GROUP_SHAPE: G4.11: groups is not the required number of arrays
-GROUP_LISTS: G4.12: a group holds too few or too many scalar values
-GROUP_VALUES: G4.13: group values repeat or overlap
-TEMPORAL_FIELD: G4.14: a temporal comparison is not exactly {field: timestamp, cutoff}
-CUTOFF_FORMAT: G4.15: the cutoff is not a valid YYYY-MM-DD date
-ARM_TOO_SMALL: G4.16: a comparison arm is below the task minimum
-DUPLICATE_FINDING_OR_KIND: G5.1: a finding_id repeats, or the kind is not the task's
-EMPTY_TEXT: G5.2: finding_id, claim or scope is blank
-CONDITION_COUNT: G5.3: the wrong number of definitions or assignments for the kind
-DUPLICATE_CONDITION: G5.4: two definitions share a condition_id
-CONDITION_MISMATCH: G5.5: assignment condition_ids differ from the definitions'
-PARTITION: G6: an assignment does not partition the selected population exactly
-SUPPORT_REQUIRED: G7.1: no evidence record is supporting
-EVIDENCE_SOURCE_ROLE: G7.2: an evidence record's source or role is not allowed
-EVIDENCE_OFFSET: G7.3: an evidence span's offsets or quote do not match the document
-STATISTIC_MISMATCH: G8: a reported statistic differs from the recomputed one
-SUPPORT_MINIMUM: G9.1: too few distinct supporting documents positive in every condition
-COUNTEREXAMPLE: G9.2: a counterexample is missing or not from the counter pool
-STATISTIC_KEYS: G9.3: the statistics keys differ from the expected set
-DUPLICATE_SPAN: G9.4: two evidence records share a span
-CORPUS_CHECKSUM: the corpus file is unreadable or its SHA-256 is not the task's
-CORPUS_ROW: a corpus row is unreadable or lacks a string doc_id and text
-CORPUS_LINE_COUNT: the corpus has another number of rows than the task says
-CORPUS_DUPLICATE_ID: a doc_id appears twice in the corpus
-""")
-
-_block(_FQD, "1", "the task's review fails (engine review)", """
-AUDIT_BUDGET_RANGE: the audit budget is not an integer in the allowed range (exit 2 if given)
-AUDIT_EVIDENCE_BUDGET: the findings cite more evidence documents than the cap
-BLIND_CACHE_BINDING: the blind-check cache was made for other inputs
-BLIND_CHECK_FAILED: the blind checker's reply fails its contract even after the repair
-MODEL_INPUT_TOO_LARGE: a review request is longer than max_input_chars
-MODEL_TRANSPORT: the review model's endpoint gave no usable reply
-""")
-
-_block(_FQD, "2", "nothing reviewed", """
-JUDGE_CONFIG_MISMATCH: the review folder was made with another judge configuration
-""")
-
-_block(_FQD, "- or 2", "ERROR row; the report is refused", """
-STALE_REVIEW: a stored review no longer matches the task, submission or scoring version
-BLIND_PROTOCOL_MISMATCH: the stored blind check was made under another protocol record
-BLIND_SEED_INVALID: the stored blind check's seed is not a non-empty string
-BLIND_SAMPLE_MISMATCH: the annotated documents differ from the re-derived sample
-BLIND_ANNOTATION_INVALID: a stored blind annotation fails the content checks
-JUDGE_OUTPUT_INVALID: stored narrative-judge rows break the output contract
-""")
-
-_block(_FQD, "-", "ERROR row", """
-PENDING_REVIEW: a valid submission with findings has no review yet
-UNRESOLVED: the review leaves the task's quality unresolved
-""")
-
-_block(_FQD, "2", "report refused", """
-PROFILE_MISMATCH: tasks of a difficulty profile this protocol version does not score
-REVIEWER_METHOD_MIX: the reviews were made by different reviewer methods
 """)

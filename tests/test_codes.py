@@ -12,13 +12,14 @@ in a printed string, and ``code``/``codes``/``reason_codes`` values in shipped Y
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
 
-from engine.codes import CODES, Code
+from engine.codes import Code, table
 
 from .conftest import ROOT
 
@@ -35,13 +36,16 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "CORPUS"}
 
 
+CODES = table()
+
+
 def _is_code_name(name: str) -> bool:
     return name == "code" or name.endswith("_code")
 
 
 def _trees(root: Path = ROOT / "engine") -> dict[str, ast.Module]:
     return {str(p.relative_to(ROOT)): ast.parse(p.read_text(), str(p))
-            for p in sorted(root.rglob("*.py")) if p.name != "codes.py"}
+            for p in sorted(root.rglob("*.py")) if p.name != "codes.py"}  # the tables
 
 
 def _name(node: ast.AST) -> str | None:
@@ -160,11 +164,26 @@ def _yaml_codes(value: object, key: str = "") -> Iterator[str]:
         yield value
 
 
+def _schema_codes(value: object) -> Iterator[str]:
+    """``x-code`` annotations: the code a JSON Schema gives a key's problems."""
+    if isinstance(value, dict):
+        if isinstance(value.get("x-code"), str):
+            yield value["x-code"]
+        for item in value.values():
+            yield from _schema_codes(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _schema_codes(item)
+
+
 def yaml_codes() -> set[str]:
-    """Codes the shipped spec data makes the engine emit (gate codes, renamed reasons)."""
+    """Codes the shipped spec data and the engine's JSON Schemas make the engine emit
+    (gate codes, renamed reasons, ``x-code`` on a schema key)."""
     out: set[str] = set()
     for path in sorted((ROOT / "specs").rglob("*.yaml")):
         out.update(_yaml_codes(yaml.safe_load(path.read_text())))
+    for path in sorted((ROOT / "engine").rglob("*.schema.json")):
+        out.update(_schema_codes(json.loads(path.read_text())))
     return out
 
 

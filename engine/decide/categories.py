@@ -1,4 +1,4 @@
-"""Category results and the formulas over them (DESIGN §5, §7): a category's state and
+"""Category results and the formulas over them (docs/decisions.md): a category's state and
 misses, the weighted score, the overall score and gate conditions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The decision lattice (DESIGN §7): the precedence is code, the parameters are data."""
+"""The decision lattice (docs/decisions.md): the precedence is code, the parameters are data."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def decide(evaluation: Evaluation, tally: Tally,
                               f"{evaluation.suite_pin}: this is not the suite governance "
                               "approved"))
     answered = judge is not None and judge["identity"]["provider"] == "mock"
-    if answered or evaluation.judge.provider == "mock":  # any mock judge (DESIGN §7)
+    if answered or evaluation.judge.provider == "mock":  # any mock judge (docs/decisions.md)
         reasons.append(Reason(SELF_TEST, "MOCK_JUDGE", "evaluation:spec.judge.provider",
                               ("a mock judge answered" if answered else "the judge is a "
                                "mock") + ": simulated evidence can never PASS"))

@@ -1,4 +1,4 @@
-"""The decision lattice (DESIGN §7, docs/decisions.md), in one place.
+"""The decision lattice (docs/decisions.md), in one place.
 
 Every condition that holds is a ``Reason`` naming the decision it forces. The decision is the
 most decisive of them (SELF_TEST > TRIAGE > INCOMPLETE > FAIL > PASS), and PASS when none

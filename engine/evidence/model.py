@@ -1,6 +1,6 @@
 """The scorecard as a typed model: one field per top-level name of scorecard.json.
 
-Each field says what it means and who owns its value (DESIGN §1b):
+Each field says what it means and who owns its value (docs/security.md):
 
 - *governance*: copied from the spec files whose digests the scorecard binds;
 - *evidence*: measured from the records the evaluated party supplied;

@@ -11,7 +11,8 @@ A protocol is a package under ``engine/protocols/`` whose ``plugin`` module defi
   schemas (:data:`engine.spec.compile.Compiler`);
 - ``reports``: protocol reports a policy names in ``spec.report``, written beside the
   scorecard and signed with it;
-- ``commands``: ``engine`` subcommands.
+- ``commands``: ``engine`` subcommands;
+- ``codes``: the codes only it emits, as rows of the engine's table of codes.
 
 Generic code reads the merged tables through the functions below; it never imports a
 protocol package, and no generic module names one. The registry imports the plugins the
@@ -68,6 +69,7 @@ class Protocol:
     compilers: Mapping[str, Any] = field(default_factory=dict)  # "x-NAME" -> Compiler
     reports: tuple[Report, ...] = ()
     commands: tuple[Command, ...] = ()
+    codes: Mapping[str, Any] = field(default_factory=dict)  # code -> engine.codes.Code
 
 
 @cache

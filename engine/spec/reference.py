@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from engine.codes import CODES
+from engine import codes
 from engine.formula import FUNCTIONS
 from engine.inspections import TABLE
 from engine.spec.schema import load_schema
@@ -102,7 +102,7 @@ def _codes() -> list[str]:
             "decision or the row.", "",
             "| code | stage | exit | effect | meaning |", "|---|---|---|---|---|",
             *(f"| `{code}` | {row.stage} | {row.exit} | {row.effect} | {row.meaning} |"
-              for code, row in sorted(CODES.items()))]
+              for code, row in sorted(codes.table().items()))]
 
 
 if __name__ == "__main__":  # pragma: no cover

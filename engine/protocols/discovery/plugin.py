@@ -12,6 +12,7 @@ from typing import Any
 from engine.errors import SpecErrors, UsageError
 from engine.protocols import Command, Protocol, Report
 from engine.protocols.discovery import inspection
+from engine.protocols.discovery.codes import CODES
 from engine.protocols.discovery.names import task_problem
 from engine.records.formats import BadRecord, Format, Record
 from engine.records.strict_json import DEEP, JsonError, loads, too_deep
@@ -130,6 +131,7 @@ PROTOCOL = Protocol(
     primitives=inspection.TABLE,
     compilers={"x-discovery": compile_package},
     reports=(Report(NAME, build_report),),
+    codes=CODES,
     commands=(Command("review", f"make {NAME} reviews with a judge", _review_arguments,
                       review),),
 )

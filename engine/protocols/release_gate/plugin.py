@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.protocols import Protocol
 from engine.protocols.release_gate import assevra
+from engine.protocols.release_gate.codes import CODES
 from engine.records.formats import Format, Verdict, read_jsonl
 
 # What a run measured, as opposed to the case's inputs and assertions.
@@ -37,4 +38,5 @@ PROTOCOL = Protocol(
     name="agent-release-gate",
     formats=(Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
                     suite="evidence", suite_part=suite_part),),
+    codes=CODES,
 )
