@@ -98,6 +98,7 @@ UNKNOWN_INSPECTION: an inspection type that is not in the engine's table
 UNKNOWN_INSPECTION_ID: a category or fallback names an inspection id that does not exist
 UNKNOWN_REASON_CODE: reason_codes renames a code the decision never gives
 UNUSED_INSPECTION: an inspection that no category runs, so its rows would count nowhere
+REPORT_WITHOUT_INSPECTION: spec.report names a report built from an inspection the policy lacks
 BAD_DATA_FILE: a data file a spec names (lexicon, detector, catalogue) cannot be used
 BAD_JMESPATH: a selector is not valid JMESPath
 BAD_REGEX: a pattern is not a valid regular expression

@@ -241,3 +241,19 @@ def test_a_reviewer_slower_than_the_deadline_is_a_transport_error(spec: Path, ju
     judge.script["m1"] = [{"delay": 1.5}]
     code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
     assert code == 1 and "MODEL_TRANSPORT: no reply within 0.3 s after 1 attempts" in out, out
+
+
+@pytest.mark.parametrize("raw", [
+    # the reply chosen by whichever of two "choices" a lenient reader keeps
+    '{"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}],'
+    ' "choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]}',
+    # a finish reason that is not text cannot say the reply is complete
+    '{"choices": [{"message": {"content": "{}"}, "finish_reason": ["length"]}]}',
+    # a lone surrogate anywhere in the body
+    '{"id": "\\ud800", "choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]}',
+])
+def test_a_reply_body_is_read_strictly(spec: Path, judge: Judge, tmp_path: Path, capsys: Any,
+                                       raw: str) -> None:
+    judge.script["m1"] = [{"raw": raw}]
+    code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
+    assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT" in out, out

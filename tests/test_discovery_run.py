@@ -99,6 +99,17 @@ def test_an_invalid_submission_is_reported_with_its_code_and_fails(demo: Path) -
     assert code == 1 and [r["code"] for r in card["reasons"]] == ["BELOW_THRESHOLD"]
 
 
+@pytest.mark.parametrize("text", ["null", "7", '"findings"', "[1]", "true"])
+def test_a_submission_that_is_not_an_object_is_invalid_not_a_crash(demo: Path,
+                                                                    text: str) -> None:
+    # G1: the submission schema wants an object (a scalar once crashed the depth check)
+    (demo / "demo" / "submissions" / f"{GROUP}.json").write_text(text)
+    code, card, _ = run(demo)
+    record = records(card)[GROUP]
+    assert (record["status"], record["error"]["code"]) == ("invalid", "SCHEMA")
+    assert code == 1 and card["report"]["invalid_tasks"] == 1
+
+
 def test_a_missing_submission(demo: Path) -> None:
     (demo / "demo" / "submissions" / f"{TEMPORAL}.json").unlink()
     code, card, _ = run(demo)
@@ -131,6 +142,25 @@ def test_an_untrusted_review_aborts_and_writes_nothing(demo: Path, capsys: Any, 
     err = capsys.readouterr().err
     assert exit_code == 2 and not out.exists()
     assert f"{GROUP}: {code}" in err
+
+
+def test_a_task_its_inspection_could_not_score_stops_the_report(demo: Path, capsys: Any,
+                                                                monkeypatch: Any) -> None:
+    # whatever makes the inspection fail on a task (here a simulated bug), the report is
+    # never built without it: a coded refusal, nothing written, never INTERNAL_ERROR
+    from engine.protocols.discovery import task as task_module
+    real = task_module.evaluate_task
+
+    def failing(pkg: Any, task: dict[str, Any], *rest: Any) -> dict[str, Any]:
+        if task["task_id"] == GROUP:
+            raise RuntimeError("simulated")
+        return real(pkg, task, *rest)
+
+    monkeypatch.setattr(task_module, "evaluate_task", failing)
+    exit_code, _, out = run(demo)
+    err = capsys.readouterr().err
+    assert exit_code == 2 and not out.exists()
+    assert "TASK_NOT_SCORED" in err and GROUP in err and "INTERNAL_ERROR" not in err
 
 
 def test_a_changed_blind_threshold_invalidates_the_review(demo: Path, capsys: Any) -> None:

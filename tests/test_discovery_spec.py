@@ -143,6 +143,8 @@ def test_codes_must_match_the_parts_a_check_reports(spec: Path, capsys: Any) -> 
     ("gates.yaml", "kinds: [compound_association], check: comparison_null",
      "kinds: [compound_asociation], check: comparison_null", "compound_asociation",
      "UNKNOWN_KIND"),
+    # inside one branch of a oneOf (counts, not same_as): the wrong value, not "give one of"
+    ("statistics.yaml", "n0: G0", "n0: 7", "7", "BAD_TYPE"),
 ])
 def test_a_bad_value_in_each_file_is_located(spec: Path, capsys: Any, name: str, old: str,
                                              new: str, needle: str, code: str) -> None:

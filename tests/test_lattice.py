@@ -31,10 +31,11 @@ PLAIN = [
     (["INCOMPLETE", "TRIAGE"], [], "TRIAGE", ["PURPOSE_TRIAGE", "GATE_NULL"]),
     (["FAIL", "TRIAGE", "SELF_TEST"], [], "SELF_TEST",
      ["MOCK_JUDGE", "PURPOSE_TRIAGE", "BELOW_THRESHOLD"]),
-    # a blocker stands in for a PASS only: it never hides a FAIL or joins another decision
+    # a blocker stands in for a PASS; it never hides a FAIL; beside another INCOMPLETE
+    # reason it is listed (for the auditor) and changes nothing
     ([], [BLOCKER], "INCOMPLETE", ["SUITE_NOT_PINNED"]),
     (["FAIL"], [BLOCKER], "FAIL", ["BELOW_THRESHOLD"]),
-    (["INCOMPLETE"], [BLOCKER], "INCOMPLETE", ["GATE_NULL"]),
+    (["INCOMPLETE"], [BLOCKER], "INCOMPLETE", ["GATE_NULL", "SUITE_NOT_PINNED"]),
     (["TRIAGE"], [BLOCKER], "TRIAGE", ["PURPOSE_TRIAGE"]),
 ]
 
@@ -47,7 +48,8 @@ COMPARED = [
     (["SELF_TEST"], [], [REGRESSED], "SELF_TEST", ["MOCK_JUDGE", "REGRESSED"], "SELF_TEST"),
     # the blocker gives way to the FAIL the comparison shows, as it would to any other FAIL
     ([], [BLOCKER], [REGRESSED], "FAIL", ["REGRESSED"], "INCOMPLETE"),
-    ([], [BLOCKER], [MISSING], "INCOMPLETE", ["BASELINE_MISSING"], "INCOMPLETE"),
+    ([], [BLOCKER], [MISSING], "INCOMPLETE", ["BASELINE_MISSING", "SUITE_NOT_PINNED"],
+     "INCOMPLETE"),
 ]
 
 EXIT = {"PASS": 0, "FAIL": 1, "INCOMPLETE": 3, "TRIAGE": 4, "SELF_TEST": 4}  # DESIGN §11

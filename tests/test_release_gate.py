@@ -165,9 +165,9 @@ def test_release_validation_is_strict_and_computes_no_metrics(gate: Gate) -> Non
         {"id": rows[0]["id"], "dimension": "pii", "agent_output": "dup"},
         {"id": "x4", "dimension": "pii", "agent_output": "ok", "_capture_error": "timeout"},
     ]
-    code, card, out = gate.run(rows)
+    code, card, out = gate.run(rows)  # rows that cannot all be read cannot be pinned
     assert code == 3 and card["decision"] == "INCOMPLETE"
-    assert codes(card) == ["VALIDATION_FAILED"]
+    assert codes(card) == ["VALIDATION_FAILED", "SUITE_NOT_PINNED"]
     assert card["categories"] == {}
     validation = card["validation"]
     assert validation["rows"] == {"LABELED": 37, "UNLABELED": 1, "INVALID": 4}
@@ -320,6 +320,27 @@ def test_regression_against_a_signed_baseline_the_protocol_vector(gate: Gate,
         "b": 6, "c": 0, "p": 0.03125}
     assert code == 1 and before["decision"] == "FAIL" and "REGRESSED" in codes(before)
     assert any(f["id"] == "comparison:baseline" for f in before["findings"])
+
+
+def test_an_unpinned_release_is_not_called_a_regression_of_its_own_baseline(
+        gate: Gate, signer: Path) -> None:
+    # The same evidence as a signed PASS baseline, with the suite pin left out: the release
+    # is INCOMPLETE for the missing pin and nothing else. The comparison compares what the
+    # evidence shows (PASS against PASS), so the blocker is not mistaken for a regression.
+    key = ["--key", str(signer / "private.pem")]
+    trust = ["--trusted-key", str(signer / "public.pem")]
+    gate.policy(required_comparison)
+    _, first, first_out = gate.run(refund.rows(fixed=True), *key)
+    assert codes(first) == ["BASELINE_MISSING"] and first["metrics_decision"] == "PASS"
+    code, card, _ = gate.run(refund.rows(fixed=True), *trust, "--baseline",
+                             str(first_out / "scorecard.json"), pin=False)
+    assert card["comparison"]["status"] == "comparable"
+    assert card["comparison"]["regressed"] is False
+    assert (code, card["decision"], codes(card)) == (3, "INCOMPLETE", ["SUITE_NOT_PINNED"])
+    # without a baseline, both INCOMPLETE reasons are listed: the blocker changes nothing
+    # there but the auditor still reads that the suite was not pinned
+    code, card, _ = gate.run(refund.rows(fixed=True), pin=False)
+    assert (code, sorted(codes(card))) == (3, ["BASELINE_MISSING", "SUITE_NOT_PINNED"])
 
 
 def test_baseline_trust_and_compatibility(gate: Gate, signer: Path, tmp_path: Path) -> None:

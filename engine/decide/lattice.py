@@ -3,7 +3,10 @@
 Every condition that holds is a ``Reason`` naming the decision it forces. The decision is the
 most decisive of them (SELF_TEST > TRIAGE > INCOMPLETE > FAIL > PASS), and PASS when none
 holds. A release *blocker* (a fact the evaluated party chose) only ever stands in for a PASS:
-it turns it into INCOMPLETE and never hides a FAIL. The plain decision and the baseline
+it turns it into INCOMPLETE and never hides a FAIL (it is listed beside other INCOMPLETE
+reasons, where it changes nothing). A baseline comparison compares the decision the
+evidence reached without blockers (``held_decision``), so a blocker is never mistaken for
+a regression. The plain decision and the baseline
 comparison both go through ``Decision.of`` / ``Decision.with_reasons``, so the precedence is
 computed once and cannot drift.
 """
@@ -59,8 +62,8 @@ def settle(held: Iterable[Reason],
     (a stable sort: equally decisive reasons keep the order they were found in)."""
     reasons = list(held)
     decision = min((r.decision for r in reasons), key=rank, default=PASS)
-    if decision == PASS:
-        reasons += blockers
+    if decision in (PASS, INCOMPLETE):  # listed beside other INCOMPLETE reasons too (for
+        reasons += blockers  # the auditor); never added to a FAIL, which they would hide
         decision = min((r.decision for r in reasons), key=rank, default=PASS)
     return decision, tuple(sorted(reasons, key=lambda r: rank(r.decision)))
 
@@ -116,6 +119,12 @@ class Decision:
     def decision(self) -> str:
         """PASS, FAIL, INCOMPLETE, TRIAGE or SELF_TEST: the most decisive reason wins."""
         return settle(self.held, self.blockers)[0]
+
+    @property
+    def held_decision(self) -> str:
+        """The decision of the held conditions alone, release blockers aside: what the
+        evidence shows, and what a baseline comparison compares."""
+        return settle(self.held)[0]
 
     @property
     def reasons(self) -> tuple[Reason, ...]:

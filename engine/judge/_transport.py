@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from engine.errors import UsageError
+from engine.records.strict_json import loads
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_COUNT = 2**53 - 1  # the largest integer every JSON reader keeps exactly
@@ -174,17 +175,19 @@ def _backoff(endpoint: Endpoint, attempt: int) -> float:
 
 
 def _about(provider: str, data: Any) -> tuple[str | None, str | None]:
-    """The finish reason and response id a body gives (None where either is not text)."""
+    """The finish reason and response id a body gives (None where absent; a finish reason
+    that is not text is a malformed reply, an id that is not text is left out)."""
     reason = data.get("stop_reason") if provider == "anthropic" else \
         data["choices"][0].get("finish_reason")
     said = data.get("id")
-    return (reason if isinstance(reason, str) else None,
-            said if isinstance(said, str) else None)
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError("the finish reason is not text")
+    return reason, said if isinstance(said, str) else None
 
 
 def _reply(response: httpx.Response, provider: str, started: float, attempt: int) -> Reply:
     try:
-        data = response.json()
+        data = loads(response.content)  # strict: duplicate keys, NaN, lone surrogates
         text, usage = _text(provider, data)
         finish, said = _about(provider, data)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):

@@ -44,6 +44,7 @@ class Report:
 
     name: str  # the value of Policy ``spec.report`` that asks for it
     build: Callable[[Any, Any], tuple[Any, list[tuple[str, bytes]]]]
+    needs: frozenset[str] = frozenset()  # inspection types the policy must use (any one)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """True if arrays and objects nest more than ``limit`` levels (walked without recursion)."""
+    if not isinstance(value, dict | list):
+        return False  # a scalar nests nothing
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()

@@ -120,7 +120,7 @@ def _decide(run: _Run) -> Decision:
     outcome = decide(evaluation, tally, judge)
     baseline = run.options.baseline or evaluation.baseline
     if baseline is not None or run.keys or evaluation.policy.comparison_required:
-        current = {"categories": outcome.categories, "decision": outcome.decision,
+        current = {"categories": outcome.categories, "decision": outcome.held_decision,
                    "suite_sha256": suite_digest(evaluation, tally),
                    "policy_sha256": evaluation.policy.sha256,
                    "judge_sha256": judge["judge_sha256"] if judge else None}

@@ -278,29 +278,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     suite_file = loader.path(doc, ("spec", "suite"), spec["suite"]) if "suite" in spec else None
     policy = loader.compile(policy_file, "Policy") if policy_file else None
     suite = loader.compile(suite_file, "Suite") if suite_file else None
-    inputs: dict[str, Input] = {}
-    for name, decl in spec["inputs"].items():
-        where = ("spec", "inputs", name, "path")
-        if decl.get("optional") and name not in overrides and not _exists(
-                Path(doc.file).resolve().parent / decl["path"]):
-            continue  # an optional input that is not there yet (e.g. reviews)
-        target = overrides.get(name) or loader.path(doc, where, decl["path"])
-        fmt = decl.get("format", "jsonl")
-        if fmt not in formats.names():
-            loader.problems.append(doc.problem(
-                ("spec", "inputs", name, "format"), "BAD_VALUE",
-                f"{json.dumps(fmt)} is not one of {', '.join(map(json.dumps, formats.names()))}",
-                did_you_mean(str(fmt), formats.names())))
-            continue
-        if target is not None and _exists(target) and (fmt == "folder") != target.is_dir():
-            given = f"--input {name}={target}" if name in overrides else f"'{decl['path']}'"
-            loader.problems.append(doc.problem(
-                where, "INPUT_KIND", f"{given} is {'a folder' if target.is_dir() else 'a file'}"
-                f"; format {fmt} reads {'a folder' if fmt == 'folder' else 'a file'}"))
-            target = None
-        if target is not None:
-            inputs[name] = Input(name, target, decl.get("format", "jsonl"),
-                                 f"evaluation:spec.inputs.{name}")
+    inputs = _inputs(loader, doc, overrides)
     units = spec.get("units", {})
     unit_input = units.get("input") or (next(iter(spec["inputs"])) if len(spec["inputs"]) == 1
                                         else None)
@@ -352,6 +330,38 @@ def _exists(path: Path) -> bool:
         return path.exists()
     except (OSError, ValueError):
         return False
+
+
+def _inputs(loader: _Loader, doc: _yaml.Document,
+            overrides: dict[str, Path]) -> dict[str, Input]:
+    """The Evaluation's inputs that are there, each checked: a known format, a path inside
+    the spec root (or an --input override), a file or a folder as its format reads."""
+    spec = doc.data["spec"]
+    inputs: dict[str, Input] = {}
+    for name, decl in spec["inputs"].items():
+        where = ("spec", "inputs", name, "path")
+        known = formats.names()  # checked first: an optional input not there yet included
+        fmt = decl.get("format", "jsonl")
+        if fmt not in known:
+            loader.problems.append(doc.problem(
+                ("spec", "inputs", name, "format"), "BAD_VALUE",
+                f"{json.dumps(fmt)} is not one of {', '.join(map(json.dumps, known))}",
+                did_you_mean(str(fmt), known)))
+            continue
+        if decl.get("optional") and name not in overrides and not _exists(
+                Path(doc.file).resolve().parent / decl["path"]):
+            continue  # an optional input that is not there yet (e.g. reviews)
+        target = overrides.get(name) or loader.path(doc, where, decl["path"])
+        if target is not None and _exists(target) and (fmt == "folder") != target.is_dir():
+            given = f"--input {name}={target}" if name in overrides else f"'{decl['path']}'"
+            loader.problems.append(doc.problem(
+                where, "INPUT_KIND", f"{given} is {'a folder' if target.is_dir() else 'a file'}"
+                f"; format {fmt} reads {'a folder' if fmt == 'folder' else 'a file'}"))
+            target = None
+        if target is not None:
+            inputs[name] = Input(name, target, decl.get("format", "jsonl"),
+                                 f"evaluation:spec.inputs.{name}")
+    return inputs
 
 
 def _unit_format(loader: _Loader, doc: Any, spec: dict[str, Any],

@@ -244,14 +244,25 @@ def _check_waiver_scopes(loader: _Loader, doc: _yaml.Document, spec: dict[str, A
 
 
 def _check_report(loader: _Loader, doc: _yaml.Document) -> None:
-    """The protocol report ``spec.report`` names must be one some protocol provides."""
+    """The protocol report ``spec.report`` names must be one some protocol provides, and
+    the policy must use an inspection type the report is built from."""
     name = doc.data["spec"].get("report")
-    if name is not None and name not in protocols.reports():
+    if name is None:
+        return
+    if name not in protocols.reports():
         known = sorted(protocols.reports())
         loader.problems.append(doc.problem(
             ("spec", "report"), "BAD_VALUE",
             f"{json.dumps(name)} is not one of {', '.join(map(json.dumps, known))}",
             did_you_mean(name, known)))
+        return
+    needs = protocols.reports()[name].needs
+    used = {entry["type"] for entry in doc.data["spec"]["inspections"]}
+    if needs and not needs & used:
+        loader.problems.append(doc.problem(
+            ("spec", "report"), "REPORT_WITHOUT_INSPECTION",
+            f"the {name} report is built from an inspection of type "
+            f"{' or '.join(sorted(needs))}, and this policy has none"))
 
 
 def _agent_card(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],

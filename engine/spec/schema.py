@@ -78,6 +78,11 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
             yield doc.problem(path, "MISSING_KEY", f"'{key}' is required here", rank=rank)
         return
     if kw == "oneOf" and isinstance(err.instance, Mapping):
+        chosen = _branch(err)
+        if chosen is not None:  # the mapping names one branch's keys: say what is wrong there
+            for sub in sorted(chosen, key=relevance):
+                yield from _describe(doc, sub, path + tuple(sub.path), rank)
+            return
         options = [sorted(s.get("required", [])) for s in err.validator_value]
         names = " or ".join("'" + "', '".join(o) + "'" for o in options)
         yield doc.problem(path, "ONE_OF", f"give exactly one of {names}", rank=rank)
@@ -111,6 +116,19 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
         message = err.message
     yield doc.problem(path, code or ("BAD_TYPE" if kw == "type" else "SCHEMA"), message,
                       rank=rank)
+
+
+def _branch(err: ValidationError) -> list[ValidationError] | None:
+    """The errors of the one ``oneOf`` branch whose required keys the mapping all has, when
+    exactly one branch fits that way and it failed on something else."""
+    fits = [i for i, branch in enumerate(err.validator_value)
+            if isinstance(branch, Mapping) and branch.get("required")
+            and all(k in err.instance for k in branch["required"])]
+    if len(fits) != 1:
+        return None
+    found = [e for e in err.context or () if e.relative_schema_path and
+             e.relative_schema_path[0] == fits[0]]
+    return found or None
 
 
 def _range(schema: Mapping[str, Any]) -> str:

@@ -85,6 +85,7 @@ UNRESOLVED: the review leaves the task's quality unresolved
 block(CODES, _FQD, "2", "report refused", """
 PROFILE_MISMATCH: tasks of a difficulty profile this protocol version does not score
 REVIEWER_METHOD_MIX: the reviews were made by different reviewer methods
+TASK_NOT_SCORED: a task has no score record (its inspection failed), so no report
 """)
 
 block(CODES, _FQD, "2", "nothing runs", """

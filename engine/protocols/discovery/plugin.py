@@ -130,7 +130,7 @@ PROTOCOL = Protocol(
     formats=(Format("discovery-tasks", read_tasks, suite="governance"),),
     primitives=inspection.TABLE,
     compilers={"x-discovery": compile_package},
-    reports=(Report(NAME, build_report),),
+    reports=(Report(NAME, build_report, frozenset(inspection.TABLE)),),
     codes=CODES,
     commands=(Command("review", f"make {NAME} reviews with a judge", _review_arguments,
                       review),),

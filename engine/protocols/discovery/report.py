@@ -31,6 +31,10 @@ def build(pkg: Package, tasks: list[dict[str, Any]],
         listed = "; ".join(f"{task_id}: {i['code']} ({i['message']})" for task_id, i in broken)
         raise ReviewIntegrityError(f"{len(broken)} review(s) cannot be trusted, so nothing was "
                                    f"scored: {listed}", broken[0][1]["code"])
+    unscored = [t["task_id"] for t in tasks if t["task_id"] not in records]
+    if unscored:  # the inspection failed on it (its row is an ERROR): nothing to report
+        raise ReviewIntegrityError(f"{len(unscored)} task(s) could not be scored: "
+                                   f"{', '.join(unscored)}", "TASK_NOT_SCORED")
     ordered = [records[t["task_id"]] for t in tasks]
     mixed = sorted({r["reviewer_method"] for r in ordered if r.get("reviewer_method")})
     if len(mixed) > 1:
