@@ -6,21 +6,21 @@ protocol's reviews) call ``call`` on a client from ``open_client``.
 
 from engine.judge._rubrics import Rubric, RubricError, load_rubric
 from engine.judge._runtime import (
-           DEFAULT_KEYS,
-           DEFAULT_URLS,
-           PROVIDERS,
-           JudgeConfig,
-           Runtime,
-           combine,
+    DEFAULT_KEYS,
+    DEFAULT_URLS,
+    PROVIDERS,
+    JudgeConfig,
+    Runtime,
+    combine,
 )
 from engine.judge._transport import (
-           CallFailed,
-           Client,
-           Endpoint,
-           Reply,
-           call,
-           check_key,
-           open_client,
+    CallFailed,
+    Client,
+    Endpoint,
+    Reply,
+    call,
+    check_key,
+    open_client,
 )
 
 __all__ = ["DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "CallFailed", "Client", "Endpoint",
