@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,21 @@ import yaml
 from engine.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+REQUIRE_TOOLS = "SPECGATE_REQUIRE_TOOLS"
+
+
+def need_tool(*names: str) -> str:
+    """The path of the first of ``names`` on PATH. A test that needs a system tool (chromium,
+    openssl) is skipped, with the reason, when none is installed; with
+    SPECGATE_REQUIRE_TOOLS=1 (as .ci/run sets) it fails instead, so CI never skips it."""
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = f"needs {' or '.join(names)} on PATH (apt-get install {names[0]})"
+    if os.environ.get(REQUIRE_TOOLS) == "1":
+        pytest.fail(f"{reason}; {REQUIRE_TOOLS}=1 says the tools are installed")
+    pytest.skip(reason)
 EXAMPLE = ROOT / "specs" / "example"
 GATE = ROOT / "specs" / "agent-release-gate"
 

@@ -1,15 +1,15 @@
 """A real browser opens the HTML report offline: it renders, and hostile agent output in it
-executes nothing. Needs Debian's chromium (.ci/run installs it)."""
+executes nothing. Needs Debian's chromium: skipped without it, except under
+SPECGATE_REQUIRE_TOOLS=1 (.ci/run installs it and sets that)."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 from . import refund
-from .conftest import Gate
+from .conftest import Gate, need_tool
 
 MARK = "document.body.setAttribute('data-pwned','1')"
 PAYLOADS = [f"<script>{MARK}</script>", f'<img src=x onerror="{MARK}">',
@@ -19,8 +19,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert binary, "the browser test needs Debian's chromium (apt-get install chromium)"
+    binary = need_tool("chromium", "chromium-browser")
     profile = tmp / "profile"
     return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args],
                           capture_output=True, timeout=120)

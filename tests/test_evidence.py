@@ -25,7 +25,7 @@ from engine.evidence.verify import verify as verify_api
 from engine.run import rows as runner
 from engine.spec.evaluation import load
 
-from .conftest import ROOT, Spec
+from .conftest import ROOT, Spec, need_tool
 
 SCHEMA = json.loads((ROOT / "schemas" / "scorecard.schema.json").read_text())
 
@@ -164,8 +164,8 @@ def test_signing_key_from_the_environment(spec: Spec, keys: Path, monkeypatch: A
 
 def test_openssl_verifies_the_raw_signature(spec: Spec, keys: Path) -> None:
     out = signed_run(spec, keys)
-    command = ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", str(keys / "public.pem"),
-               "-rawin", "-in", str(out / "scorecard.json"), "-sigfile",
+    command = [need_tool("openssl"), "pkeyutl", "-verify", "-pubin", "-inkey",
+               str(keys / "public.pem"), "-rawin", "-in", str(out / "scorecard.json"), "-sigfile",
                str(out / "scorecard.json.sig")]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0 and "Signature Verified Successfully" in done.stdout
@@ -185,7 +185,7 @@ def test_openssl_verifies_the_dsse_envelope(spec: Spec, keys: Path, tmp_path: Pa
         str(len(body)).encode() + b" " + body
     (tmp_path / "pae").write_bytes(pae)
     (tmp_path / "sig").write_bytes(base64.b64decode(envelope["signatures"][0]["sig"]))
-    done = subprocess.run(["openssl", "pkeyutl", "-verify", "-pubin", "-inkey",
+    done = subprocess.run([need_tool("openssl"), "pkeyutl", "-verify", "-pubin", "-inkey",
                            str(keys / "public.pem"), "-rawin", "-in", str(tmp_path / "pae"),
                            "-sigfile", str(tmp_path / "sig")], capture_output=True)
     assert done.returncode == 0

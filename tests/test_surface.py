@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import engine
 from engine.spec import reference
 
-from .conftest import ROOT
+from .conftest import REQUIRE_TOOLS, ROOT
 
 
 def test_public_names_are_pinned() -> None:
@@ -53,3 +58,38 @@ def test_every_test_docs_security_cites_exists() -> None:
         defined[path.name] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     for module, name in cited + [("test_faults.py", b) for b in bare]:
         assert name in defined.get(module, set()), f"docs/security.md cites {module}::{name}"
+
+
+def test_a_missing_system_tool_skips_unless_ci_requires_it(tmp_path: Path) -> None:
+    # The browser test on a machine without chromium: PATH holds only a folder with no
+    # tools (the interpreter is called by its absolute path).
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    base = {k: v for k, v in os.environ.items() if k != REQUIRE_TOOLS} | {"PATH": str(empty)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs",
+               "tests/test_browser.py"]
+    fresh = subprocess.run(command, cwd=ROOT, env=base, capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stdout[-2000:]
+    assert "SKIPPED" in fresh.stdout and "needs chromium or chromium-browser" in fresh.stdout
+    ci = subprocess.run(command, cwd=ROOT, env=base | {REQUIRE_TOOLS: "1"},
+                        capture_output=True, text=True)
+    assert ci.returncode == 1 and f"{REQUIRE_TOOLS}=1 says the tools are installed" in \
+        ci.stdout, ci.stdout[-2000:]
+
+
+def test_ci_requires_the_tools_it_installs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert f"export {REQUIRE_TOOLS}=1" in ci
+    assert ci.index(f"export {REQUIRE_TOOLS}=1") < next(
+        i for i, line in enumerate(ci) if "python -m pytest" in line)
+
+
+def test_the_parity_run_is_opt_in() -> None:
+    # it installs Assevra from the package registry: never part of the default run
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co",
+               "tests/test_parity.py"]
+    default = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert "no tests collected (1 deselected)" in default.stdout, default.stdout
+    chosen = subprocess.run([*command, "-q", "-m", "parity"], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert "tests/test_parity.py: 1" in chosen.stdout, chosen.stdout

@@ -24,7 +24,7 @@ from engine.cli import main
 from engine.evidence import signing
 
 from . import refund
-from .conftest import ROOT, Gate, Spec
+from .conftest import ROOT, Gate, Spec, need_tool
 from .judge_server import Judge
 
 SIGNATURE_FILES = {"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"}
@@ -90,8 +90,8 @@ def statement(out: Path) -> dict[str, Any]:
 
 
 def openssl_sha256(path: Path) -> str:
-    done = subprocess.run(["openssl", "dgst", "-sha256", "-r", str(path)], capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run([need_tool("openssl"), "dgst", "-sha256", "-r", str(path)],
+                          capture_output=True, text=True, check=True)
     return done.stdout.split()[0]
 
 
