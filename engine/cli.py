@@ -406,14 +406,55 @@ def _terminated(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
+class _Stdout:
+    """Standard output that a reader may close (``engine run … | head``): what cannot be
+    written is dropped, so the exit code stays the decision's. The evidence is on disk
+    before anything is printed."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.closed_by_reader = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.closed_by_reader:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._closed()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_by_reader:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._closed()
+
+    def _closed(self) -> None:
+        self.closed_by_reader = True
+        try:  # the interpreter flushes stdout once more on exit: give it somewhere to go
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass  # not a real file (a test's capture): nothing is flushed at exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``engine`` command; returns the exit code."""
     args = _parser().parse_args(argv)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
+        sys.stdout.flush()
+        return code
     finally:
+        sys.stdout = stdout
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
 

@@ -478,3 +478,23 @@ def test_a_closed_output_pipe_keeps_the_written_evidence(tmp_path: Path) -> None
     assert "IO_ERROR" in err and "evaluations already written are complete" in err
     card = json.loads((out / "scorecard.json").read_bytes())
     assert card["decision"] == "PASS"
+
+
+@pytest.mark.parametrize("extra, code", [([], 0), (["--json"], 0), (["--as-of", "nope"], 2)])
+def test_a_reader_that_closes_stdout_changes_no_exit_code(tmp_path: Path, extra: list[str],
+                                                          code: int) -> None:
+    # `engine run specs/ | head`: the reader is gone before anything is printed (the read
+    # end is closed at once); the evidence is complete and the exit code is the decision's
+    out = tmp_path / "out"
+    child = subprocess.Popen([sys.executable, "-m", "engine", "run", str(ROOT / "specs"),
+                              "--out", str(out), *extra], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert child.wait(timeout=300) == code, err
+    assert "BrokenPipe" not in err and "IO_ERROR" not in err
+    if code == 0:
+        assert sorted(p.name for p in out.iterdir()) == [
+            "agent-release-gate", "finding-quality-discovery", "support-agent"]
