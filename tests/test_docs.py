@@ -1,0 +1,92 @@
+"""Every shell block in README.md and docs/ runs as written, so a doc cannot drift from the CLI.
+
+A fenced ``sh`` block is run with bash (``set -euo pipefail``), in a scratch folder holding
+a copy of the shipped ``specs/``, with the blocks of one document run in order in the same
+folder (a reader follows a page top to bottom). It must exit 0, unless an HTML comment on
+the line before the fence says otherwise:
+
+- ``<!-- doc-test: exits N -->``: the block must exit N (e.g. a FAIL shown on purpose);
+- ``<!-- doc-test: covered by tests/FILE.py::NAME -->``: that test runs it (it must exist);
+- ``<!-- doc-test: not run: REASON -->``: a template with placeholders, or a step that
+  installs packages or runs for minutes; the reason is required and shown in the report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```(sh|bash)\s*$")
+NOTE = re.compile(r"^<!-- doc-test: (exits (\d+)|covered by (\S+)|not run: (.+)) -->$")
+
+
+def blocks(page: Path) -> list[tuple[int, str, str]]:
+    """(line, note, script) for each shell block of ``page``; note is '' when unmarked."""
+    lines = page.read_text().splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if FENCE.match(lines[i]):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            previous = lines[i - 1].strip() if i else ""
+            note = previous if NOTE.match(previous) else ""
+            out.append((i + 1, note, "\n".join(lines[i + 1:end])))
+            i = end
+        i += 1
+    return out
+
+
+def _id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=_id)
+def test_every_shell_block_of_the_page_runs_as_written(page: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copytree(ROOT / "specs", work / "specs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT)  # `python -m bench...` as from the repository root
+    for line, note, script in blocks(page):
+        found = NOTE.match(note)
+        if found and (found.group(3) or found.group(4)):
+            continue  # covered elsewhere (checked below) or not run (reason given)
+        want = int(found.group(2)) if found and found.group(2) else 0
+        done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=work,
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == want, \
+            f"{_id(page)}:{line}: exit {done.returncode}, want {want}\n{script}\n" \
+            f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
+
+
+def test_a_block_not_run_here_says_why_and_a_covering_test_exists() -> None:
+    for page in PAGES:
+        for line, note, _ in blocks(page):
+            found = NOTE.match(note)
+            if found and found.group(3):
+                file, _, name = found.group(3).partition("::")
+                assert f"def {name}(" in (ROOT / file).read_text(), f"{_id(page)}:{line}"
+            if found and found.group(4):
+                assert len(found.group(4).split()) >= 3, f"{_id(page)}:{line}: say why"
+
+
+def test_the_runner_sees_a_failing_block(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("text\n```sh\nengine validate nowhere/\n```\n"
+                    "<!-- doc-test: exits 2 -->\n```sh\nengine run nowhere/\n```\n")
+    found = blocks(page)
+    assert [(line, bool(note)) for line, note, _ in found] == [(2, False), (6, True)]
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + found[0][2]],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}"
+                               f"{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 2  # a wrong command in a doc would fail the page's test
