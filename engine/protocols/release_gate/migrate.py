@@ -94,7 +94,20 @@ def convert(doc: spec_yaml.Document, policy: dict[str, Any],
                                   ("gate", "required_dimensions"): config.required,
                                   ("gate", "purpose"): config.purpose, ("judge",): judge})
     config.record_replaced(m, shipped)
+    _attainable(m)
     return m
+
+
+def _attainable(m: config.Migration) -> None:
+    """A Wilson gate never reaches a threshold of 1 (agent-release-gate §7.4): say so at
+    the config's gate_on, naming the dimensions, rather than in the converted policy."""
+    if m.policy["gate"].get("gate_on") != "wilson_lower":
+        return
+    at_one = [n for n, c in m.policy["categories"].items() if c.get("threshold", 0) >= 1]
+    if at_one:
+        m.bad(("gate", "gate_on"), "UNATTAINABLE_GATE",
+              "the Wilson lower bound never reaches a threshold of 1.0 ("
+              + ", ".join(at_one) + ")", "lower their thresholds or gate on point")
 
 
 def _yaml(data: dict[str, Any], name: str, kind: str) -> str:
