@@ -189,3 +189,27 @@ def test_the_docs_commands_run_as_written(tmp_path: Path, monkeypatch: Any) -> N
     card = json.loads((tmp_path / "out" / "v2" / "scorecard.json").read_bytes())
     assert card["comparison"]["status"] == "comparable"
     assert card["categories"]["tool_call"]["threshold"] == 0.9  # docs/examples/assevra.yml
+
+
+@pytest.mark.parametrize("judge, want", [
+    ("{provider: openai, model: gpt-x, max_tokens: 256}",
+     {"provider": "openai-compatible", "model": "gpt-x", "max_tokens": 256}),
+    ("{provider: local, model: llama}",
+     {"provider": "openai-compatible", "base_url": "http://localhost:11434/v1",
+      "model": "llama"}),
+    ("{provider: anthropic, panel: ['anthropic:m1', m2]}",
+     {"provider": "anthropic", "panel": ["m1", "m2"]}),
+    ("{provider: auto}", None),
+    ("{provider: gemini, model: g}", None),
+    ("{provider: anthropic}", None),
+    ("{provider: anthropic, panel: ['openai:m1', m2]}", None),
+])
+def test_assevra_judges_as_specgate_judges(tmp_path: Path, judge: str,
+                                           want: dict[str, Any] | None) -> None:
+    code, out = migrate(tmp_path, f"judge: {judge}\n")
+    assert code == 0
+    evaluation = yaml.safe_load((out / "evaluation.yaml").read_text())["spec"]
+    assert evaluation.get("judge") == want
+    text = (out / "MIGRATION.md").read_text()
+    section = "## Carried over" if want else "## Not carried over"
+    assert "| `judge` |" in text.split(section)[1].split("\n## ")[0]

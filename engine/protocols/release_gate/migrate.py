@@ -141,7 +141,7 @@ def _write(source: Path, out: Path, files: dict[str, str]) -> None:
 
 def _cell(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
-    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+    return "`" + " ".join(text.split()).replace("|", "\\|").replace("`", "'") + "`"
 
 
 def report(m: config.Migration, path: Path) -> str:
