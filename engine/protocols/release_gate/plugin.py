@@ -1,4 +1,5 @@
-"""agent-release-gate as a plug-in: Assevra 0.6 datasets as an input format.
+"""agent-release-gate as a plug-in: Assevra 0.6 datasets as an input format, and
+``engine migrate-assevra``, which turns an Assevra 0.6 config into a spec folder.
 
 An ``assevra-jsonl`` file is read line by line like ``jsonl``; each row is validated by
 Assevra's rules (:func:`assevra.classify`), and the rows derive the suite: their inputs and
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.protocols import Protocol
-from engine.protocols.release_gate import assevra
+from engine.protocols import Command, Protocol
+from engine.protocols.release_gate import assevra, migrate
 from engine.protocols.release_gate.codes import CODES
 from engine.records.formats import Format, Verdict, read_jsonl
 
@@ -39,4 +40,6 @@ PROTOCOL = Protocol(
     formats=(Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
                     suite="evidence", suite_part=suite_part),),
     codes=CODES,
+    commands=(Command("migrate-assevra", "convert an Assevra 0.6 config into a release-gate "
+                      "spec folder", migrate.arguments, migrate.run),),
 )
