@@ -1,7 +1,7 @@
 """Every shell block in README.md and docs/ runs as written, so a doc cannot drift from the CLI.
 
 A fenced ``sh`` block is run with bash (``set -euo pipefail``), in a scratch folder holding
-a copy of the shipped ``specs/``, with the blocks of one document run in order in the same
+a copy of the shipped ``specs/`` (and ``docs/examples/``, the files the pages use), with the blocks of one document run in order in the same
 folder (a reader follows a page top to bottom). It must exit 0, unless an HTML comment on
 the line before the fence says otherwise:
 
@@ -53,6 +53,7 @@ def test_every_shell_block_of_the_page_runs_as_written(page: Path, tmp_path: Pat
     work = tmp_path / "work"
     work.mkdir()
     shutil.copytree(ROOT / "specs", work / "specs")
+    shutil.copytree(ROOT / "docs" / "examples", work / "docs" / "examples")  # files docs name
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT)  # `python -m bench...` as from the repository root
