@@ -1,8 +1,9 @@
 """Every shell block in README.md and docs/ runs as written, so a doc cannot drift from the CLI.
 
 A fenced ``sh`` block is run with bash (``set -euo pipefail``), in a scratch folder holding
-a copy of the shipped ``specs/`` (and ``docs/examples/``, the files the pages use), with the blocks of one document run in order in the same
-folder (a reader follows a page top to bottom). It must exit 0, unless an HTML comment on
+a copy of the shipped ``specs/`` (and ``docs/examples/``, the files the pages use), with
+the blocks of one document run in order in the same folder (a reader follows a page top
+to bottom). It must exit 0, unless an HTML comment on
 the line before the fence says otherwise:
 
 - ``<!-- doc-test: exits N -->``: the block must exit N (e.g. a FAIL shown on purpose);
