@@ -92,3 +92,15 @@ def test_the_runner_sees_a_failing_block(tmp_path: Path) -> None:
                           env={**os.environ, "PATH": f"{Path(sys.executable).parent}"
                                f"{os.pathsep}{os.environ['PATH']}"})
     assert done.returncode == 2  # a wrong command in a doc would fail the page's test
+
+
+def test_the_pages_name_only_inspection_types_that_exist() -> None:
+    # `type: NAME` or a backticked snake_case word right after "use" names a primitive
+    from engine.inspections import TABLE
+    for page in PAGES:  # (a conformance case shown as an example misspells on purpose)
+        text = re.sub(r"```yaml\n(?:(?!```).)*?\nwant:.*?```", "", page.read_text(),
+                      flags=re.S)
+        for name in re.findall(r"\btype: ([a-z_]+)\b", text) + \
+                re.findall(r"\buse `([a-z]+_[a-z_]+)`", text):
+            assert name in TABLE or name in {"object", "string", "number", "array",
+                                             "boolean", "integer"}, f"{_id(page)}: {name}"
