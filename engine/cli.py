@@ -16,11 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from engine import protocols
 from engine._version import __version__
 from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
 from engine.evidence import signing
-from engine.evidence.verify import verify
+from engine.evidence.verify import Verified, verify, verify_folder
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 from engine.run import shards
 from engine.run.execute import Result, RunOptions, execute
@@ -69,8 +71,10 @@ def _parser() -> argparse.ArgumentParser:
                      "(default: one per CPU Ray reports)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
-    verify_cmd = sub.add_parser("verify", help="verify a signed scorecard")
-    verify_cmd.add_argument("scorecard", type=Path)
+    verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
+                                "scorecard under a folder")
+    verify_cmd.add_argument("scorecard", type=Path, metavar="SCORECARD|FOLDER",
+                            help="a scorecard.json, or a folder such as a run's --out")
     verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     keygen.add_argument("--out-dir", type=Path, required=True)
@@ -261,26 +265,57 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verified(result: Verified) -> list[str]:
+    """What ``engine verify`` says about one scorecard whose integrity holds."""
+    if not result.trusted:
+        lines = [f"INTEGRITY OK, AUTHORSHIP UNVERIFIED: sha256 {result.scorecard_sha256}, "
+                 "checked only against the signer.pub.pem shipped with the evidence, which "
+                 "anyone can replace; pin the signer's public key obtained out of band, e.g. "
+                 "--trusted-key governance-signing.pub.pem"]
+    else:
+        lines = [f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, "
+                 f"signed by the pinned key (keyid {result.signer[:16]})"]
+    lines.append(f"signed files checked: {', '.join(result.checked)}")
+    if result.absent:
+        lines.append(f"projections not present (not checked): {', '.join(result.absent)}")
+    if result.unsigned:
+        lines.append(f"NOT COVERED by the signature, do not rely on: "
+                     f"{', '.join(result.unsigned)}")
+    return lines
+
+
+def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> int:
+    """Every scorecard under ``folder``, each named with its result; 0 only if all are VALID."""
+    found = verify_folder(folder, trusted)
+    for one in found:
+        if one.verified is None:
+            error = one.error or VerifyError("not verified", "VERIFY")
+            print(f"{one.path}: INVALID {error.code}: {error}")
+            continue
+        first, *rest = _verified(one.verified)
+        print(f"{one.path}: {first}")
+        for line in rest:
+            print(f"  {line}")
+    invalid = [str(f.path) for f in found if f.verified is None]
+    valid = sum(1 for f in found if f.verified is not None and f.verified.trusted)
+    unpinned = len(found) - valid - len(invalid)
+    print(f"{len(found)} scorecard(s) under {folder}: {valid} valid"
+          + (f", {unpinned} integrity only (no --trusted-key)" if unpinned else "")
+          + (f", {len(invalid)} INVALID: {', '.join(invalid)}" if invalid else ""))
+    return 0 if valid == len(found) else 1
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     trusted = signing.load_public(args.trusted_key) if args.trusted_key else None
+    if args.scorecard.is_dir():
+        return _verify_folder(args.scorecard, trusted)
     try:
         result = verify(args.scorecard, trusted)
     except VerifyError as exc:
         print(f"INVALID {exc.code}: {exc}")
         return 1
-    if not result.trusted:
-        print(f"INTEGRITY OK, AUTHORSHIP UNVERIFIED: sha256 {result.scorecard_sha256}, "
-              "checked only against the signer.pub.pem shipped with the evidence, which "
-              "anyone can replace; pin the signer's public key obtained out of band, e.g. "
-              "--trusted-key governance-signing.pub.pem")
-    else:
-        print(f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, signed by "
-              f"the pinned key (keyid {result.signer[:16]})")
-    print(f"signed files checked: {', '.join(result.checked)}")
-    if result.absent:
-        print(f"projections not present (not checked): {', '.join(result.absent)}")
-    if result.unsigned:
-        print(f"NOT COVERED by the signature, do not rely on: {', '.join(result.unsigned)}")
+    for line in _verified(result):
+        print(line)
     return 0 if result.trusted else 1
 
 

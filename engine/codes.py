@@ -263,6 +263,10 @@ SUBJECT_MISSING: a file the signed statement names is missing beside the scoreca
 VERIFY: evidence that does not verify, without a more precise code (fallback)
 """)
 
+_block("verify", "2", "nothing verified", """
+NO_SCORECARD: engine verify was given a folder with no scorecard.json anywhere under it
+""")
+
 _block("cli", "2", "nothing runs", """
 BAD_INPUT_OPTION: --input is not NAME=PATH
 INPUT_NOT_FOUND: a path given on the command line does not exist

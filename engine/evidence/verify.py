@@ -1,5 +1,6 @@
 """``engine verify``: canonical bytes, the signed statement opened with the key, then every
-file the statement names, then the raw signature — in that order.
+file the statement names, then the raw signature — in that order. ``verify_folder`` does it
+for every scorecard under an output folder, each on its own.
 
 The statement's subjects are believed only after its DSSE signature verifies with the key:
 the pinned ``--trusted-key`` when one is given (``signer.pub.pem`` is then never read), or
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from engine.canonical import sha256_file
-from engine.errors import VerifyError
+from engine.errors import EngineError, UsageError, VerifyError
 from engine.evidence import signing
 from engine.records.strict_json import parse_jcs
 
@@ -180,3 +182,46 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     return Verified(digest, str(card.get("decision")), trusted is not None,
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
                     hashlib.sha256(signing.raw_public(key)).hexdigest())
+
+
+@dataclass(frozen=True)
+class Found:
+    """One scorecard under a folder: ``verified`` when it holds, else the ``error`` why not."""
+
+    path: Path
+    verified: Verified | None = None
+    error: EngineError | None = None
+
+
+def _scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
+    """Every ``scorecard.json`` under ``folder``, parents first, and the subfolders that
+    could not be listed (whatever lies in them was not checked, so they fail)."""
+    refused: list[Found] = []
+
+    def unlistable(exc: OSError) -> None:
+        where = Path(exc.filename or folder)
+        refused.append(Found(where, error=VerifyError(
+            f"{where}: {exc.strerror}; no scorecard under it was checked", "UNREADABLE")))
+
+    paths: list[Path] = []
+    for root, dirs, files in os.walk(folder, onerror=unlistable):
+        dirs.sort()
+        if "scorecard.json" in files:
+            paths.append(Path(root) / "scorecard.json")
+    return paths, refused
+
+
+def verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> list[Found]:
+    """Verify every scorecard.json under ``folder`` (at any depth), each with the same key;
+    a folder holding none is a usage error (NO_SCORECARD)."""
+    paths, refused = _scorecards(folder)
+    if not paths and not refused:
+        raise UsageError(f"{folder}: no scorecard.json under this folder (give a scorecard, "
+                         "or the --out folder of a run)", "NO_SCORECARD")
+    found = list(refused)
+    for path in paths:
+        try:
+            found.append(Found(path, verified=verify(path, trusted)))
+        except EngineError as exc:  # e.g. a malformed signer.pub.pem: this scorecard fails
+            found.append(Found(path, error=exc))
+    return sorted(found, key=lambda f: f.path.parts)

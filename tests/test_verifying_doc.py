@@ -1,0 +1,180 @@
+"""docs/verifying.md as an auditor follows it, and ``engine verify FOLDER``.
+
+The doc's shell blocks run verbatim, in order, in a folder holding a copy of ``specs/``: the
+first writes keys and runs ``engine run specs/ --out out/ --key ...``, the others verify
+what it wrote, OpenSSL being the verifier independent of the engine. A block is skipped
+only when the line above its fence says ``<!-- not run here: REASON -->``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+
+from .conftest import ROOT
+
+DOC = ROOT / "docs" / "verifying.md"
+FENCE = re.compile(r"(?:<!-- not run here: (?P<why>[^>]*) -->\n)?"
+                   r"```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
+SIGNATURE_FILES = {"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"}
+EVALUATIONS = ("agent-release-gate", "finding-quality-discovery", "support-agent")
+
+
+def blocks() -> list[tuple[str, str, str]]:
+    """(language, body, reason not run or '') of every fenced sh/python block, in order."""
+    return [(m["lang"], m["body"], m["why"] or "") for m in FENCE.finditer(DOC.read_text())
+            if m["lang"] in ("sh", "python")]
+
+
+def openssl() -> None:
+    """OpenSSL is the independent verifier: skip without it, unless CI requires the tools."""
+    if shutil.which("openssl") is None:
+        if os.environ.get("SPECGATE_REQUIRE_TOOLS") == "1":
+            pytest.fail("openssl is not installed and SPECGATE_REQUIRE_TOOLS=1")
+        pytest.skip("openssl is not installed")
+
+
+def execute(lang: str, body: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    command = ["bash", "-euo", "pipefail", "-c", body] if lang == "sh" else \
+        [sys.executable, "-c", body]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
+    openssl()
+    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    found = blocks()
+    skipped = [(body, why) for _, body, why in found if why]
+    assert [why for _, why in skipped] == ["installs from the network"]
+    assert "securesystemslib[crypto]" in skipped[0][0]
+    outputs = []
+    for lang, body, why in found:
+        if not why:
+            done = execute(lang, body, tmp_path)
+            assert done.returncode == 0, f"{body}\n{done.stdout}{done.stderr}"
+            outputs.append(done.stdout)
+    assert "engine run specs/ --out out/ --key" in found[0][1]
+    engine, raw, dsse, subjects, library = outputs
+    for name in EVALUATIONS:
+        assert f"out/{name}/scorecard.json: VALID: sha256 " in engine
+    assert "3 scorecard(s) under out: 3 valid" in engine
+    assert raw.strip() == dsse.strip() == "Signature Verified Successfully"
+    # every file beside the scorecard but the signature files is a subject, and OK
+    folder = tmp_path / "out" / "support-agent"
+    files = sorted(p.name for p in folder.iterdir())
+    assert sorted(subjects.replace(": OK", "").split()) == \
+        sorted(set(files) - SIGNATURE_FILES)
+    assert library.strip() == "PASS"
+
+
+def test_the_doc_s_openssl_commands_catch_tampering(tmp_path: Path) -> None:
+    openssl()
+    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    engine, raw, dsse, subjects = [b for lang, b, why in blocks() if lang == "sh" and not why]
+    for body in (engine, raw, dsse, subjects):
+        assert execute("sh", body, tmp_path).returncode == 0
+    folder = tmp_path / "out" / "support-agent"
+    html = folder / "scorecard.html"
+    html.write_bytes(html.read_bytes().replace(b"PASS", b"FAIL", 1))
+    done = execute("sh", subjects, tmp_path)
+    assert done.returncode != 0 and "scorecard.html: FAILED" in done.stdout, done.stdout
+    (folder / "scorecard.json").write_bytes((folder / "scorecard.json").read_bytes() + b" ")
+    done = execute("sh", raw, tmp_path)
+    assert done.returncode != 0 and "Verification Failure" in done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(out, public key) of one signed run of the shipped specs/."""
+    root = tmp_path_factory.mktemp("signed")
+    assert main(["keygen", "--out-dir", str(root / "keys")]) == 0
+    assert main(["run", str(ROOT / "specs"), "--out", str(root / "out"), "--no-judge-cache",
+                 "--key", str(root / "keys" / "private.pem")]) == 0
+    return root / "out", root / "keys" / "public.pem"
+
+
+def verify(capsys: Any, *args: Path | str) -> tuple[int, list[str], str]:
+    capsys.readouterr()
+    code = main(["verify", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err
+
+
+def test_a_folder_names_the_one_tampered_scorecard(tmp_path: Path, signed: tuple[Path, Path],
+                                                   capsys: Any) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(signed[0], out)
+    report = out / "finding-quality-discovery" / "report.md"
+    report.write_text(report.read_text() + "\nall good\n")
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 1
+    bad = f"{out}/finding-quality-discovery/scorecard.json"
+    assert f"{bad}: INVALID DIGEST_MISMATCH: report.md changed after signing" in lines[2]
+    assert lines[0].startswith(f"{out}/agent-release-gate/scorecard.json: VALID: sha256 ")
+    assert lines[3].startswith(f"{out}/support-agent/scorecard.json: VALID: sha256 ")
+    assert lines[-1] == f"3 scorecard(s) under {out}: 2 valid, 1 INVALID: {bad}"
+
+
+def test_a_folder_is_searched_at_any_depth(tmp_path: Path, signed: tuple[Path, Path],
+                                           capsys: Any) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(signed[0], out)
+    shutil.copytree(signed[0] / "support-agent", out / "archive" / "2024" / "support-agent")
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 0, lines
+    nested = f"{out}/archive/2024/support-agent/scorecard.json: VALID: sha256 "
+    assert any(line.startswith(nested) for line in lines), lines
+    assert lines[-1] == f"4 scorecard(s) under {out}: 4 valid"
+
+
+def test_a_folder_without_a_pinned_key_is_not_valid(signed: tuple[Path, Path],
+                                                    capsys: Any) -> None:
+    code, lines, _ = verify(capsys, signed[0])
+    assert code == 1
+    assert sum("INTEGRITY OK, AUTHORSHIP UNVERIFIED" in line for line in lines) == 3
+    assert lines[-1] == f"3 scorecard(s) under {signed[0]}: 0 valid, 3 integrity only " \
+        "(no --trusted-key)"
+
+
+def test_one_scorecard_reads_as_before(signed: tuple[Path, Path], capsys: Any) -> None:
+    card = signed[0] / "support-agent" / "scorecard.json"
+    code, lines, _ = verify(capsys, card, "--trusted-key", signed[1])
+    assert code == 0 and len(lines) == 2
+    assert lines[0].startswith("VALID: sha256 ")
+    assert lines[1].startswith("signed files checked: scorecard.json, ")
+
+
+@pytest.mark.parametrize("content", [{}, {"summary.json": "{}", "sub/notes.txt": "x"}])
+def test_a_folder_with_no_scorecard_is_a_usage_error(tmp_path: Path, capsys: Any,
+                                                     content: dict[str, str]) -> None:
+    for name, text in content.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code, lines, err = verify(capsys, tmp_path)
+    assert code == 2 and lines == []
+    assert err.startswith(f"engine: NO_SCORECARD: {tmp_path}: no scorecard.json under")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists any folder")
+def test_a_subfolder_that_cannot_be_listed_fails(tmp_path: Path, signed: tuple[Path, Path],
+                                                 capsys: Any) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(signed[0], out)
+    hidden = out / "support-agent"
+    hidden.chmod(0)
+    try:
+        code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    finally:
+        hidden.chmod(0o755)
+    assert code == 1
+    assert f"{hidden}: INVALID UNREADABLE: " in "\n".join(lines)
