@@ -3,7 +3,8 @@
 The doc's shell blocks run verbatim, in order, in a folder holding a copy of ``specs/``: the
 first writes keys and runs ``engine run specs/ --out out/ --key ...``, the others verify
 what it wrote, OpenSSL being the verifier independent of the engine. A block is skipped
-only when the line above its fence says ``<!-- not run here: REASON -->``.
+only when the line above its fence says ``<!-- doc-test: not run: REASON -->`` (the
+marker tests/test_docs.py reads too).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from engine.cli import main
 from .conftest import ROOT
 
 DOC = ROOT / "docs" / "verifying.md"
-FENCE = re.compile(r"(?:<!-- not run here: (?P<why>[^>]*) -->\n)?"
+FENCE = re.compile(r"(?:<!-- doc-test: not run: (?P<why>[^>]*) -->\n)?"
                    r"```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
 SIGNATURE_FILES = {"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"}
 EVALUATIONS = ("agent-release-gate", "finding-quality-discovery", "support-agent")
