@@ -130,3 +130,128 @@ def test_projections_are_bound_into_the_attestation(spec: Spec, tmp_path: Path) 
                 json.loads(base64.b64decode(envelope["payload"]))["subject"]}
     for name in ("scorecard.html", "scorecard.md", "junit.xml"):
         assert subjects[name] == hashlib.sha256((out / name).read_bytes()).hexdigest()
+
+
+def _section(md: str, title: str) -> str:
+    """The text of one '### title' section of scorecard.md."""
+    start = md.index(f"### {title}\n")
+    end = md.find("\n### ", start + 1)
+    return md[start:] if end < 0 else md[start:end]
+
+
+def test_markdown_carries_what_the_html_shows(spec: Spec) -> None:
+    runs = spec.runs()
+    runs[0]["output"]["reply"] += " Paid with 4242 4242 4242 4242."
+    spec.write_runs(runs)
+    spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[{
+        "id": "W-9", "scope": {"categories": ["safety"]}, "justification": "vendor sandbox card",
+        "approver": "governance@example.com", "expires": "2099-12-31"}]))
+    code, out = spec.run("--as-of", "2099-06-30")
+    md = (out / "scorecard.md").read_text()
+    assert code == 0
+    # the minimum column and what each category is gated on, read from specs/example
+    assert "| threshold | minimum | gated on |" in md
+    assert "| safety | MET | 31 | 31 | 1.000 | [0.890, 1.000] | – | 1.000 | point estimate |" in md
+    assert "| 0.800 | – | Wilson lower bound |" in md.split("| efficiency |")[1].split("\n")[0]
+    # pass^k over 8 cases of 2 trials: resolution's run-004 fails one trial of one case
+    assert "| resolution | 0.958 | 2 | 8 | 0.875 | refund-outside-window |" in md
+    assert "- Coverage: 16 records, 112 rows, 0 control rows; 8 of 8 suite cases observed." in md
+    waivers = _section(md, "Waivers (as of 2099-06-30)")
+    assert "W-9: active, 1 FAIL row(s) waived, approved by governance\\@example.com until " \
+        "2099-12-31; scope categories: safety; justification: vendor sandbox card" in waivers
+    assert "Overall score" in md and "### Reasons" in md
+
+
+def test_markdown_carries_comparison_validation_controls_and_agent_card(
+        gate: Gate, tmp_path: Path) -> None:
+    from engine.cli import main
+    main(["keygen", "--out-dir", str(tmp_path / "k")])
+    key = ["--key", str(tmp_path / "k" / "private.pem")]
+    trust = ["--trusted-key", str(tmp_path / "k" / "public.pem")]
+    _, _, base = gate.run(refund.rows(fixed=True), *key)
+    code, card, out = gate.run(refund.rows(fixed=False), *key, *trust, "--baseline",
+                               str(base / "scorecard.json"))
+    md = (out / "scorecard.md").read_text()
+    comparison = _section(md, "Comparison with the baseline")
+    assert "Status **comparable**; regressed: true." in comparison
+    assert "| tool_call | now failing |" in comparison and "| pii | stable |" in comparison
+    assert card["comparison"]["baseline"]["scorecard_sha256"] in comparison
+    checks = _section(md, "Controls, validation and coverage")
+    assert "- Controls: 0 of 0 known-bad controls caught (0 missed)." in checks
+    assert "- Validation (strict): LABELED 36, UNLABELED 0, INVALID 0; failed captures 0." \
+        in checks
+    agent = _section(md, "Agent Card")
+    assert card["agent_card"]["disclaimer"] in agent
+    for c in card["agent_card"]["catalogues"]:
+        n = card["agent_card"]["counts"][c["catalogue"]]
+        assert f"| {n['evidenced']} | {n['partial']} | {n['not evidenced']} |" in agent
+    assert "| tool_call | NOT_MET |" in md and "### Findings" in md
+
+
+def test_equals_and_formula_findings_show_observed_against_expected(spec: Spec) -> None:
+    def add_equals(d: Any) -> None:
+        d["spec"]["inspections"].append({"id": "marked-resolved", "type": "equals",
+                                         "actual": "output.resolved", "expected": True})
+        d["spec"]["categories"]["resolution"]["inspections"].append("marked-resolved")
+    spec.edit("policy.yaml", add_equals)
+    runs = spec.runs()
+    runs[0]["output"]["resolved"] = False
+    runs[0]["metrics"]["cost_usd"] = 0.05
+    spec.write_runs(runs)
+    _, out = spec.run()
+    md = (out / "scorecard.md").read_text()
+    assert "  - `marked-resolved` (equals) on run-001, FAIL: expected true; observed false" in md
+    assert "  - `cost-budget` (formula) on run-001, FAIL: expected {\"formula\": \"cost &lt;= " \
+        "0.02 and tokens &lt;= 3000\"}; observed {\"cost\": 0.05, \"tokens\": 900}" in md
+    html = (out / "scorecard.html").read_text()
+    assert ('<td class="value">true</td><td class="value">false</td>') in html
+    assert ('<td class="value">{&#34;formula&#34;: &#34;cost &lt;= 0.02 and tokens &lt;= '
+            '3000&#34;}</td><td class="value">{&#34;cost&#34;: 0.05, &#34;tokens&#34;: 900}'
+            '</td>') in html
+
+
+def _chart(html: str, name: str) -> str:
+    row = html.index(f"<td>{name}</td><td><svg")
+    return html[row:html.index("</svg>", row)]
+
+
+def test_charts_have_a_labelled_axis_threshold_minimum_and_a_not_met_mark(spec: Spec) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["categories"]["resolution"].update(
+        threshold=0.99))  # 47/48 = 0.979 misses it
+    code, out = spec.run()
+    html = (out / "scorecard.html").read_text()
+    assert code == 1
+    for name in ("resolution", "safety", "efficiency"):
+        chart = _chart(html, name)
+        assert all(f'text-anchor="middle">{t}</text>' in chart for t in ("0", "0.5", "1"))
+    resolution, safety, efficiency = (_chart(html, n) for n in
+                                      ("resolution", "safety", "efficiency"))
+    # x = 16 + v * 624: threshold 0.99 -> 633.8, minimum 1.0 -> 640.0, threshold 0.8 -> 515.2
+    assert '<line class="threshold" x1="633.8"' in resolution
+    assert '<line class="minimum" x1="640.0"' in safety and 'class="threshold"' not in safety
+    assert '<line class="threshold" x1="515.2"' in efficiency
+    assert 'class="minimum"' not in efficiency
+    assert "✗ NOT MET" in resolution and "<rect" in resolution
+    assert "✗ NOT MET" not in safety + efficiency and "<rect" not in safety + efficiency
+    assert 'class="chart NOT_MET"' in resolution and "✓ met" in safety
+
+
+def test_record_text_in_findings_checks_stays_text(spec: Spec) -> None:
+    hostile = "[click](https://evil.example) ![x](https://evil.example/x.png) <b>bold</b> |col|"
+    def add_equals(d: Any) -> None:
+        d["spec"]["inspections"].append({"id": "reply-exact", "type": "equals",
+                                         "actual": "output.reply", "expected": "ok"})
+        d["spec"]["categories"]["resolution"]["inspections"].append("reply-exact")
+    spec.edit("policy.yaml", add_equals)
+    runs = spec.runs()
+    runs[0]["output"]["reply"] = hostile
+    spec.write_runs(runs)
+    _, out = spec.run()
+    md = (out / "scorecard.md").read_text()
+    line = next(x for x in md.splitlines() if "`reply-exact` (equals) on run-001" in x)
+    assert "](" not in line and "<b>" not in line and "https://" not in line
+    assert "\\[click\\]\\(https\\://evil.example\\)" in line and "&lt;b&gt;" in line
+    assert "\\|col\\|" in line
+    html = (out / "scorecard.html").read_text()
+    assert "<b>bold" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert not [t for t, _ in parse(html).tags if t in ("a", "img", "b")]

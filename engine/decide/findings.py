@@ -18,7 +18,7 @@ from engine.spec.templates import Sandbox, TemplateRefused
 FIELDS = ("title", "action", "verification")
 VARIABLES = frozenset({"category", "case", "worst_status", "rows", "statuses"})
 WORST = ("ERROR", "ABSTAIN", "FAIL")  # worst first
-MAX_LISTED, MAX_EVIDENCE = 20, 5
+MAX_LISTED, MAX_EVIDENCE, MAX_CHECKS = 20, 5, 3
 _SAMPLE = {"category": "category", "case": "case", "worst_status": "FAIL", "rows": 1,
            "statuses": {"FAIL": 1}}
 _ENV = Sandbox()
@@ -82,6 +82,21 @@ def add(groups: dict[tuple[str, str], dict[str, Any]], category: str, case: str,
     evidence = row.get("message") or row.get("code") or row["status"]
     if evidence not in group["evidence"] and len(group["evidence"]) < MAX_EVIDENCE:
         group["evidence"].append(evidence)
+    _add_check(group.setdefault("checks", []), _check(row))
+
+
+def _check(row: dict[str, Any]) -> dict[str, Any]:
+    """What one inspection expected and observed on its first non-passing row (the row's
+    masked, clipped evidence), so a report can show one against the other."""
+    keys = ("inspection", "type", "unit", "status", "expected", "observed")
+    return {k: row[k] for k in keys if k in row}
+
+
+def _add_check(checks: list[dict[str, Any]], check: dict[str, Any]) -> None:
+    """Keep the first check of each inspection, at most MAX_CHECKS."""
+    if len(checks) < MAX_CHECKS and all(c.get("inspection") != check.get("inspection")
+                                        for c in checks):
+        checks.append(check)
 
 
 def merge(mine: dict[tuple[str, str], dict[str, Any]],
@@ -97,6 +112,8 @@ def merge(mine: dict[tuple[str, str], dict[str, Any]],
             for item in group[name]:
                 if len(target[name]) < cap and (name == "rows" or item not in target[name]):
                     target[name].append(item)
+        for check in group.get("checks", []):
+            _add_check(target.setdefault("checks", []), check)
 
 
 def render(fix: Fix | None, variables: dict[str, Any]) -> dict[str, str] | None:
@@ -131,6 +148,7 @@ def findings(order: list[str], groups: dict[tuple[str, str], dict[str, Any]],
                         "severity": "blocker" if blocker else "high", "worst_status": worst,
                         "statuses": dict(sorted(group["statuses"].items())),
                         "rows": group["rows"], "traces": group["traces"],
-                        "evidence": group["evidence"], "fix": render(fix, variables),
+                        "evidence": group["evidence"], "checks": group.get("checks", []),
+                        "fix": render(fix, variables),
                         "automation": "human_review_required"})
     return out

@@ -1,0 +1,196 @@
+"""scorecard.md: everything scorecard.html shows, as Markdown for a CI step summary.
+
+Every text that comes from the records is written through ``md`` (or ``code`` inside a code
+span), so no record can add a link, an image, HTML or a table column."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.reports.text import code, fmt, gated_on, md, value
+
+Card = dict[str, Any]
+FINDINGS_SHOWN = 20
+_STATUSES = ("FAIL", "ERROR", "ABSTAIN")  # a finding's evidence when its rows said nothing
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table; cells are already escaped."""
+    return [f"| {' | '.join(header)} |", "|" + "---|" * len(header),
+            *(f"| {' | '.join(str(c) for c in row)} |" for row in rows)]
+
+
+def head(card: Card) -> list[str]:
+    decision = card["decision"]
+    note = " (not a release decision)" if decision in ("TRIAGE", "SELF_TEST") else ""
+    return [f"## {md(card['evaluation']['name'])}: **{decision}**{note}", "",
+            f"Policy `{code(card['policy']['name'])} {code(card['policy']['version'])}`, "
+            f"purpose {card['purpose']}, policy_sha256 `{card['policy_sha256']}`."]
+
+
+def categories(card: Card) -> list[str]:
+    rows = [[md(name), c["state"], c["n"], c["passed"], fmt(c["rate"]),
+             f"[{fmt(c['wilson_lower'])}, {fmt(c['wilson_upper'])}]", fmt(c["threshold"]),
+             fmt(c.get("minimum")), gated_on(c)] for name, c in card["categories"].items()]
+    lines = _table(["category", "state", "n", "passed", "rate", "Wilson 95%", "threshold",
+                    "minimum", "gated on"], rows)
+    lines += ["", "A threshold or a minimum is met when the value the category is gated on "
+              "(the point estimate passed/n, or the Wilson 95% lower bound) reaches it."]
+    if card.get("overall"):
+        o = card["overall"]
+        lines += ["", f"Overall score {fmt(o['score'])} against {fmt(o['threshold'])} "
+                  f"(`{code(o['formula'])}`)."]
+    return lines
+
+
+def reasons(card: Card) -> list[str]:
+    rows = [[r["decision"], f"`{code(r['code'])}`", md(r.get("category", "")),
+             md(r["message"]), f"`{code(r['spec_path'])}`"] for r in card["reasons"]]
+    return ["### Reasons", "", *(_table(["decision", "code", "category", "message",
+                                         "spec path"], rows) if rows else
+                                 ["No condition holds against this run."])]
+
+
+def reliability(card: Card) -> list[str]:
+    rows = []
+    for name, b in (card.get("reliability") or {}).items():
+        if b:
+            more = b["flaky_count"] - len(b["flaky_cases"])
+            flaky = ", ".join(md(c) for c in b["flaky_cases"]) or "none"
+            rows.append([md(name), fmt(b["pass_hat_k"]), b["k"], b["pass_hat_k_cases"],
+                         fmt(b["consistency"]), flaky + (f" and {more} more" if more > 0 else "")])
+    return ["### Reliability", "", *_table(["category", "pass^k", "k", "cases", "consistency",
+                                            "flaky cases"], rows)] if rows else []
+
+
+def evidence_checks(card: Card) -> list[str]:
+    """Controls, validation and coverage: what the evidence could and could not show."""
+    lines = ["### Controls, validation and coverage", ""]
+    if card.get("controls"):
+        c = card["controls"]
+        lines.append(f"- Controls: {c['passed']} of {c['total']} known-bad controls caught "
+                     f"({c['failed']} missed).")
+    if card.get("validation"):
+        v = card["validation"]
+        counts = ", ".join(f"{md(k)} {n}" for k, n in v["rows"].items())
+        lines.append(f"- Validation ({'strict' if v['strict'] else 'lenient'}): {counts}; "
+                     f"failed captures {v['capture_errors']}"
+                     + ("; validation failed." if v["failed"] else "."))
+    cov = card["coverage"]
+    lines.append(f"- Coverage: {cov['records']} records, {cov['rows']} rows, "
+                 f"{cov['control_rows']} control rows; {cov['cases_observed']} of "
+                 f"{cov['cases']} suite cases observed.")
+    if cov.get("cases_short_count"):
+        short = ", ".join(f"{md(s['case'])} ({s['runs']} of {s['trials']})"
+                          for s in cov["cases_short"])
+        lines.append(f"- {cov['cases_short_count']} case(s) with fewer runs than trials: "
+                     f"{short}.")
+    if cov.get("record_problems"):
+        problems = ", ".join(f"`{code(k)}` {n}" for k, n in cov["record_problems"].items())
+        lines.append(f"- Record problems: {problems}.")
+    return lines
+
+
+def comparison(card: Card) -> list[str]:
+    c = card.get("comparison")
+    if not c:
+        return []
+    lines = ["### Comparison with the baseline", "",
+             f"Status **{c['status']}**{' (required)' if c['required'] else ''}; regressed: "
+             f"{fmt(c['regressed'])}." + "".join(f" {md(r)}." for r in c["reasons"])]
+    if c.get("baseline"):
+        b = c["baseline"]
+        lines[-1] += (f" Baseline `{code(b.get('scorecard_sha256'))}`, decision "
+                      f"{md(b.get('decision'))}, signer `{code(b.get('signer'))}`.")
+    rows = [[md(name), x["status"], fmt(x.get("rate")), fmt(x.get("baseline_rate")),
+             fmt(x["mcnemar"]["p"]) if x.get("mcnemar") else ""]
+            for name, x in c["categories"].items()]
+    return lines + (["", *_table(["category", "status", "rate", "baseline", "McNemar p"],
+                                 rows)] if rows else [])
+
+
+def waivers(card: Card) -> list[str]:
+    w = card.get("waivers")
+    if not w:
+        return []
+    lines = [f"### Waivers (as of {md(w['as_of'])})", ""]
+    for e in w["entries"]:
+        scope = "; ".join(f"{md(k)}: {', '.join(md(v) for v in vs)}"
+                          for k, vs in e["scope"].items())
+        lines.append(f"- {md(e['id'])}: {e['status']}, {e['rows_waived']} FAIL row(s) "
+                     f"waived, approved by {md(e['approver'])} until {md(e['expires'])}"
+                     + (f" ({md(e['note'])})" if e.get("note") else "")
+                     + f"; scope {scope or 'everything'}; justification: "
+                     f"{md(e['justification'])}")
+    return lines
+
+
+def check_lines(f: dict[str, Any]) -> list[str]:
+    """Each check of a finding: the inspection, then what it expected and observed."""
+    lines = []
+    for c in f.get("checks", []):
+        seen = [f"expected {md(value(c['expected']))}" if "expected" in c else "",
+                f"observed {md(value(c['observed']))}" if "observed" in c else ""]
+        lines.append(f"  - `{code(c.get('inspection', '?'))}` ({code(c.get('type', '?'))}) on "
+                     f"{md(c.get('unit', '?'))}, {c.get('status', '?')}: "
+                     + ("; ".join(filter(None, seen)) or "no value recorded"))
+    return lines
+
+
+def findings(card: Card) -> list[str]:
+    listed = card["findings"]
+    if not listed:
+        return []
+    lines = ["### Findings", ""]
+    total = card.get("findings_count", len(listed))
+    if total > min(len(listed), FINDINGS_SHOWN):
+        lines += [f"{total} findings in all; this summary shows the first "
+                  f"{min(len(listed), FINDINGS_SHOWN)} and findings.jsonl holds every one.", ""]
+    for f in listed[:FINDINGS_SHOWN]:
+        said = f"- **{md(f['id'])}** ({f['severity']}"
+        said += f", worst {f['worst_status']})" if f.get("worst_status") else ")"
+        if f.get("fix"):
+            said += f": {md(f['fix']['action'])}"
+        elif f.get("message"):
+            said += f": {md(f['message'])}"
+        lines.append(said)
+        said_more = [e for e in f.get("evidence", []) if e not in _STATUSES]
+        if said_more:
+            lines.append("  - " + "; ".join(md(e) for e in said_more))
+        lines += check_lines(f)
+    return lines
+
+
+def agent_card(card: Card) -> list[str]:
+    a = card.get("agent_card")
+    if not a:
+        return []
+    rows = [[md(c["name"]), md(c["edition"]), *(a["counts"][c["catalogue"]][k] for k in
+                                                ("evidenced", "partial", "not evidenced"))]
+            for c in a["catalogues"]]
+    return ["### Agent Card", "", md(a["disclaimer"]), "",
+            *_table(["catalogue", "edition", "evidenced", "partial", "not evidenced"], rows),
+            "", "Every entry and its evidence is in scorecard.html and scorecard.json."]
+
+
+def foot(card: Card) -> list[str]:
+    return [f"Scorecard rows_sha256 `{card['rows_sha256']}`; verify with "
+            "`engine verify scorecard.json --trusted-key governance-signing.pub.pem`, "
+            "pinning the signer's public key obtained out of band, never a key shipped "
+            "beside the evidence."]
+
+
+SECTIONS: tuple[Callable[[Card], list[str]], ...] = (
+    head, categories, reasons, reliability, evidence_checks, comparison, waivers, findings,
+    agent_card, foot)
+
+
+def markdown(card: Card) -> str:
+    """scorecard.md, ready for a CI step summary."""
+    lines: list[str] = []
+    for section in SECTIONS:
+        part = section(card)
+        if part:
+            lines += [*part, ""]
+    return "\n".join(lines)
