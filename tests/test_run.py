@@ -356,7 +356,8 @@ def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None
     waived = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()
               if '"waived_by"' in x]
     assert [(r["status"], r["waived_by"]) for r in waived] == [("FAIL", "W-7")]
-    [case] = ET.parse(out / "junit.xml").findall(".//testcase[@classname='waiver']")
+    [case] = ET.parse(out / "junit.xml").findall(
+        ".//testcase[@classname='support-agent.waiver']")
     skipped = case.find("skipped")
     assert case.get("name") == "W-7" and skipped is not None
     assert "1 FAIL row(s) waived" in skipped.get("message", "")
@@ -372,7 +373,8 @@ def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
     assert code == 1 and card["categories"]["safety"]["waived"] == 0
     assert "expired on 2026-11-28: it no longer applies" in (out / "scorecard.md").read_text()
     assert "expired on 2026-11-28" in (out / "scorecard.html").read_text()
-    [case] = ET.parse(out / "junit.xml").findall(".//testcase[@classname='waiver']")
+    [case] = ET.parse(out / "junit.xml").findall(
+        ".//testcase[@classname='support-agent.waiver']")
     assert case.find("skipped") is None
     assert "no longer applies" in (case.findtext("system-out") or "")
 
@@ -454,11 +456,13 @@ def test_junit_names_the_runs_behind_a_finding_without_a_fix(spec: Spec) -> None
     assert code == 0
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None
-    failure = suite.find("testcase[@name='efficiency:card-on-file']/failure")
-    assert failure is not None
+    # a PASS gate: the failing case is tolerated (skipped), not a failure
+    tolerated = suite.find("testcase[@name='efficiency:card-on-file']/skipped")
+    assert tolerated is not None
     # run-011 is the one efficiency failure in the shipped runs (latency 4350 ms > 4000)
-    assert failure.get("message") == ("efficiency: case card-on-file has 1 FAIL row(s) "
-                                      "(run-011); inspect these runs in rows.jsonl")
+    assert tolerated.get("message") == ("tolerated (the gate passed): efficiency: case "
+                                        "card-on-file has 1 FAIL row(s) (run-011); inspect "
+                                        "these runs in rows.jsonl")
 
 
 def test_a_closed_output_pipe_keeps_the_written_evidence(tmp_path: Path) -> None:
