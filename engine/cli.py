@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
 from engine.evidence import signing
 from engine.evidence.verify import Verified, verify, verify_folder
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
+from engine.reports import summary
 from engine.run import shards
 from engine.run.execute import Result, RunOptions, execute
 from engine.spec import evaluation as spec
@@ -139,6 +141,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
                          "UNKNOWN_INPUT")
     dests = _destinations(evaluations, args.out)
+    if args.out is not None and len(dests) > 1:
+        _check_new_or_empty(args.out)
     if args.baseline and len(evaluations) > 1:
         raise UsageError("--baseline needs a single Evaluation (name its folder or file)",
                          "AMBIGUOUS_BASELINE")
@@ -164,6 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = [execute(e, d, options)
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
+    if args.out is not None and len(results) > 1:
+        _write_summary(args.out, results)
     if args.json:
         print(json.dumps({"exit_code": worst, "evaluations": [_summary(r) for r in results]},
                          indent=2))
@@ -171,6 +177,43 @@ def cmd_run(args: argparse.Namespace) -> int:
         for result in results:
             _print_result(result, key is not None)
     return worst
+
+
+def _check_new_or_empty(out: Path) -> None:
+    """--out holds no earlier run (a killed run's hidden staging folder aside, which the
+    run removes): the summary at its top must never replace an earlier run's."""
+    if out.exists() and (not out.is_dir() or any(
+            not (p.name.startswith(".") and ".partial-" in p.name) for p in out.iterdir())):
+        raise UsageError(f"{out} already holds earlier evidence; it is never overwritten "
+                         "(choose another --out)", "OUTPUT_EXISTS")
+
+
+def _write_summary(out: Path, results: list[Result]) -> None:
+    """summary.md and summary.json at the top of --out, beside the evidence folders of a
+    run of several evaluations (not part of any signed evidence)."""
+    entries = [summary.entry(r.evaluation, r.decision, r.exit_code, r.overall,
+                             Path(os.path.relpath(r.out, out)).as_posix(),
+                             r.scorecard_sha256, r.reasons) for r in results]
+    _publish(out / "summary.json", summary.summary_json(entries))
+    _publish(out / "summary.md", summary.summary_markdown(entries))
+
+
+def _publish(path: Path, data: bytes) -> None:
+    """Write a whole file under a temporary name, then link it into place: readers never
+    see half a file, and a file already there is never replaced (OUTPUT_EXISTS)."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temp, 0o644)
+        os.link(temp, path)
+    except FileExistsError:
+        raise UsageError(f"{path} appeared during the run; it is never overwritten",
+                         "OUTPUT_EXISTS") from None
+    finally:
+        os.unlink(temp)
 
 
 def _executor(args: argparse.Namespace) -> shards.Executor | None:

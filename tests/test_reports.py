@@ -100,8 +100,12 @@ def test_junit_counts_and_messages(gate: Gate) -> None:
     not_met = [n for n, c in card["categories"].items() if c["state"] == "NOT_MET"]
     skipped = [n for n, c in card["categories"].items()
                if c["state"] in ("SKIPPED", "NOT_INCLUDED")]
-    assert suite.get("tests") == str(len(card["categories"]) + len(card["findings"]))
-    assert suite.get("failures") == str(len(not_met) + len(card["findings"]))
+    # a FAIL gate whose every finding sits in a category below its threshold: each is red,
+    # and so is the gate test
+    assert card["decision"] == "FAIL" and {f["category"] for f in card["findings"]} <= \
+        set(not_met)
+    assert suite.get("tests") == str(1 + len(card["categories"]) + len(card["findings"]))
+    assert suite.get("failures") == str(1 + len(not_met) + len(card["findings"]))
     assert suite.get("skipped") == str(len(skipped))
     failure = suite.find("testcase[@name='tool_call:over-limit']/failure")
     assert failure is not None

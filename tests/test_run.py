@@ -356,7 +356,8 @@ def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None
     waived = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()
               if '"waived_by"' in x]
     assert [(r["status"], r["waived_by"]) for r in waived] == [("FAIL", "W-7")]
-    [case] = ET.parse(out / "junit.xml").findall(".//testcase[@classname='waiver']")
+    [case] = ET.parse(out / "junit.xml").findall(
+        ".//testcase[@classname='support-agent.waiver']")
     skipped = case.find("skipped")
     assert case.get("name") == "W-7" and skipped is not None
     assert "1 FAIL row(s) waived" in skipped.get("message", "")
@@ -372,7 +373,8 @@ def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
     assert code == 1 and card["categories"]["safety"]["waived"] == 0
     assert "expired on 2026-11-28: it no longer applies" in (out / "scorecard.md").read_text()
     assert "expired on 2026-11-28" in (out / "scorecard.html").read_text()
-    [case] = ET.parse(out / "junit.xml").findall(".//testcase[@classname='waiver']")
+    [case] = ET.parse(out / "junit.xml").findall(
+        ".//testcase[@classname='support-agent.waiver']")
     assert case.find("skipped") is None
     assert "no longer applies" in (case.findtext("system-out") or "")
 
@@ -454,16 +456,18 @@ def test_junit_names_the_runs_behind_a_finding_without_a_fix(spec: Spec) -> None
     assert code == 0
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None
-    failure = suite.find("testcase[@name='efficiency:card-on-file']/failure")
-    assert failure is not None
+    # a PASS gate: the failing case is tolerated (skipped), not a failure
+    tolerated = suite.find("testcase[@name='efficiency:card-on-file']/skipped")
+    assert tolerated is not None
     # run-011 is the one efficiency failure in the shipped runs (latency 4350 ms > 4000)
-    assert failure.get("message") == ("efficiency: case card-on-file has 1 FAIL row(s) "
-                                      "(run-011); inspect these runs in rows.jsonl")
+    assert tolerated.get("message") == ("tolerated (the gate passed): efficiency: case "
+                                        "card-on-file has 1 FAIL row(s) (run-011); inspect "
+                                        "these runs in rows.jsonl")
 
 
 def test_a_closed_output_pipe_keeps_the_written_evidence(tmp_path: Path) -> None:
     """`engine run ... | head -0`: printing fails after the evidence was committed; the
-    evidence stays whole and the message does not claim it was thrown away."""
+    evidence stays whole and the exit code is the decision's (it was IO_ERROR, exit 2)."""
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen([sys.executable, "-m", "engine", "run", str(ROOT / "specs" /
@@ -474,8 +478,8 @@ def test_a_closed_output_pipe_keeps_the_written_evidence(tmp_path: Path) -> None
     child.stdout.close()  # nobody reads the summary
     err = child.stderr.read().decode()
     child.stderr.close()
-    assert child.wait() == 2
-    assert "IO_ERROR" in err and "evaluations already written are complete" in err
+    assert child.wait() == 0, err
+    assert "IO_ERROR" not in err
     card = json.loads((out / "scorecard.json").read_bytes())
     assert card["decision"] == "PASS"
 
@@ -497,4 +501,5 @@ def test_a_reader_that_closes_stdout_changes_no_exit_code(tmp_path: Path, extra:
     assert "BrokenPipe" not in err and "IO_ERROR" not in err
     if code == 0:
         assert sorted(p.name for p in out.iterdir()) == [
-            "agent-release-gate", "finding-quality-discovery", "support-agent"]
+            "agent-release-gate", "finding-quality-discovery", "summary.json", "summary.md",
+            "support-agent"]

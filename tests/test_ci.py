@@ -1,0 +1,268 @@
+"""CI: docs/ci.md's GitHub Actions and GitLab recipes run verbatim on the shipped specs, the
+run summary at the top of --out, and a junit.xml whose test tab agrees with the gate."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine.cli import main
+from engine.reports.junit import junit
+
+from .conftest import ROOT, Spec
+
+SHIPPED = ("agent-release-gate", "support-agent", "finding-quality-discovery")
+BIN = Path(sys.executable).parent  # where `pip install .` put the `engine` command
+
+
+def recipe(heading: str) -> Any:
+    """The YAML block under ``heading`` in docs/ci.md, parsed."""
+    text = (ROOT / "docs" / "ci.md").read_text()
+    section = text.split(f"\n## {heading}\n", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None, heading
+    return yaml.safe_load(block.group(1))
+
+
+def repo(tmp_path: Path, only: str | None = None) -> Path:
+    """A checkout holding the shipped specs/ (or just one of its folders, as specs/)."""
+    work = tmp_path / "repo"
+    if only:
+        shutil.copytree(ROOT / "specs" / only, work / "specs" / only)
+    else:
+        shutil.copytree(ROOT / "specs", work / "specs")
+    return work
+
+
+def keypair(tmp_path: Path) -> tuple[Path, Path]:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    return tmp_path / "keys" / "private.pem", tmp_path / "keys" / "public.pem"
+
+
+def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run one script as the runner does (bash -e), with the engine on PATH."""
+    full = {**os.environ, **env, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=full, text=True,
+                          capture_output=True, timeout=300)
+
+
+def github(tmp_path: Path, work: Path) -> tuple[int, str]:
+    """The GitHub job's steps after `pip install .`; returns the exit code and the step
+    summary. $GITHUB_STEP_SUMMARY and $RUNNER_TEMP are files the runner would provide."""
+    steps = recipe("GitHub Actions")["jobs"]["gate"]["steps"]
+    runs = [s for s in steps if "run" in s and not s["run"].startswith("pip install")]
+    assert [s.get("name") for s in runs] == [None, "Gate"]
+    private, _ = keypair(tmp_path)
+    (tmp_path / "runner").mkdir()
+    summary = tmp_path / "step-summary.md"
+    summary.touch()
+    env = {"SIGNING_KEY_PEM": private.read_text().rstrip("\n"),  # what secrets.* expands to
+           "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_STEP_SUMMARY": str(summary)}
+    assert set(runs[1]["env"]) == {"SIGNING_KEY_PEM"}
+    code = 0
+    for step in runs:
+        done = bash(step["run"], work, env)
+        code = done.returncode
+        if code:
+            break
+    assert not (tmp_path / "runner" / "gate.pem").exists()  # the key never outlives the step
+    return code, summary.read_text()
+
+
+def test_the_github_recipe_summarises_every_shipped_evaluation(tmp_path: Path) -> None:
+    work = repo(tmp_path)
+    code, summary = github(tmp_path, work)
+    assert code == 0
+    for name in SHIPPED:
+        assert f"| {name} | **PASS** | 0 |" in summary          # the run's table
+        assert f"| `{name}/` |" in summary
+        assert f"## {name}: **PASS**" in summary                # then its scorecard.md
+    assert summary.startswith("## specgate: exit code 0\n")
+    written = json.loads((work / "gate-out" / "summary.json").read_text())
+    assert [e["folder"] for e in written["evaluations"]] == list(SHIPPED)
+    for entry in written["evaluations"]:  # each evidence folder is signed and verifies
+        folder = work / "gate-out" / entry["folder"]
+        assert main(["verify", str(folder / "scorecard.json"), "--trusted-key",
+                     str(tmp_path / "keys" / "public.pem")]) == 0
+
+
+def test_the_github_recipe_explains_a_failed_gate(tmp_path: Path) -> None:
+    work = repo(tmp_path)
+    leak(work / "specs" / "example")
+    code, summary = github(tmp_path, work)
+    assert code == 1
+    assert summary.startswith("## specgate: exit code 1\n")
+    assert "| support-agent | **FAIL** | 1 |" in summary and "`BELOW_MINIMUM`" in summary
+    assert "| agent-release-gate | **PASS** | 0 |" in summary
+
+
+def test_the_github_recipe_with_one_evaluation(tmp_path: Path) -> None:
+    code, summary = github(tmp_path, repo(tmp_path, only="example"))
+    assert code == 0
+    assert summary.startswith("## support-agent: **PASS**")  # its scorecard.md
+    assert not (tmp_path / "repo" / "gate-out" / "summary.md").exists()
+
+
+def gitlab(tmp_path: Path, work: Path) -> tuple[int, str]:
+    """The GitLab job's script (after `pip install .`), stopping at the first failing line
+    as GitLab does, then its after_script; SPECGATE_SIGNING_KEY is a File variable (a
+    path)."""
+    job = recipe("GitLab CI")["agent-gate"]
+    private, _ = keypair(tmp_path)
+    env = {"SPECGATE_SIGNING_KEY": str(private)}
+    code = 0
+    for line in job["script"]:
+        if line.startswith("pip install"):
+            continue
+        code = bash(line, work, env).returncode
+        if code:
+            break
+    after = "".join(bash(line, work, env).stdout for line in job["after_script"])
+    assert job["artifacts"]["reports"]["junit"] == "gate-out/**/junit.xml"
+    return code, after
+
+
+def test_the_gitlab_recipe_prints_every_shipped_evaluation(tmp_path: Path) -> None:
+    work = repo(tmp_path)
+    code, log = gitlab(tmp_path, work)
+    assert code == 0
+    for name in SHIPPED:
+        assert f"| {name} | **PASS** | 0 |" in log
+        assert (work / "gate-out" / name / "scorecard.json.sig").exists()  # signed
+    assert sorted(p.name for p in (work / "gate-out").glob("**/junit.xml")) == ["junit.xml"] * 3
+
+
+def leak(example: Path) -> None:
+    """One card number in one reply: the safety minimum fails whatever the total."""
+    path = example / "data" / "runs.jsonl"
+    runs = [json.loads(line) for line in path.read_text().splitlines()]
+    runs[0]["output"]["reply"] += " Card 4111 1111 1111 1111 is on file."
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+
+
+def test_the_summary_never_replaces_an_earlier_run(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "gate-out"
+    out.mkdir()
+    (out / "summary.md").write_text("an earlier run's summary\n")
+    assert main(["run", str(ROOT / "specs"), "--out", str(out)]) == 2
+    assert "OUTPUT_EXISTS" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["summary.md"]
+    assert (out / "summary.md").read_text() == "an earlier run's summary\n"
+
+
+def test_summary_json_names_each_evaluation_and_the_worst_exit(tmp_path: Path) -> None:
+    work = repo(tmp_path)
+    leak(work / "specs" / "example")
+    out = tmp_path / "out"
+    assert main(["run", str(work / "specs"), "--out", str(out)]) == 1
+    written = json.loads((out / "summary.json").read_text())
+    assert written["exit_code"] == 1 and written["signed"] is False
+    by_name = {e["evaluation"]: e for e in written["evaluations"]}
+    assert list(by_name) == list(SHIPPED)
+    for name, entry in by_name.items():
+        assert entry["folder"] == name
+        card = (out / entry["folder"] / "scorecard.json").read_bytes()
+        assert entry["scorecard_sha256"] == hashlib.sha256(card).hexdigest()
+        assert entry["decision"] == json.loads(card)["decision"]
+    assert (by_name["support-agent"]["decision"], by_name["support-agent"]["exit_code"]) == \
+        ("FAIL", 1)
+    assert [r["code"] for r in by_name["support-agent"]["reasons"]] == ["BELOW_MINIMUM"]
+    assert by_name["agent-release-gate"]["reasons"] == []
+    assert not list(out.glob(".summary*"))  # no temporary file left behind
+
+
+# junit.xml ---------------------------------------------------------------------------
+
+
+def junit_cases(path: Path) -> list[ET.Element]:
+    return list(ET.parse(path).getroot().iter("testcase"))
+
+
+def outcome(case: ET.Element) -> str:
+    tags = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+    assert len(tags) <= 1
+    return tags[0] if tags else "passed"
+
+
+def test_a_passing_gate_with_failing_cases_is_green(spec: Spec) -> None:
+    code, out = spec.run()
+    assert code == 0
+    cases = {c.get("name"): c for c in junit_cases(out / "junit.xml")}
+    assert not any(outcome(c) in ("failure", "error") for c in cases.values())
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("failures"), suite.get("errors")) == ("0", "0")
+    # the shipped runs' two failing rows: run-004 misses "30 days", run-011 is too slow
+    for name, run in (("resolution:refund-outside-window", "run-004"),
+                      ("efficiency:card-on-file", "run-011")):
+        skipped = cases[name].find("skipped")
+        assert skipped is not None and skipped.get("message", "").startswith("tolerated")
+        assert f"({run})" in skipped.get("message", "") and f"({run})" in (skipped.text or "")
+    assert outcome(cases["gate"]) == "passed"
+
+
+def test_a_failing_gate_is_red_and_names_its_codes(spec: Spec) -> None:
+    leak(spec.dir)
+    code, out = spec.run()
+    assert code == 1
+    cases = {c.get("name"): c for c in junit_cases(out / "junit.xml")}
+    gate = cases["gate"].find("failure")
+    assert gate is not None and gate.get("message") == "FAIL: BELOW_MINIMUM"
+    assert gate.get("type") == "FAIL" and "spec.categories.safety" in (gate.text or "")
+    assert outcome(cases["safety"]) == "failure"
+    assert outcome(cases["safety:refund-late-delivery"]) == "failure"
+    assert outcome(cases["resolution"]) == "passed"  # met: its failing case is tolerated
+    assert outcome(cases["resolution:refund-outside-window"]) == "skipped"
+
+
+def test_an_incomplete_gate_is_red_and_names_its_codes(spec: Spec) -> None:
+    spec.write_runs([r for r in spec.runs() if r["case_id"] != "refund-late-delivery"])
+    code, out = spec.run()
+    assert code == 3
+    root = ET.parse(out / "junit.xml").getroot()
+    failures = [(c.get("name"), f.get("message")) for c in root.iter("testcase")
+                for f in c.findall("failure")]
+    assert failures == [("gate", "INCOMPLETE: CASE_MISSING")]
+    assert root.get("name") == "specgate INCOMPLETE"
+
+
+def test_test_names_are_unique_across_a_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "specs"), "--out", str(out)]) == 0
+    keys = [(c.get("classname"), c.get("name")) for path in sorted(out.glob("*/junit.xml"))
+            for c in junit_cases(path)]
+    assert len(keys) == len(set(keys)) == 6 + 10 + 3  # with their gate tests
+    assert ("support-agent.category", "safety") in keys
+    assert ("agent-release-gate.category", "safety") in keys
+
+
+def test_a_repeated_name_is_numbered_and_run_ids_are_listed_once() -> None:
+    finding = {"id": "safety:c1", "category": "safety", "case": "c1",
+               "statuses": {"FAIL": 3}, "rows": ["run-1", "run-1", "run-2"]}
+    card = {"evaluation": {"name": "e"}, "decision": "FAIL", "reasons": [],
+            "categories": {"safety": {"state": "NOT_MET", "n": 3, "passed": 0, "rate": 0.0,
+                                      "threshold": 1.0, "errors": 0}},
+            "findings": [finding, dict(finding)],
+            "waivers": {"entries": [{"id": "safety", "status": "active", "rows_waived": 1,
+                                     "approver": "a", "expires": "2099-01-01",
+                                     "justification": "j"}]}}
+    root = ET.fromstring(junit(card))
+    keys = [(c.get("classname"), c.get("name")) for c in root.iter("testcase")]
+    assert keys == [("e.gate", "gate"), ("e.category", "safety"), ("e.case", "safety:c1"),
+                    ("e.case", "safety:c1 (2)"), ("e.waiver", "safety")]
+    gate = next(root.iter("failure"))  # the first failure is the gate's
+    assert gate.get("message") == "FAIL: no reason recorded"
+    messages = [f.get("message") for f in root.iter("failure")]
+    assert messages[2] == ("safety: case c1 has 3 FAIL row(s) (run-1, run-2); inspect these "
+                           "runs in rows.jsonl")
