@@ -117,6 +117,8 @@ class _Loader:
         self.docs: dict[Path, _yaml.Document | None] = {}
         self.valid: dict[tuple[Path, str], _yaml.Document | None] = {}
         self.compiled: dict[str, Any] = {}  # file -> compiled Policy or Suite (or None)
+        self.fallback: Path | None = None  # a folder to look in for files not beside a spec
+        self.borrowed: list[str] = []  # relative paths found there instead
 
     def compile(self, file: Path, kind: str) -> Any:
         """A checked Policy or Suite, compiled once however often it is referenced."""
@@ -188,6 +190,11 @@ class _Loader:
                 where, "PATH_ESCAPES_ROOT", f"'{rel}' leads outside the spec root",
                 f"keep it under {display(self.root)}"))
             return None
+        if not exists and self.fallback is not None:
+            other = (self.fallback / rel).resolve()
+            if other.is_relative_to(self.fallback) and other.exists():
+                self.borrowed.append(rel)
+                return other
         if not exists:
             self.problems.append(doc.problem(where, "FILE_NOT_FOUND", f"'{rel}' does not exist"))
             return None
@@ -237,12 +244,20 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
 
 def load_policy(path: Path) -> Policy:
     """One Policy file, compiled on its own (its data files resolve beside it)."""
+    return load_policy_from(path)[0]
+
+
+def load_policy_from(path: Path, fallback: Path | None = None) -> tuple[Policy, list[str]]:
+    """One Policy file, compiled on its own; a data file not beside it is looked for in
+    ``fallback`` (say, an old policy kept outside the tree, ``git show``'d), and the
+    relative paths found there are returned with it."""
     loader = _Loader(path.parent)
+    loader.fallback = fallback.resolve() if fallback is not None else None
     policy = loader.compile(path, "Policy") if path.is_file() else None
     if loader.problems or policy is None:
         raise SpecErrors(loader.problems or [Problem(str(path), 1, 1, "FILE_NOT_FOUND", "",
                                                      "no such Policy file")])
-    return policy
+    return policy, sorted(set(loader.borrowed))
 
 
 def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
