@@ -16,6 +16,7 @@ from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 from engine.records import formats
 from engine.records.clip import clip
+from engine.spec import crossrefs
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
@@ -228,7 +229,7 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
             elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
                 loader.compile(file, str(loader.kind(doc)))
             elif doc is not None and loader.kind(doc) == "PolicyTest":
-                loader.checked(file, "PolicyTest")
+                _policy_test(loader, file)
             elif doc is not None and loader.kind(doc) is not None:
                 loader.problems.append(doc.problem(("kind",), "UNKNOWN_KIND",
                                                    f"'{loader.kind(doc)}' is not a spec kind",
@@ -270,17 +271,26 @@ def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Pol
             doc = loader.read(file)
             if doc is None or loader.kind(doc) != "PolicyTest":
                 continue
-            checked = loader.checked(file, "PolicyTest")
-            if checked is None:
-                continue
-            target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
-            policy = loader.compile(target, "Policy") if target else None
-            if policy is not None:
-                out.append((file, checked.data, policy))
+            found = _policy_test(loader, file)
+            if found is not None:
+                out.append(found)
         problems.extend(loader.problems)
     if problems:
         raise SpecErrors(problems)
     return out
+
+
+def _policy_test(loader: _Loader, file: Path) -> tuple[Path, dict[str, Any], Policy] | None:
+    """A PolicyTest with its compiled Policy, the names it takes from the Policy checked."""
+    checked = loader.checked(file, "PolicyTest")
+    if checked is None:
+        return None
+    target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
+    policy = loader.compile(target, "Policy") if target else None
+    if policy is None:
+        return None
+    loader.problems.extend(crossrefs.policy_test(checked, policy.categories))
+    return file, checked.data, policy
 
 
 def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Evaluation | None:
@@ -331,6 +341,10 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                 ("spec",), "MISSING_KEY", "'suite' is required here",
                 "only these input formats derive the suite from their records: "
                 + ", ".join(deriving)))
+    if policy is not None and suite is not None and not suite.derived and policy_file:
+        policy_doc = loader.checked(policy_file, "Policy")
+        if policy_doc is not None:
+            loader.problems.extend(crossrefs.waiver_scopes(policy_doc, suite.cases, suite.name))
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None
     meta = doc.data["metadata"]
