@@ -370,17 +370,21 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise UsageError(f"'{name}' is not a spec name (lower-case letters, digits, - and _)",
                          "BAD_NAME")
     source = resources.files("engine") / "scaffold"
-    schemas = Path(str(resources.files("engine") / "schemas")).resolve().as_uri()
+    # nothing of this machine goes into the files: no absolute path, no install folder
+    shown = folder.as_posix() if not folder.is_absolute() and ".." not in folder.parts \
+        else folder.name
     (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "tests").mkdir()
     for template, target in (("evaluation.yaml", "evaluation.yaml"),
                              ("policy.yaml", "policy.yaml"), ("suite.yaml", "suite.yaml"),
-                             ("runs.jsonl", "data/runs.jsonl")):
+                             ("runs.jsonl", "data/runs.jsonl"),
+                             ("policy.test.yaml", "tests/policy.test.yaml")):
         text = (source / template).read_text("utf-8")
-        text = text.replace("{{name}}", name).replace("{{schemas}}", schemas).replace(
-            "{{dir}}", str(folder))
+        text = text.replace("{{name}}", name).replace("{{version}}", __version__).replace(
+            "{{dir}}", shown)
         (folder / target).write_text(text)
-    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml and data/runs.jsonl; "
-          f"try: engine run {folder}")
+    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml, data/runs.jsonl and "
+          f"tests/policy.test.yaml; try: engine run {folder}")
     return 0
 
 
