@@ -88,9 +88,11 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
         yield doc.problem(path, "ONE_OF", f"give exactly one of {names}", rank=rank)
         return
     if "propertyNames" in err.relative_schema_path and isinstance(err.instance, str):
+        rule = str(schema.get("description", "use lower-case letters, digits and '_'"))
+        better = _valid_name(err.instance, schema)
         yield doc.problem(path + (err.instance,), "BAD_NAME",
-                          f"'{err.instance}' is not a valid name", "use lower-case letters, "
-                          "digits and '_'", key=True, rank=rank)
+                          f"'{err.instance}' is not a valid name",
+                          rule + (f": try '{better}'" if better else ""), key=True, rank=rank)
         return
     code = str(schema.get("x-code", ""))  # a key whose problems have their own code
     if kw == "type":
@@ -116,6 +118,17 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
         message = err.message
     yield doc.problem(path, code or ("BAD_TYPE" if kw == "type" else "SCHEMA"), message,
                       rank=rank)
+
+
+def _valid_name(name: str, schema: Mapping[str, Any]) -> str:
+    """The name made to fit a name pattern ('data-safety' -> 'data_safety'), or ''."""
+    pattern = schema.get("pattern")
+    for guess in (re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_"),
+                  re.sub(r"[^A-Z0-9_]+", "_", name.upper()).strip("_")):
+        guess = guess[:int(schema.get("maxLength", len(guess)))]
+        if guess and isinstance(pattern, str) and re.fullmatch(pattern, guess):
+            return guess
+    return ""
 
 
 def _branch(err: ValidationError) -> list[ValidationError] | None:
