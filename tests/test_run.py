@@ -487,3 +487,13 @@ def test_a_closed_output_pipe_keeps_the_written_evidence(tmp_path: Path) -> None
     assert "IO_ERROR" in err and "evaluations already written are complete" in err
     card = json.loads((out / "scorecard.json").read_bytes())
     assert card["decision"] == "PASS"
+
+
+def test_a_condition_dividing_by_zero_says_division_by_zero(spec: Spec) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["conditions"][0].update(
+        formula="failed_safety / failed_safety == 1"))  # no safety row fails: 0 / 0
+    assert spec.run()[0] == 3
+    [reason] = spec.scorecard()["reasons"]
+    assert reason["code"] == "GATE_NULL" and reason["spec_path"] == "policy:spec.conditions[0]"
+    assert reason["message"] == ("condition 'no-errors-in-resolution' is null: division by "
+                                 "zero at column 17 of 'failed_safety / failed_safety == 1'")
