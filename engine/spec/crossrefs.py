@@ -1,5 +1,5 @@
-"""Names one spec takes from another, checked once both are compiled: a waiver's cases and
-tags against the Suite, a PolicyTest's categories and reason codes against its Policy.
+"""Names one spec takes from another, checked once both are compiled: a waiver's cases
+against the Suite, a PolicyTest's categories and reason codes against its Policy.
 
 A misspelt name here would never fail on its own: the waiver would match no row, the test
 would give a category no rows (or expect a reason never given) and pass for the wrong reason.
@@ -16,17 +16,15 @@ from engine.spec.yaml import Document
 
 def waiver_scopes(doc: Document, cases: dict[str, dict[str, Any]],
                   suite: str) -> list[Problem]:
-    """Every case and tag a waiver scope names that the suite ``suite`` does not have."""
-    tags = {t for case in cases.values() for t in case.get("tags") or () if isinstance(t, str)}
+    """Every case a waiver scope names that the suite ``suite`` does not have."""
     out = []
     for i, waiver in enumerate(doc.data["spec"].get("waivers", [])):
-        for part, known, what in (("cases", cases, "case"), ("tags", tags, "tag")):
-            for j, name in enumerate(waiver["scope"].get(part, [])):
-                if name not in known:
-                    out.append(doc.problem(
-                        ("spec", "waivers", i, "scope", part, j), "UNKNOWN_WAIVER_SCOPE",
-                        f"suite '{suite}' has no {what} '{name}': the waiver would match "
-                        "no row", did_you_mean(name, known)))
+        for j, name in enumerate(waiver["scope"].get("cases", [])):
+            if name not in cases:
+                out.append(doc.problem(
+                    ("spec", "waivers", i, "scope", "cases", j), "UNKNOWN_WAIVER_SCOPE",
+                    f"suite '{suite}' has no case '{name}': the waiver would match no row",
+                    did_you_mean(name, cases)))
     return out
 
 
