@@ -409,34 +409,31 @@ def cmd_test(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     import tempfile
 
-    from engine.spec.diff import compare
+    from engine.spec.diff import compare, lines
 
     evaluations = spec.load([args.evaluation or args.new.parent], _overrides(args.input))
     if len(evaluations) != 1:
         raise UsageError("name one Evaluation with --evaluation", "NO_EVALUATION")
     base = evaluations[0]
+    base.as_of = base.as_of_requested = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    # an old policy kept elsewhere (git show main:... > /tmp/old.yaml) reads the data files
+    # it names from the new policy's folder when they are not beside it, and says so
+    old, borrowed = spec.load_policy_from(args.old, args.new.resolve().parent)
     cards = []
     with tempfile.TemporaryDirectory() as tmp:
-        for label, path in (("old", args.old), ("new", args.new)):
-            evaluation = replace(base, policy=spec.load_policy(path))
-            execute(evaluation, Path(tmp) / label)
+        for label, policy in (("old", old), ("new", spec.load_policy(args.new))):
+            execute(replace(base, policy=policy), Path(tmp) / label)
             cards.append(json.loads((Path(tmp) / label / "scorecard.json").read_bytes()))
     changes = compare(cards[0], cards[1])
+    folder = spec.display(args.new.resolve().parent)
+    changes["old_files_from_new_folder"] = {"folder": folder, "files": borrowed}
     if args.json:
         print(json.dumps(changes, indent=2))
-    else:
-        print(f"decision: {changes['decision']['old']} -> {changes['decision']['new']}"
-              + ("" if changes["decision"]["changed"] else " (unchanged)"))
-        for name, change in changes["categories"].items():
-            print(f"  {name}: " + ", ".join(f"{k} {v['old']} -> {v['new']}"
-                                            for k, v in change.items()))
-        for code in changes["reasons"]["added"]:
-            print(f"  + {code}")
-        for code in changes["reasons"]["removed"]:
-            print(f"  - {code}")
-        if not changes["categories"] and not changes["reasons"]["added"] and \
-                not changes["reasons"]["removed"]:
-            print("  no category or reason changes")
+        return 0
+    if borrowed:
+        print(f"note: {', '.join(borrowed)} not beside {spec.display(args.old.resolve())}: "
+              f"read from {folder} for the old policy")
+    print("\n".join(lines(changes)))
     return 0
 
 
@@ -451,17 +448,21 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise UsageError(f"'{name}' is not a spec name (lower-case letters, digits, - and _)",
                          "BAD_NAME")
     source = resources.files("engine") / "scaffold"
-    schemas = Path(str(resources.files("engine") / "schemas")).resolve().as_uri()
+    # nothing of this machine goes into the files: no absolute path, no install folder
+    shown = folder.as_posix() if not folder.is_absolute() and ".." not in folder.parts \
+        else folder.name
     (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "tests").mkdir()
     for template, target in (("evaluation.yaml", "evaluation.yaml"),
                              ("policy.yaml", "policy.yaml"), ("suite.yaml", "suite.yaml"),
-                             ("runs.jsonl", "data/runs.jsonl")):
+                             ("runs.jsonl", "data/runs.jsonl"),
+                             ("policy.test.yaml", "tests/policy.test.yaml")):
         text = (source / template).read_text("utf-8")
-        text = text.replace("{{name}}", name).replace("{{schemas}}", schemas).replace(
-            "{{dir}}", str(folder))
+        text = text.replace("{{name}}", name).replace("{{version}}", __version__).replace(
+            "{{dir}}", shown)
         (folder / target).write_text(text)
-    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml and data/runs.jsonl; "
-          f"try: engine run {folder}")
+    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml, data/runs.jsonl and "
+          f"tests/policy.test.yaml; try: engine run {folder}")
     return 0
 
 

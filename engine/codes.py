@@ -92,11 +92,12 @@ UNKNOWN_PURPOSE: gate purpose is none of release, triage, self_test
 NAME_CLASH: a category has the name of a formula
 NO_WEIGHT: the weighted overall score needs a category with weight above 0
 UNATTAINABLE_GATE: a threshold the Wilson lower bound can never reach (1.0)
-UNKNOWN_CATEGORY: a waiver scope names a category the policy does not have
+UNKNOWN_CATEGORY: a waiver scope or a policy test names a category the policy does not have
 UNKNOWN_CONTROL: a control identifier that is in no loaded catalogue
 UNKNOWN_INSPECTION: an inspection type that is not in the engine's table
 UNKNOWN_INSPECTION_ID: a category or fallback names an inspection id that does not exist
-UNKNOWN_REASON_CODE: reason_codes renames a code the decision never gives
+UNKNOWN_REASON_CODE: reason_codes renames, or a policy test wants, a code never given
+UNKNOWN_WAIVER_SCOPE: a waiver scope names a case the suite lacks: it would match no row
 UNUSED_INSPECTION: an inspection that no category runs, so its rows would count nowhere
 REPORT_WITHOUT_INSPECTION: spec.report names a report built from an inspection the policy lacks
 BAD_DATA_FILE: a data file a spec names (lexicon, detector, catalogue) cannot be used

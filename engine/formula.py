@@ -9,6 +9,7 @@ out (they become ``null``). Names and function calls are checked when compiled.
 from __future__ import annotations
 
 import ast
+import contextvars
 import io
 import math
 import tokenize
@@ -83,6 +84,11 @@ def _clip(v: Any) -> Any:
 
 # --- function table: name -> (min args, max args or None, argument type, result type, impl)
 # Implementations receive evaluated arguments; ``strict`` ones are never given a null.
+
+
+# Set only while explaining a null result: each division by zero adds its column here.
+_ZERO_DIVISIONS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "zero_divisions", default=None)
 
 
 def _div(a: Any, b: Any) -> Any:
@@ -249,6 +255,8 @@ class _Compiler:
             symbol = "**" if isinstance(node.op, ast.Pow) else type(node.op).__name__
             raise self.fail(node, f"operator '{symbol}' is not allowed", "FORMULA_FORBIDDEN")
         symbol, op = _ARITH[type(node.op)]
+        # where the divisor starts, in characters
+        col = len(self.source.encode()[:node.right.col_offset].decode(errors="ignore")) + 1
         left, lt = self.compile(node.left, depth)
         right, rt = self.compile(node.right, depth)
         self._check(node.left, lt, (NUMBER,), f"'{symbol}'")
@@ -258,6 +266,8 @@ class _Compiler:
             a, b = left(env), right(env)
             _need(a, NUMBER, f"'{symbol}'")
             _need(b, NUMBER, f"'{symbol}'")
+            if b == 0 and symbol == "/" and (seen := _ZERO_DIVISIONS.get()) is not None:
+                seen.append(col)
             return None if a is None or b is None else _clip(op(a, b))
 
         return arith, NUMBER
@@ -443,6 +453,23 @@ def compile_formula(source: str, names: Mapping[str, str],
     except RecursionError:
         raise FormulaError("formula is too complex", "FORMULA_TOO_DEEP", 1) from None
     return Formula(source, kind, frozenset(compiler.used), fn)
+
+
+def why_null(formula: Formula, env: Env) -> str:
+    """'division by zero at column N of ...' (N where the divisor starts) when that is why
+    ``formula`` is null in ``env``; else ''."""
+    seen: list[int] = []
+    token = _ZERO_DIVISIONS.set(seen)
+    try:
+        formula(env)
+    except (FormulaError, TypeError, ValueError, OverflowError, RecursionError):
+        return ""
+    finally:
+        _ZERO_DIVISIONS.reset(token)
+    if not seen:
+        return ""
+    return "division by zero at column " + ", ".join(map(str, sorted(set(seen)))) + \
+        f" of '{formula.source}'"
 
 
 def evaluate(formula: Formula, env: Env) -> Any:

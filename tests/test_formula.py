@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from engine import FormulaError, compile_formula
-from engine.formula import ANY, NUMBER, Z_KEY, evaluate
+from engine.formula import ANY, NUMBER, Z_KEY, evaluate, why_null
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "formulas.yaml").read_text())
 
@@ -83,3 +83,12 @@ def test_big_integers_become_doubles_not_bignums() -> None:
     formula = compile_formula("x * x * x * x", {"x": NUMBER})
     value = formula({"x": 2**50})
     assert isinstance(value, float) and value == float(2**200)
+
+
+def test_a_null_from_division_by_zero_says_so_and_where() -> None:
+    f = compile_formula("errors / (n - 32) == 0 and n >= 16", {"errors": "number", "n": "number"})
+    assert f({"errors": 0, "n": 32}) is None
+    # the divisor '(n - 32)' starts at column 11 (the 'n' inside the brackets)
+    assert why_null(f, {"errors": 0, "n": 32}) == \
+        "division by zero at column 11 of 'errors / (n - 32) == 0 and n >= 16'"
+    assert why_null(f, {"errors": None, "n": 40}) == ""  # null for another reason

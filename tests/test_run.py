@@ -404,11 +404,20 @@ def test_a_waiver_naming_an_unknown_category_is_a_spec_error(spec: Spec, capsys:
     assert "UNKNOWN_CATEGORY" in err and "did you mean 'safety'?" in err
 
 
-def test_init_scaffolds_a_spec_that_validates_and_runs(tmp_path: Path, capsys: Any) -> None:
+def test_init_scaffolds_a_spec_that_validates_tests_and_runs(tmp_path: Path,
+                                                             capsys: Any) -> None:
     folder = tmp_path / "my-agent"
     assert main(["init", str(folder)]) == 0
-    assert (folder / "policy.yaml").read_text().startswith("# yaml-language-server: $schema=")
+    written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert written == ["data/runs.jsonl", "evaluation.yaml", "policy.yaml", "suite.yaml",
+                       "tests/policy.test.yaml"]
+    for file in folder.rglob("*.yaml"):  # nothing of the machine it ran on
+        text = file.read_text()
+        assert str(tmp_path) not in text and "file:" not in text and "site-packages" not in text
     assert main(["validate", str(folder)]) == 0
+    assert main(["test", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n  ok   ") == 4 and "\n  FAIL " not in out
     assert main(["run", str(folder), "--out", str(tmp_path / "out")]) == 0
     assert "my-agent: PASS" in capsys.readouterr().out
     assert main(["init", str(folder)]) == 2  # never overwrites
@@ -503,3 +512,13 @@ def test_a_reader_that_closes_stdout_changes_no_exit_code(tmp_path: Path, extra:
         assert sorted(p.name for p in out.iterdir()) == [
             "agent-release-gate", "finding-quality-discovery", "summary.json", "summary.md",
             "support-agent"]
+
+
+def test_a_condition_dividing_by_zero_says_division_by_zero(spec: Spec) -> None:
+    spec.edit("policy.yaml", lambda d: d["spec"]["conditions"][0].update(
+        formula="failed_safety / failed_safety == 1"))  # no safety row fails: 0 / 0
+    assert spec.run()[0] == 3
+    [reason] = spec.scorecard()["reasons"]
+    assert reason["code"] == "GATE_NULL" and reason["spec_path"] == "policy:spec.conditions[0]"
+    assert reason["message"] == ("condition 'no-errors-in-resolution' is null: division by "
+                                 "zero at column 17 of 'failed_safety / failed_safety == 1'")

@@ -10,7 +10,7 @@ from engine.decide.aggregate import Counts
 from engine.decide.lattice import Reason
 from engine.decide.reasons import FAIL, INCOMPLETE
 from engine.errors import FormulaError
-from engine.formula import Z_KEY, evaluate
+from engine.formula import Z_KEY, evaluate, why_null
 from engine.spec.evaluation import Category, Evaluation
 from engine.stats import notes, wilson
 
@@ -142,9 +142,10 @@ def formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
         met = None if score is None or policy.overall_threshold is None else \
             score >= policy.overall_threshold
         if score is None and policy.overall_threshold is not None:
+            why = why_null(policy.overall, env) if policy.overall else ""
             reasons.append(Reason(INCOMPLETE, "GATE_NULL", "policy:spec.overall.formula",
-                                  "the overall score is null: some category it needs has no "
-                                  "resolved rate"))
+                                  "the overall score is null: " + (
+                                      why or "some category it needs has no resolved rate")))
         elif met is False:
             reasons.append(Reason(FAIL, "OVERALL_BELOW_THRESHOLD",
                                   "policy:spec.overall.threshold",
@@ -158,8 +159,10 @@ def formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
     for cond in policy.conditions:
         value = _formula(cond.formula, env, reasons, cond.spec_path)
         if value is None:
+            why = why_null(cond.formula, env)
             reasons.append(Reason(INCOMPLETE, "GATE_NULL", cond.spec_path,
-                                  f"condition '{cond.id}' is null: evidence it needs is missing"))
+                                  f"condition '{cond.id}' is null: " + (
+                                      why or "evidence it needs is missing")))
         elif value is False:
             reasons.append(Reason(FAIL, "CONDITION_FALSE", cond.spec_path,
                                   cond.message or f"condition '{cond.id}' does not hold"))

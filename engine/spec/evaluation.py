@@ -16,6 +16,7 @@ from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
 from engine.records import formats
 from engine.records.clip import clip
+from engine.spec import crossrefs
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
@@ -117,6 +118,8 @@ class _Loader:
         self.docs: dict[Path, _yaml.Document | None] = {}
         self.valid: dict[tuple[Path, str], _yaml.Document | None] = {}
         self.compiled: dict[str, Any] = {}  # file -> compiled Policy or Suite (or None)
+        self.fallback: Path | None = None  # a folder to look in for files not beside a spec
+        self.borrowed: list[str] = []  # relative paths found there instead
 
     def compile(self, file: Path, kind: str) -> Any:
         """A checked Policy or Suite, compiled once however often it is referenced."""
@@ -188,6 +191,11 @@ class _Loader:
                 where, "PATH_ESCAPES_ROOT", f"'{rel}' leads outside the spec root",
                 f"keep it under {display(self.root)}"))
             return None
+        if not exists and self.fallback is not None:
+            other = (self.fallback / rel).resolve()
+            if other.is_relative_to(self.fallback) and other.exists():
+                self.borrowed.append(rel)
+                return other
         if not exists:
             self.problems.append(doc.problem(where, "FILE_NOT_FOUND", f"'{rel}' does not exist"))
             return None
@@ -221,7 +229,7 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
             elif doc is not None and loader.kind(doc) in ("Policy", "Suite"):
                 loader.compile(file, str(loader.kind(doc)))
             elif doc is not None and loader.kind(doc) == "PolicyTest":
-                loader.checked(file, "PolicyTest")
+                _policy_test(loader, file)
             elif doc is not None and loader.kind(doc) is not None:
                 loader.problems.append(doc.problem(("kind",), "UNKNOWN_KIND",
                                                    f"'{loader.kind(doc)}' is not a spec kind",
@@ -237,12 +245,20 @@ def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Ev
 
 def load_policy(path: Path) -> Policy:
     """One Policy file, compiled on its own (its data files resolve beside it)."""
+    return load_policy_from(path)[0]
+
+
+def load_policy_from(path: Path, fallback: Path | None = None) -> tuple[Policy, list[str]]:
+    """One Policy file, compiled on its own; a data file not beside it is looked for in
+    ``fallback`` (say, an old policy kept outside the tree, ``git show``'d), and the
+    relative paths found there are returned with it."""
     loader = _Loader(path.parent)
+    loader.fallback = fallback.resolve() if fallback is not None else None
     policy = loader.compile(path, "Policy") if path.is_file() else None
     if loader.problems or policy is None:
         raise SpecErrors(loader.problems or [Problem(str(path), 1, 1, "FILE_NOT_FOUND", "",
                                                      "no such Policy file")])
-    return policy
+    return policy, sorted(set(loader.borrowed))
 
 
 def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
@@ -255,17 +271,26 @@ def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Pol
             doc = loader.read(file)
             if doc is None or loader.kind(doc) != "PolicyTest":
                 continue
-            checked = loader.checked(file, "PolicyTest")
-            if checked is None:
-                continue
-            target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
-            policy = loader.compile(target, "Policy") if target else None
-            if policy is not None:
-                out.append((file, checked.data, policy))
+            found = _policy_test(loader, file)
+            if found is not None:
+                out.append(found)
         problems.extend(loader.problems)
     if problems:
         raise SpecErrors(problems)
     return out
+
+
+def _policy_test(loader: _Loader, file: Path) -> tuple[Path, dict[str, Any], Policy] | None:
+    """A PolicyTest with its compiled Policy, the names it takes from the Policy checked."""
+    checked = loader.checked(file, "PolicyTest")
+    if checked is None:
+        return None
+    target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
+    policy = loader.compile(target, "Policy") if target else None
+    if policy is None:
+        return None
+    loader.problems.extend(crossrefs.policy_test(checked, policy.categories))
+    return file, checked.data, policy
 
 
 def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Evaluation | None:
@@ -316,6 +341,10 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                 ("spec",), "MISSING_KEY", "'suite' is required here",
                 "only these input formats derive the suite from their records: "
                 + ", ".join(deriving)))
+    if policy is not None and suite is not None and not suite.derived and policy_file:
+        policy_doc = loader.checked(policy_file, "Policy")
+        if policy_doc is not None:
+            loader.problems.extend(crossrefs.waiver_scopes(policy_doc, suite.cases, suite.name))
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None
     meta = doc.data["metadata"]

@@ -58,7 +58,9 @@ def problems(doc: Document, check: jsonschema.protocols.Validator, instance: Any
     out: list[Problem] = []
     errors = sorted(check.iter_errors(instance), key=relevance)
     for rank, err in enumerate(errors):
-        out.extend(_describe(doc, err, base + tuple(err.absolute_path), rank))
+        for found in _describe(doc, err, base + tuple(err.absolute_path), rank):
+            if found not in out:
+                out.append(found)  # a date breaks its pattern and its format: say it once
     return out
 
 
@@ -88,9 +90,11 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
         yield doc.problem(path, "ONE_OF", f"give exactly one of {names}", rank=rank)
         return
     if "propertyNames" in err.relative_schema_path and isinstance(err.instance, str):
+        rule = str(schema.get("description", "use lower-case letters, digits and '_'"))
+        better = _valid_name(err.instance, schema)
         yield doc.problem(path + (err.instance,), "BAD_NAME",
-                          f"'{err.instance}' is not a valid name", "use lower-case letters, "
-                          "digits and '_'", key=True, rank=rank)
+                          f"'{err.instance}' is not a valid name",
+                          rule + (f": try '{better}'" if better else ""), key=True, rank=rank)
         return
     code = str(schema.get("x-code", ""))  # a key whose problems have their own code
     if kw == "type":
@@ -104,18 +108,36 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
     elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         message = f"{err.instance} is out of range ({_range(schema)})"
         code = code or "OUT_OF_RANGE"
+        if schema.get("maximum") == 1 and isinstance(err.instance, int | float) \
+                and 1 < err.instance <= 100:  # a percentage where a share is wanted
+            yield doc.problem(path, code, message, f"a rate is a share of 1: did you mean "
+                              f"{err.instance / 100:g}?", rank=rank)
+            return
     elif kw in ("minItems", "minProperties", "minLength"):
         message, code = "must not be empty", code or "EMPTY"
-    elif kw == "pattern":
+    elif kw == "pattern" and schema.get("format") != "date":
         message, code = f"'{err.instance}' is not a valid name or value", code or "BAD_VALUE"
-    elif kw == "format" and err.validator_value == "date":
-        message, code = f"'{err.instance}' is not a calendar date (YYYY-MM-DD)", "BAD_DATE"
+    elif kw in ("pattern", "format") and schema.get("format") == "date":
+        yield doc.problem(path, "BAD_DATE", f"'{err.instance}' is not a calendar date",
+                          "write it as YYYY-MM-DD, e.g. 2027-01-31", rank=rank)
+        return
     elif kw == "uniqueItems":
         message, code = "holds the same entry twice", code or "DUPLICATE_ENTRY"
     else:
         message = err.message
     yield doc.problem(path, code or ("BAD_TYPE" if kw == "type" else "SCHEMA"), message,
                       rank=rank)
+
+
+def _valid_name(name: str, schema: Mapping[str, Any]) -> str:
+    """The name made to fit a name pattern ('data-safety' -> 'data_safety'), or ''."""
+    pattern = schema.get("pattern")
+    for guess in (re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_"),
+                  re.sub(r"[^A-Z0-9_]+", "_", name.upper()).strip("_")):
+        guess = guess[:int(schema.get("maxLength", len(guess)))]
+        if guess and isinstance(pattern, str) and re.fullmatch(pattern, guess):
+            return guess
+    return ""
 
 
 def _branch(err: ValidationError) -> list[ValidationError] | None:

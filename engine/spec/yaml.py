@@ -112,7 +112,10 @@ def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        return None, [Problem(file, line, col, "YAML_SYNTAX", "", str(exc.problem or exc))]
+        parser = str(exc.problem or exc)
+        words = in_words(parser, str(exc.context or ""))
+        return None, [Problem(file, line, col, "YAML_SYNTAX", "",
+                              f"{words} (the parser says: {parser})" if words else parser)]
     except yaml.YAMLError as exc:
         return None, [Problem(file, 1, 1, "YAML_SYNTAX", "", str(exc))]
     finally:
@@ -123,6 +126,31 @@ def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
     problems: list[Problem] = []
     doc.data = _build(node, (), doc, loader, problems)
     return (None if problems else doc), problems
+
+
+# What the parser's words usually mean in a hand-written spec: (its text, its context, ours).
+_MEANINGS = (
+    ("'\\t'", "", "a tab character: YAML indents with spaces only"),
+    ("mapping values are not allowed", "", "an unexpected ':': a line is indented more than "
+     "the key above it, or a value holding ': ' needs quotes"),
+    ("expected <block end>", "", "an indentation mistake: this line does not line up with "
+     "the entries at its level"),
+    ("did not find expected", "", "an indentation mistake: this line does not line up with "
+     "the entries at its level"),
+    ("could not find expected ':'", "", "a line that is neither a 'key: value' nor a '- ' "
+     "list item (a missing ':'?)"),
+    ("end of stream", "quoted scalar", "a quote that is never closed"),
+    ("expected ',' or ']'", "", "a '[' list that is never closed, or a missing ','"),
+    ("expected ',' or '}'", "", "a '{' mapping that is never closed, or a missing ','"),
+)
+
+
+def in_words(problem: str, context: str) -> str:
+    """What a YAML parser error means, in words a policy owner reads ('' if unsure)."""
+    for text, where, meaning in _MEANINGS:
+        if text in problem and where in context:
+            return meaning
+    return ""
 
 
 def _lone_surrogate(text: str) -> bool:
