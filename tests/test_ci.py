@@ -97,6 +97,22 @@ def test_the_github_recipe_summarises_every_shipped_evaluation(tmp_path: Path) -
                      str(tmp_path / "keys" / "public.pem")]) == 0
 
 
+def test_the_later_job_verifies_the_folder_as_written(tmp_path: Path) -> None:
+    # docs/ci.md "Verify in a later job", verbatim, on what the gate job wrote
+    work = repo(tmp_path)
+    assert github(tmp_path, work)[0] == 0
+    shutil.copy(tmp_path / "keys" / "public.pem", work / "governance-signing.pub.pem")
+    text = (ROOT / "docs" / "ci.md").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("engine verify gate-out/"))
+    done = bash(line, work, {})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("VALID") == len(SHIPPED)
+    report = work / "gate-out" / SHIPPED[0] / "scorecard.html"
+    report.write_text(report.read_text() + "<!-- edited between jobs -->")
+    done = bash(line, work, {})
+    assert done.returncode == 1 and f"{SHIPPED[0]}/scorecard.json" in done.stdout
+
+
 def test_the_github_recipe_explains_a_failed_gate(tmp_path: Path) -> None:
     work = repo(tmp_path)
     leak(work / "specs" / "example")
