@@ -486,30 +486,34 @@ def _terminated(signum: int, frame: Any) -> None:
 
 
 class _Stdout:
-    """Standard output that a reader may close (``engine run … | head``): what cannot be
-    written is dropped, so the exit code stays the decision's. The evidence is on disk
-    before anything is printed."""
+    """Standard output that may be closed or full (``engine run … | head``, ``>&-``,
+    ``>/dev/full``): what cannot be written is dropped, so the exit code stays the
+    decision's. The evidence is on disk before anything is printed; a write that fails for
+    another reason than a reader gone is said once on stderr."""
 
     def __init__(self, stream: Any) -> None:
-        self.stream, self.closed_by_reader = stream, False
+        self.stream, self.closed_by_reader = stream, stream is None
 
     def write(self, text: str) -> int:
         if not self.closed_by_reader:
             try:
                 self.stream.write(text)
-            except BrokenPipeError:
-                self._closed()
+            except OSError as exc:
+                self._closed(exc)
         return len(text)
 
     def flush(self) -> None:
         if not self.closed_by_reader:
             try:
                 self.stream.flush()
-            except BrokenPipeError:
-                self._closed()
+            except OSError as exc:
+                self._closed(exc)
 
-    def _closed(self) -> None:
+    def _closed(self, exc: OSError) -> None:
         self.closed_by_reader = True
+        if not isinstance(exc, BrokenPipeError):
+            print(f"engine: standard output could not be written ({exc.strerror or exc}); "
+                  "the exit code is still the result's", file=sys.stderr)
         try:  # the interpreter flushes stdout once more on exit: give it somewhere to go
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self.stream.fileno())

@@ -522,3 +522,16 @@ def test_a_condition_dividing_by_zero_says_division_by_zero(spec: Spec) -> None:
     assert reason["code"] == "GATE_NULL" and reason["spec_path"] == "policy:spec.conditions[0]"
     assert reason["message"] == ("condition 'no-errors-in-resolution' is null: division by "
                                  "zero at column 17 of 'failed_safety / failed_safety == 1'")
+
+
+@pytest.mark.parametrize("redirect", [">&-", ">/dev/full"])
+def test_a_closed_or_full_stdout_keeps_the_exit_code(tmp_path: Path, redirect: str) -> None:
+    # no stdout at all (sys.stdout is None), or a disk that is full: still the decision's
+    # exit code (0, the example PASSes), the evidence whole, and no traceback
+    engine = f"{sys.executable} -m engine"
+    done = subprocess.run(["bash", "-c", f"{engine} run {ROOT / 'specs' / 'example'} "
+                           f"--out out {redirect}"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "INTERNAL_ERROR" not in done.stderr
+    assert json.loads((tmp_path / "out" / "scorecard.json").read_text())["decision"] == "PASS"
