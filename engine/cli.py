@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("scorecard", type=Path, metavar="SCORECARD|FOLDER",
                             help="a scorecard.json, or a folder such as a run's --out")
     verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
+    verify_cmd.add_argument("--expect", action="append", default=[], metavar="EVALUATION",
+                            help="with a folder: an evaluation that must be there, verified "
+                            "(repeatable); any other is then a failure")
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     keygen.add_argument("--out-dir", type=Path, required=True)
     test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
@@ -327,9 +330,9 @@ def _verified(result: Verified) -> list[str]:
     return lines
 
 
-def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> int:
+def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[str]) -> int:
     """Every scorecard under ``folder``, each named with its result; 0 only if all are VALID."""
-    found = verify_folder(folder, trusted)
+    found = verify_folder(folder, trusted, expect)
     for one in found:
         if one.verified is None:
             error = one.error or VerifyError("not verified", "VERIFY")
@@ -342,6 +345,9 @@ def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> int:
     invalid = [str(f.path) for f in found if f.verified is None]
     valid = sum(1 for f in found if f.verified is not None and f.verified.trusted)
     unpinned = len(found) - valid - len(invalid)
+    if not expect:
+        print("note: a removed evaluation folder goes unnoticed here; name every evaluation "
+              "you require with --expect NAME")
     print(f"{len(found)} scorecard(s) under {folder}: {valid} valid"
           + (f", {unpinned} integrity only (no --trusted-key)" if unpinned else "")
           + (f", {len(invalid)} INVALID: {', '.join(invalid)}" if invalid else ""))
@@ -351,7 +357,7 @@ def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     trusted = signing.load_public(args.trusted_key) if args.trusted_key else None
     if args.scorecard.is_dir():
-        return _verify_folder(args.scorecard, trusted)
+        return _verify_folder(args.scorecard, trusted, args.expect)
     try:
         result = verify(args.scorecard, trusted)
     except VerifyError as exc:

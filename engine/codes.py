@@ -262,6 +262,11 @@ KEY_NOT_TRUSTED: no key was pinned, or the signer is not the pinned key
 DIGEST_MISMATCH: a file changed after signing (its SHA-256 differs from the statement)
 SUBJECT_MISSING: a file the signed statement names is missing beside the scorecard
 VERIFY: evidence that does not verify, without a more precise code (fallback)
+SYMLINK: a symlink under a verified folder: evidence elsewhere is not checked as this run's
+WRONG_FOLDER: a scorecard sits in the folder of another evaluation than the one it names
+DUPLICATE_SCORECARD: the same scorecard lies in more than one place under a folder
+UNEXPECTED_EVALUATION: a scorecard of an evaluation --expect does not name
+MISSING_EVALUATION: an evaluation --expect names has no verified scorecard under the folder
 """)
 
 _block("verify", "2", "nothing verified", """

@@ -107,6 +107,9 @@ def test_the_later_job_verifies_the_folder_as_written(tmp_path: Path) -> None:
     done = bash(line, work, {})
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("VALID") == len(SHIPPED)
+    shutil.rmtree(work / "gate-out" / SHIPPED[1])  # the evidence of one evaluation removed
+    done = bash(line, work, {})
+    assert done.returncode == 1 and "MISSING_EVALUATION" in done.stdout
     report = work / "gate-out" / SHIPPED[0] / "scorecard.html"
     report.write_text(report.read_text() + "<!-- edited between jobs -->")
     done = bash(line, work, {})

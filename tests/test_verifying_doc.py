@@ -128,14 +128,18 @@ def test_a_folder_names_the_one_tampered_scorecard(tmp_path: Path, signed: tuple
 
 def test_a_folder_is_searched_at_any_depth(tmp_path: Path, signed: tuple[Path, Path],
                                            capsys: Any) -> None:
-    out = tmp_path / "out"
+    out = tmp_path / "out"  # an evaluation's folder moved into an archive, deeper down
     shutil.copytree(signed[0], out)
-    shutil.copytree(signed[0] / "support-agent", out / "archive" / "2024" / "support-agent")
+    shutil.move(out / "support-agent", out / "archive" / "2024" / "support-agent")
     code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
     assert code == 0, lines
     nested = f"{out}/archive/2024/support-agent/scorecard.json: VALID: sha256 "
     assert any(line.startswith(nested) for line in lines), lines
-    assert lines[-1] == f"4 scorecard(s) under {out}: 4 valid"
+    assert lines[-1] == f"3 scorecard(s) under {out}: 3 valid"
+    # a copy of it left beside is the same scorecard twice: one of them is not the run's
+    shutil.copytree(out / "archive" / "2024" / "support-agent", out / "support-agent")
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 1 and any("DUPLICATE_SCORECARD" in line for line in lines), lines
 
 
 def test_a_folder_without_a_pinned_key_is_not_valid(signed: tuple[Path, Path],
@@ -179,3 +183,42 @@ def test_a_subfolder_that_cannot_be_listed_fails(tmp_path: Path, signed: tuple[P
         hidden.chmod(0o755)
     assert code == 1
     assert f"{hidden}: INVALID UNREADABLE: " in "\n".join(lines)
+
+
+def _copy(out: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, symlinks=True)
+    return copy
+
+
+def test_a_removed_swapped_or_linked_evaluation_is_caught(tmp_path: Path,
+                                                          signed: tuple[Path, Path],
+                                                          capsys: Any) -> None:
+    out, public = signed
+    expect = [x for name in EVALUATIONS for x in ("--expect", name)]
+    base = ["verify", "--trusted-key", str(public)]
+    assert main([*base, str(out), *expect]) == 0
+    capsys.readouterr()
+    removed = _copy(out, tmp_path / "a")  # a failing evaluation's folder deleted
+    shutil.rmtree(removed / EVALUATIONS[1])
+    assert main([*base, str(removed)]) == 0  # without --expect: only a note says so
+    assert "name every evaluation you require with --expect" in capsys.readouterr().out
+    assert main([*base, str(removed), *expect]) == 1
+    assert f"MISSING_EVALUATION: no verified scorecard of '{EVALUATIONS[1]}'" in \
+        capsys.readouterr().out
+    swapped = _copy(out, tmp_path / "b")  # another evaluation's evidence in its place
+    shutil.rmtree(swapped / EVALUATIONS[1])
+    shutil.copytree(out / EVALUATIONS[2], swapped / EVALUATIONS[1])
+    assert main([*base, str(swapped)]) == 1
+    printed = capsys.readouterr().out
+    assert "WRONG_FOLDER" in printed and "DUPLICATE_SCORECARD" in printed
+    linked = _copy(out, tmp_path / "c")  # a symlink to evidence elsewhere
+    shutil.rmtree(linked / EVALUATIONS[1])
+    (linked / EVALUATIONS[1]).symlink_to(out / EVALUATIONS[1], target_is_directory=True)
+    assert main([*base, str(linked), *expect]) == 1
+    printed = capsys.readouterr().out
+    assert "SYMLINK" in printed and "MISSING_EVALUATION" in printed
+    assert main([*base, str(out), "--expect", "nobody", *expect]) == 1
+    assert "MISSING_EVALUATION: no verified scorecard of 'nobody'" in capsys.readouterr().out
+    assert main([*base, str(out), "--expect", EVALUATIONS[0]]) == 1
+    assert "UNEXPECTED_EVALUATION" in capsys.readouterr().out

@@ -45,6 +45,7 @@ class Verified:
     absent: tuple[str, ...] = ()     # projections the statement names, not beside it
     unsigned: tuple[str, ...] = ()   # files beside the scorecard that no signature covers
     signer: str = ""                 # keyid (hex SHA-256 of the raw public key) that verified
+    evaluation: str = ""             # the Evaluation the signed scorecard names
 
 
 def _canonical(data: bytes) -> dict[str, Any]:
@@ -179,9 +180,11 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     covered = set(subjects) | SIGNATURE_FILES | {path.name}
     unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                       if p.name not in covered)
+    named = card.get("evaluation")
     return Verified(digest, str(card.get("decision")), trusted is not None,
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
-                    hashlib.sha256(signing.raw_public(key)).hexdigest())
+                    hashlib.sha256(signing.raw_public(key)).hexdigest(),
+                    str(named.get("name", "")) if isinstance(named, dict) else "")
 
 
 @dataclass(frozen=True)
@@ -194,8 +197,9 @@ class Found:
 
 
 def _scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
-    """Every ``scorecard.json`` under ``folder``, parents first, and the subfolders that
-    could not be listed (whatever lies in them was not checked, so they fail)."""
+    """Every ``scorecard.json`` under ``folder``, parents first; the subfolders that could
+    not be listed and every symlink (whatever lies there was not checked here, so it
+    fails)."""
     refused: list[Found] = []
 
     def unlistable(exc: OSError) -> None:
@@ -206,14 +210,58 @@ def _scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
     paths: list[Path] = []
     for root, dirs, files in os.walk(folder, onerror=unlistable):
         dirs.sort()
-        if "scorecard.json" in files:
+        for name in [*dirs, *files]:
+            if (Path(root) / name).is_symlink():
+                refused.append(Found(Path(root) / name, error=VerifyError(
+                    f"{Path(root) / name} is a symlink: evidence elsewhere is not this "
+                    "folder's, so it is not checked", "SYMLINK")))
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
+        if "scorecard.json" in files and not (Path(root) / "scorecard.json").is_symlink():
             paths.append(Path(root) / "scorecard.json")
     return paths, refused
 
 
-def verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> list[Found]:
-    """Verify every scorecard.json under ``folder`` (at any depth), each with the same key;
-    a folder holding none is a usage error (NO_SCORECARD)."""
+def _bad(found: Found, code: str, message: str) -> Found:
+    return Found(found.path, error=VerifyError(message, code))
+
+
+def _placed(folder: Path, found: list[Found], expect: list[str]) -> list[Found]:
+    """Each scorecard where a run put it, once: in ``folder`` itself or in the subfolder
+    named after its evaluation; no digest twice; with ``expect``, exactly those
+    evaluations (a removed or an added one is a failure, not a shorter list)."""
+    seen: dict[str, int] = {}
+    for one in found:
+        if one.verified is not None:
+            seen[one.verified.scorecard_sha256] = seen.get(one.verified.scorecard_sha256, 0) + 1
+    out = []
+    for one in found:
+        v = one.verified
+        if v is None:
+            out.append(one)
+        elif one.path.parent != folder and one.path.parent.name != v.evaluation:
+            out.append(_bad(one, "WRONG_FOLDER", f"the scorecard of '{v.evaluation}' is in "
+                            f"the folder of '{one.path.parent.name}'"))
+        elif seen[v.scorecard_sha256] > 1:
+            out.append(_bad(one, "DUPLICATE_SCORECARD", "the same scorecard is in more than "
+                            "one place under this folder"))
+        elif expect and v.evaluation not in expect:
+            out.append(_bad(one, "UNEXPECTED_EVALUATION", f"'{v.evaluation}' is not one of "
+                            "the evaluations --expect names"))
+        else:
+            out.append(one)
+    names = [f.verified.evaluation for f in out if f.verified is not None]
+    for name in expect:
+        if name not in names:
+            out.append(Found(folder / name, error=VerifyError(
+                f"no verified scorecard of '{name}' under {folder}", "MISSING_EVALUATION")))
+    return out
+
+
+def verify_folder(folder: Path, trusted: Ed25519PublicKey | None,
+                  expect: list[str] | None = None) -> list[Found]:
+    """Verify every scorecard.json under ``folder`` (at any depth), each with the same key,
+    each where a run puts it, and with ``expect`` exactly the evaluations named; a folder
+    holding none is a usage error (NO_SCORECARD)."""
     paths, refused = _scorecards(folder)
     if not paths and not refused:
         raise UsageError(f"{folder}: no scorecard.json under this folder (give a scorecard, "
@@ -224,4 +272,4 @@ def verify_folder(folder: Path, trusted: Ed25519PublicKey | None) -> list[Found]
             found.append(Found(path, verified=verify(path, trusted)))
         except EngineError as exc:  # e.g. a malformed signer.pub.pem: this scorecard fails
             found.append(Found(path, error=exc))
-    return sorted(found, key=lambda f: f.path.parts)
+    return sorted(_placed(folder, found, expect or []), key=lambda f: f.path.parts)
