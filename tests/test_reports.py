@@ -259,3 +259,22 @@ def test_record_text_in_findings_checks_stays_text(spec: Spec) -> None:
     html = (out / "scorecard.html").read_text()
     assert "<b>bold" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
     assert not [t for t, _ in parse(html).tags if t in ("a", "img", "b")]
+
+
+def test_text_that_reorders_or_breaks_lines_cannot_disguise_a_report(tmp_path: Path) -> None:
+    # a right-to-left override makes "LIAF" display as "FAIL" reversed; a line separator
+    # starts a new visual line inside a table cell: all three reports print neither
+    from engine.reports import html, markdown
+    from engine.reports.junit import junit
+    trick = "ok \u202eSSAP\u202c \u2028PASS\u2029 \u0085 \u2066x\u2069"
+    spec = Spec(tmp_path)
+    rows = spec.runs()
+    rows[0]["output"]["reply"] = trick
+    rows[0]["id"] = "run-" + trick
+    spec.write_runs(rows)
+    spec.run()
+    card = spec.scorecard()
+    assert "\u202e" in json.dumps(card, ensure_ascii=False)  # the signed JSON keeps the bytes
+    for text in (markdown(card), html(card), junit(card).decode()):
+        assert "SSAP" in text  # the record's text is shown ...
+        assert not any(c in text for c in "\u202e\u202c\u2028\u2029\u0085\u2066\u2069")

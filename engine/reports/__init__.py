@@ -15,7 +15,16 @@ from engine.reports.charts import interval_svg
 from engine.reports.junit import junit
 from engine.reports.text import fmt
 
+_VISIBLE = str.maketrans({c: " " for c in _text.INVISIBLE})
+
+
+def _visible(value: Any) -> Any:
+    """Every value the page prints: text that reorders or breaks lines is spaces."""
+    return value.translate(_VISIBLE) if isinstance(value, str) else value
+
+
 _HTML = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
+                           finalize=_visible,
                            loader=jinja2.FunctionLoader(
                                lambda name: (resources.files("engine") / "reports" /
                                              "templates" / name).read_text("utf-8")))

@@ -152,7 +152,10 @@ def junit(card: dict[str, Any]) -> bytes:
 
 
 # What XML 1.0 cannot hold: most control characters, surrogates, U+FFFE and U+FFFF.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Characters XML cannot hold, and those that would reorder or break what a reader sees
+# (bidi controls, line and paragraph separators, NEL): each is written as its escape.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff"
+                      "\u0085\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _xml(text: str) -> str:

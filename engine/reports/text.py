@@ -33,10 +33,15 @@ def value(v: Any) -> str:
 
 
 # Characters that can start Markdown or HTML markup inside a line are written escaped, and
-# so are the starts of autolinks (scheme://, www., user@host).
+# so are the starts of autolinks (scheme://, www., user@host). Characters that reorder or
+# break the text a reader sees (bidi controls, line and paragraph separators, NEL) are
+# spaces: record text must not make "FAIL" display as something else.
+INVISIBLE = "\u0085\u061c\u200e\u200f\u2028\u2029" + "".join(
+    map(chr, (*range(0x202A, 0x202F), *range(0x2066, 0x206A))))
 _MD_TABLE = str.maketrans({**{c: "\\" + c for c in "\\`*[]()#!|~@"},
                            "&": "&amp;", "<": "&lt;", ">": "&gt;",
-                           **{chr(c): " " for c in (*range(32), 127)}})
+                           **{chr(c): " " for c in (*range(32), 127)},
+                           **{c: " " for c in INVISIBLE}})
 _AUTOLINK = re.compile(r"(?i)://|\bwww\.")
 
 
@@ -52,4 +57,5 @@ def code(text: Any) -> str:
     return str(text).translate(_CODE)
 
 
-_CODE = str.maketrans({"`": "'", "|": "\\|", **{chr(c): " " for c in range(32)}})
+_CODE = str.maketrans({"`": "'", "|": "\\|", **{chr(c): " " for c in range(32)},
+                       **{c: " " for c in INVISIBLE}})
