@@ -45,6 +45,16 @@ def blocks(page: Path) -> list[tuple[int, str, str]]:
     return out
 
 
+def run_block(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """One block as a reader would type it: bash, stopping at the first failing command,
+    with this interpreter's ``engine`` first on PATH and no SPECGATE_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT)  # `python -m bench...` as from the repository root
+    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
 def _id(page: Path) -> str:
     return str(page.relative_to(ROOT))
 
@@ -55,16 +65,12 @@ def test_every_shell_block_of_the_page_runs_as_written(page: Path, tmp_path: Pat
     work.mkdir()
     shutil.copytree(ROOT / "specs", work / "specs")
     shutil.copytree(ROOT / "docs" / "examples", work / "docs" / "examples")  # files docs name
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT)  # `python -m bench...` as from the repository root
     for line, note, script in blocks(page):
         found = NOTE.match(note)
         if found and (found.group(3) or found.group(4)):
             continue  # covered elsewhere (checked below) or not run (reason given)
         want = int(found.group(2)) if found and found.group(2) else 0
-        done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=work,
-                              env=env, capture_output=True, text=True, timeout=600)
+        done = run_block(script, work)
         assert done.returncode == want, \
             f"{_id(page)}:{line}: exit {done.returncode}, want {want}\n{script}\n" \
             f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
@@ -87,11 +93,8 @@ def test_the_runner_sees_a_failing_block(tmp_path: Path) -> None:
                     "<!-- doc-test: exits 2 -->\n```sh\nengine run nowhere/\n```\n")
     found = blocks(page)
     assert [(line, bool(note)) for line, note, _ in found] == [(2, False), (6, True)]
-    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + found[0][2]],
-                          cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}"
-                               f"{os.pathsep}{os.environ['PATH']}"})
-    assert done.returncode == 2  # a wrong command in a doc would fail the page's test
+    assert run_block(found[0][2], tmp_path).returncode == 2  # a wrong command fails
+    assert run_block("engine validate nowhere/ || true\nfalse", tmp_path).returncode == 1
 
 
 def test_the_pages_name_only_inspection_types_that_exist() -> None:
