@@ -134,14 +134,25 @@ class Detector:
         return sorted(hits.values(), key=lambda h: (h.start, h.entity))
 
     @cached_property
-    def anything(self) -> re.Pattern[str]:
-        """One pattern matching wherever any entity's pattern could: a text it does not
-        match holds nothing to mask (ids and short messages are mostly such texts)."""
-        return re.compile("|".join(f"(?:{e.pattern.pattern})" for e in self.entities))
+    def anything(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        """Two patterns that together say whether ``find`` could find anything: one matching
+        wherever an entity without context words could match, one matching wherever any
+        context word is (an entity with context words finds nothing in a text without
+        one). Ids and short messages mostly match neither and are passed over at once."""
+        def either(patterns: list[str]) -> re.Pattern[str] | None:
+            return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        return (either([e.pattern.pattern for e in self.entities if e.context is None]),
+                either([e.context.pattern for e in self.entities if e.context is not None]))
+
+    def clean(self, text: str) -> bool:
+        """True when ``find(text)`` is sure to find nothing."""
+        free, context = self.anything
+        return not (free is not None and free.search(text)) and not (
+            context is not None and context.search(text.replace("\u2019", "'").lower()))
 
     def mask(self, text: str, hits: list[Hit] | None = None) -> str:
         """``text`` with every occurrence of every detected value replaced by ``[REDACTED]``."""
-        if hits is None and not self.anything.search(text):
+        if hits is None and self.clean(text):
             return text
         remember = hits is None and len(text) <= MASK_CACHED_CHARS
         if remember:
