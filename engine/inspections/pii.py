@@ -24,6 +24,7 @@ from engine.inspections._base import (
     params_schema,
     select,
 )
+from engine.inspections._prefilter import either
 
 REDACTED = "[REDACTED]"
 _EDGE_BEFORE, _EDGE_AFTER = r"(?<![A-Za-z0-9])(?:", r")(?![A-Za-z0-9])"
@@ -77,6 +78,7 @@ class Entity:
     pattern: re.Pattern[str]
     context: re.Pattern[str] | None
     check: str | None
+    words: tuple[str, ...] = ()  # the context words, lower case
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class Hit:
 
 
 # short texts (messages) remembered, and how many before the memory starts over
-MASK_CACHE, MASK_CACHED_CHARS = 10_000, 256
+MASK_CACHE, MASK_CACHED_CHARS, CLEAN_CACHED_CHARS = 10_000, 256, 64
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class Detector:
     iban_lengths: Mapping[str, int]
     # masked texts by text: evidence repeats the same messages row after row
     masked: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # whether short texts (keys, cases, codes) hold nothing to mask, by text
+    cleaned: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def iban(self, text: str) -> bool:
         """Registered country length and ISO 7064 mod-97 remainder 1."""
@@ -134,21 +138,30 @@ class Detector:
         return sorted(hits.values(), key=lambda h: (h.start, h.entity))
 
     @cached_property
-    def anything(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-        """Two patterns that together say whether ``find`` could find anything: one matching
-        wherever an entity without context words could match, one matching wherever any
-        context word is (an entity with context words finds nothing in a text without
-        one). Ids and short messages mostly match neither and are passed over at once."""
-        def either(patterns: list[str]) -> re.Pattern[str] | None:
-            return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
-        return (either([e.pattern.pattern for e in self.entities if e.context is None]),
-                either([e.context.pattern for e in self.entities if e.context is not None]))
+    def anything(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None,
+                                tuple[str, ...]]:
+        """What tells at once that ``find`` would find nothing in a text: a pattern matching
+        wherever an entity without context words could match, a character class every such
+        match needs (None if unknown), and every context word (an entity with context words
+        finds nothing in a text that holds none of them)."""
+        free = [e.pattern for e in self.entities if e.context is None]
+        return (re.compile("|".join(f"(?:{p.pattern})" for p in free)) if free else None,
+                either(free), tuple(w for e in self.entities for w in e.words))
 
     def clean(self, text: str) -> bool:
         """True when ``find(text)`` is sure to find nothing."""
-        free, context = self.anything
-        return not (free is not None and free.search(text)) and not (
-            context is not None and context.search(text.replace("\u2019", "'").lower()))
+        known = self.cleaned.get(text)
+        if known is not None:
+            return known
+        free, need, words = self.anything
+        found = (free is not None and (need is None or need.search(text) is not None) and
+                 free.search(text) is not None) or (bool(words) and any(
+                     w in text.replace("\u2019", "'").lower() for w in words))
+        if len(text) <= CLEAN_CACHED_CHARS:
+            if len(self.cleaned) >= MASK_CACHE:
+                self.cleaned.clear()
+            self.cleaned[text] = not found
+        return not found
 
     def mask(self, text: str, hits: list[Hit] | None = None) -> str:
         """``text`` with every occurrence of every detected value replaced by ``[REDACTED]``."""
@@ -188,7 +201,7 @@ def build_detector(data: Any) -> Detector:
             if row.get("class") not in ("hard", "sanctioned"):
                 raise ValueError("class must be 'hard' or 'sanctioned'")
             entities.append(Entity(str(row["name"]), row["class"] == "hard", pattern, context,
-                                   check))
+                                   check, tuple(w.lower() for w in words or ())))
         except (KeyError, TypeError, re.error) as exc:
             raise ValueError(f"entities[{i}]: {exc}") from None
     lengths = data.get("iban_lengths", {})

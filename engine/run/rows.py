@@ -13,6 +13,7 @@ from engine.inspections._base import SelectorFailed, clip, search, truthy
 from engine.records import formats
 from engine.records.formats import INVALID, BadRecord, Record
 from engine.records.masking import evidence
+from engine.run.plan import compile_plan
 from engine.spec.evaluation import Evaluation, Inspection
 
 Row = dict[str, Any]
@@ -83,6 +84,7 @@ class _Runner:
         self.format = formats.named(source.format)
         self.line_based = self.format.line_based
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
+        self.plan = compile_plan(self.policy)
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
         mask = self.policy.mask
@@ -115,24 +117,27 @@ class _Runner:
             return False
         return True
 
+    def bad(self, item: BadRecord) -> None:
+        """A line that is not a usable record: a record problem (and an INVALID row)."""
+        if self.validator is not None:
+            self.tally.validation["", "INVALID"] += 1
+            self.tally.validation_rows.append({
+                "line": item.line, "id": None, "dimension": "", "class": "INVALID",
+                "messages": [{"level": "error", "code": item.code, "field": "",
+                              "message": evidence(item.message, self.policy.mask),
+                              "hint": ""}]})
+        self.problem(item.line, item.code, item.message)
+
     def record(self, item: Record | BadRecord) -> None:
         self.tally.records += 1
         if isinstance(item, BadRecord):
-            if self.validator is not None:
-                self.tally.validation["", "INVALID"] += 1
-                self.tally.validation_rows.append({"line": item.line, "id": None,
-                                                   "dimension": "", "class": "INVALID",
-                                                   "messages": [{"level": "error",
-                                                                 "code": item.code,
-                                                                 "field": "",
-                                                                 "message": evidence(item.message,
-                                                                                     self.policy.mask),
-                                                                 "hint": ""}]})
-            self.problem(item.line, item.code, item.message)
+            self.bad(item)
             return
         suite = self.evaluation.suite
-        if suite.derived:
-            self.tally.suite_rows.add(str(item.data.get("id", "")), self.format.part(item.data))
+        part = None
+        if suite.derived:  # what of the record is suite data: hashed, and governs controls
+            part = self.format.part(item.data)
+            self.tally.suite_rows.add(str(item.data.get("id", "")), part)
         if self.validator is not None and not self.validate(item):
             return
         try:  # a selector that cannot apply to this record makes it a record problem
@@ -141,8 +146,8 @@ class _Runner:
                 case_id = search(self.evaluation.unit_case, item.data)
                 unit = item.data if suite.derived else {**item.data, "case": suite.cases[case_id]}
                 unit_id = search(self.evaluation.unit_id, item.data)
-                control = self.policy.controls is not None and \
-                    truthy(search(self.policy.controls, self.governed(unit)))
+                control = self.policy.controls is not None and truthy(search(
+                    self.policy.controls, part if part is not None else {"case": unit["case"]}))
         except SelectorFailed as exc:
             found = exc.code, str(exc)
         if found is not None:
@@ -152,46 +157,59 @@ class _Runner:
         if refused is not None:
             self.problem(item.line, *refused, unit=unit_id)
             return
+        self.steps(item, unit, _Ids(self.evaluation, item, unit_id, str(case_id)), control)
+
+    def steps(self, item: Record, unit: dict[str, Any], ids: _Ids, control: bool) -> None:
+        """Every step of the plan that applies to this unit: a row each."""
         outcomes: dict[str, Outcome] = {}
-        for category in self.policy.categories.values():
-            for inspection_id in category.inspections:
-                inspection = self.policy.inspections[inspection_id]
-                if inspection_id not in outcomes:
-                    applies = _applies(inspection, unit)
-                    if applies is False or (self.collecting and
-                                            not inspection.primitive.asks_judge):
-                        continue
-                    outcomes[inspection_id] = applies if isinstance(applies, Outcome) else \
-                        inspect(inspection, unit, self.ctx, self.policy.inspections)
-                outcome = outcomes[inspection_id]
-                if outcome.record is not None and str(case_id) not in self.tally.unit_records:
-                    self.tally.unit_records[str(case_id)] = outcome.record
-                if outcome.status == SKIPPED and outcome.code == NOT_APPLICABLE:
-                    continue  # the inspection has nothing to say about this unit: no row
-                row = _row(self.evaluation, item, unit_id, str(case_id), category.name,
-                           inspection, outcome)
-                if control:
-                    self.control(row, outcome)
+        case = ids.case
+        for step in self.plan.steps(unit):
+            inspection = step.inspection
+            outcome = outcomes.get(inspection.id)
+            if outcome is None:
+                applies = _applies(inspection, unit) if step.guarded else True
+                if applies is False or (self.collecting and
+                                        not inspection.primitive.asks_judge):
                     continue
-                waiver = self.waiver(category.name, str(case_id), unit) \
-                    if outcome.status == FAIL and self.waivers else None
-                if waiver is not None:
-                    row["waived_by"] = waiver
-                    self.tally.waived[waiver] += 1
-                    self.tally.count_row(category.name, inspection_id, WAIVED)
-                    self.sink(row)
-                    continue
-                self.tally.count_row(category.name, inspection_id, outcome.status, outcome.code)
-                self.tally.count_case(category.name, str(case_id), outcome.status)
-                measure = inspection.primitive.measure
-                if measure and isinstance(outcome.observed, int | float) and \
-                        not isinstance(outcome.observed, bool):
-                    self.tally.measures.setdefault(category.name, (measure, []))[1].append(
-                        outcome.observed)
-                if outcome.status in (FAIL, ERROR, ABSTAIN):
-                    _findings.add(self.tally.findings, category.name, str(case_id), row,
-                                  _trace(self.evaluation, item))
-                self.sink(row)
+                outcome = outcomes[inspection.id] = applies if isinstance(applies, Outcome) \
+                    else inspect(inspection, unit, self.ctx, self.policy.inspections)
+            if outcome.record is not None and case not in self.tally.unit_records:
+                self.tally.unit_records[case] = outcome.record
+            if outcome.status == SKIPPED and outcome.code == NOT_APPLICABLE:
+                continue  # the inspection has nothing to say about this unit: no row
+            row = ids.row(step.category, inspection, outcome, self.policy.mask)
+            if control:
+                self.control(row, outcome)
+            elif outcome.status == FAIL and self.waivers and \
+                    self.waived(row, step.category, case, unit):
+                continue
+            else:
+                self.count(item, row, step.category, case, inspection, outcome)
+
+    def waived(self, row: Row, category: str, case: str, unit: dict[str, Any]) -> bool:
+        """Write a FAIL row an active waiver covers as waived; False if none does."""
+        waiver = self.waiver(category, case, unit)
+        if waiver is None:
+            return False
+        row["waived_by"] = waiver
+        self.tally.waived[waiver] += 1
+        self.tally.count_row(category, row["inspection"], WAIVED)
+        self.sink(row)
+        return True
+
+    def count(self, item: Record, row: Row, category: str, case: str,  # noqa: PLR0913
+              inspection: Inspection, outcome: Outcome) -> None:
+        """Count a scored row (and its finding, if it is one), then write it."""
+        tally = self.tally
+        tally.count_row(category, inspection.id, outcome.status, outcome.code)
+        tally.count_case(category, case, outcome.status)
+        measure = inspection.primitive.measure
+        if measure and isinstance(outcome.observed, int | float) and \
+                not isinstance(outcome.observed, bool):
+            tally.measures.setdefault(category, (measure, []))[1].append(outcome.observed)
+        if outcome.status in (FAIL, ERROR, ABSTAIN):
+            _findings.add(tally.findings, category, case, row, _trace(self.evaluation, item))
+        self.sink(row)
 
     def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
         """Why a unit may not be scored: its id was seen before, or its suite case already
@@ -297,22 +315,32 @@ def _trace(evaluation: Evaluation, item: Record) -> Any:
         return None
 
 
-def _row(evaluation: Evaluation, item: Record, unit_id: Any, case_id: str, category: str,
-         inspection: Inspection, outcome: Outcome) -> Row:
-    mask = evaluation.policy.mask  # ids and cases are the record's choice: masked too
-    row: Row = {
-        "unit": evidence(unit_id, mask) if isinstance(unit_id, str | int) and
-        not isinstance(unit_id, bool) else f"{evaluation.unit_input}:{item.line}",
-        "case": evidence(case_id, mask), "input": evaluation.unit_input, "line": item.line,
-        "category": category, "inspection": inspection.id, "type": inspection.type,
-        "status": outcome.status, "spec_path": inspection.spec_path,
-    }
-    if outcome.code:
-        row["code"] = outcome.code
-    if outcome.message:
-        row["message"] = evidence(outcome.message, mask)
-    if outcome.expected is not None:
-        row["expected"] = evidence(outcome.expected, mask)
-    if outcome.observed is not None:
-        row["observed"] = evidence(outcome.observed, mask)
-    return row
+class _Ids:
+    """What every row of one record repeats: its unit id and case as evidence (clipped and
+    masked once per record, not once per row), input and line."""
+
+    __slots__ = ("case", "fixed")
+
+    def __init__(self, evaluation: Evaluation, item: Record, unit_id: Any, case: str) -> None:
+        mask = evaluation.policy.mask  # ids and cases are the record's choice: masked too
+        self.case = case
+        self.fixed = {
+            "unit": evidence(unit_id, mask) if isinstance(unit_id, str | int) and
+            not isinstance(unit_id, bool) else f"{evaluation.unit_input}:{item.line}",
+            "case": evidence(case, mask), "input": evaluation.unit_input, "line": item.line}
+
+    def row(self, category: str, inspection: Inspection, outcome: Outcome,
+            mask: Any) -> Row:
+        """The row of one inspection's outcome on this record."""
+        row: Row = {**self.fixed, "category": category, "inspection": inspection.id,
+                    "type": inspection.type, "status": outcome.status,
+                    "spec_path": inspection.spec_path}
+        if outcome.code:
+            row["code"] = outcome.code
+        if outcome.message:
+            row["message"] = evidence(outcome.message, mask)
+        if outcome.expected is not None:
+            row["expected"] = evidence(outcome.expected, mask)
+        if outcome.observed is not None:
+            row["observed"] = evidence(outcome.observed, mask)
+        return row

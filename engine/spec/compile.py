@@ -43,6 +43,11 @@ class _Direct:
             data = data.get(key)
         return data
 
+    def equality(self) -> tuple[tuple[str, ...], str] | None:
+        """(field path, literal) for a comparison with a string literal, else None: the
+        per-record plan (engine/run/plan.py) turns such guards into one table lookup."""
+        return None if self.literal is _NO_LITERAL else (self.keys, self.literal)
+
     def search(self, data: Any) -> Any:
         """The value the expression selects (or the comparison's boolean)."""
         value = self._get(data)
