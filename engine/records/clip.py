@@ -21,7 +21,12 @@ def clip(value: Any) -> Any:
     characters of one string, MAX_ITEMS items of one list or object, MAX_DEPTH levels, and
     MAX_TOTAL characters in all (each item costs at least two); every cut says how much,
     and clipping clipped evidence again keeps those counts."""
-    return _Clip().walk(value, 0)
+    return value if fits(value) else _Clip().walk(value, 0)
+
+
+def fits(value: Any) -> bool:
+    """True only for a value ``clip`` keeps exactly as it is (then nothing is copied)."""
+    return _Fits().walk(value, 0)
 
 
 class _Clip:
@@ -85,3 +90,44 @@ def _more(marker: str) -> int | None:
     """How many items an earlier clip's marker says it left out, or None."""
     found = _MORE.fullmatch(marker) if marker.endswith(("more items]", "more keys]")) else None
     return int(found.group(1)) if found else None
+
+
+class _Fits:
+    """Whether ``clip`` keeps a value exactly as it is: the same accounting, checking where
+    clip would cut. It answers False whenever in doubt (then the value is clipped), so True
+    is only ever said of a value clip returns unchanged (tests/test_clip_fast.py)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_TOTAL
+
+    def text(self, s: str) -> bool:
+        if len(s) > MAX_EVIDENCE or len(s) > self.left:
+            return False
+        self.left -= len(s) + 2
+        return True
+
+    def walk(self, v: Any, depth: int) -> bool:  # noqa: PLR0911 - one test per kind
+        kind = type(v)
+        if kind is str:
+            return self.text(v)
+        if kind is list:
+            self.left -= 2
+            if depth >= MAX_DEPTH or len(v) > MAX_ITEMS or (
+                    v and isinstance(v[-1], str) and v[-1].endswith(_MARKED)):
+                return False
+            return all(self.left > 0 and self.walk(item, depth + 1) for item in v)
+        if kind is dict:
+            self.left -= 2
+            if depth >= MAX_DEPTH or len(v) > MAX_ITEMS or "..." in v:
+                return False
+            return all(self.left > 0 and type(key) is str and self.text(key) and
+                       self.walk(item, depth + 1) for key, item in v.items())
+        if isinstance(v, str | list | dict):
+            return False  # a subclass: the careful path
+        self.left -= 8
+        return True
+
+
+_MARKED = ("more items]", "more keys]")  # what an earlier clip's marker ends with

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.inspections.pii import REDACTED, Detector
-from engine.records.clip import MAX_DEPTH, MAX_EVIDENCE, MAX_ITEMS, MAX_TOTAL, clip
+from engine.records.clip import MAX_EVIDENCE, clip, fits
 
 # Inspection types whose matches are sensitive -> the parameter that finds them. Other
 # types look for content the policy itself names (not_contains, refusal words, tool
@@ -63,52 +63,13 @@ def evidence(value: Any, mask: Masker | None) -> Any:
     """A value as a row may hold it: clipped, then masked."""
     if isinstance(value, str) and len(value) <= MAX_EVIDENCE:  # most ids and messages
         return value if mask is None else mask.text(value)
-    if not _Fits().walk(value, 0):
+    if not fits(value):
         value = clip(value)
     elif mask is not None:  # clip would keep it as it is: mask it, copying only what changes
         return _masked_copy(value, mask.text)
     return value if mask is None else _masked(value, mask)
 
 
-class _Fits:
-    """Whether ``clip`` keeps a value exactly as it is: the same accounting, checking where
-    clip would cut. It answers False whenever in doubt (then the value is clipped), so True
-    is only ever said of a value clip returns unchanged (tests/test_masking_fast.py)."""
-
-    __slots__ = ("left",)
-
-    def __init__(self) -> None:
-        self.left = MAX_TOTAL
-
-    def text(self, s: str) -> bool:
-        if len(s) > MAX_EVIDENCE or len(s) > self.left:
-            return False
-        self.left -= len(s) + 2
-        return True
-
-    def walk(self, v: Any, depth: int) -> bool:  # noqa: PLR0911 - one test per kind
-        kind = type(v)
-        if kind is str:
-            return self.text(v)
-        if kind is list:
-            self.left -= 2
-            if depth >= MAX_DEPTH or len(v) > MAX_ITEMS or (
-                    v and isinstance(v[-1], str) and v[-1].endswith(_MARKED)):
-                return False
-            return all(self.left > 0 and self.walk(item, depth + 1) for item in v)
-        if kind is dict:
-            self.left -= 2
-            if depth >= MAX_DEPTH or len(v) > MAX_ITEMS or "..." in v:
-                return False
-            return all(self.left > 0 and type(key) is str and self.text(key) and
-                       self.walk(item, depth + 1) for key, item in v.items())
-        if isinstance(v, str | list | dict):
-            return False  # a subclass: the careful path
-        self.left -= 8
-        return True
-
-
-_MARKED = ("more items]", "more keys]")  # what an earlier clip's marker ends with
 
 
 def _masked_copy(value: Any, text: Any) -> Any:
