@@ -237,3 +237,46 @@ def test_release_gate_plan_is_a_table_and_other_guards_are_kept() -> None:
     assert plan.steps({"dimension": 3}) == plan.steps({"dimension": "PII"}) == ()
     mixed = compile_plan(_guarded(_policy(), cost="x == 'pii'"))
     assert mixed.table is None and len(mixed.steps({"dimension": "pii"})) == 9
+
+
+_json_scalars = st.none() | st.booleans() | st.integers(-1, 1) | st.floats(allow_nan=False) | \
+    st.text(max_size=2) | st.lists(st.integers(), max_size=1) | \
+    st.dictionaries(st.text(max_size=1), st.integers(), max_size=1)
+
+
+@PROFILE
+@given(st.dictionaries(st.sampled_from(["case_id", "id", "x"]), _json_scalars) | _json_scalars)
+def test_either_selector_is_jmespath(data: Any) -> None:
+    compiled = jmespath.compile("case_id || id")
+    fast = _direct(compiled)
+    assert type(fast).__name__ == "_Either"
+    got, want = fast.search(data), compiled.search(data)
+    assert got == want and type(got) is type(want)
+
+
+_numbers = st.one_of(
+    st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["9007199254740991", "9007199254740992", "-9007199254740992", "1e308",
+                     "1e309", "-1E+400", "123456789012345.5", "1234567890123456.0", "1e-400",
+                     "NaN", "Infinity", "0.1e99", "1" * 320 + ".0"]))
+
+
+@PROFILE
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _numbers), max_size=5))
+def test_record_lines_read_the_same_with_and_without_number_hooks(members: list[Any]) -> None:
+    from engine.records import formats, strict_json
+    body = ",".join(f'"{k}":{v if isinstance(v, str) else repr(v)}' for k, v in members)
+    raw = ("{" + body + "}").replace("inf", "1e999").encode()
+    fast = formats.parse_line(raw, 2)
+
+    def slow(raw: bytes) -> Any:
+        return strict_json.RECORD_DECODER
+    original = strict_json.record_decoder
+    formats.record_decoder = slow  # type: ignore[assignment]
+    try:
+        careful = formats.parse_line(raw, 2)
+    finally:
+        formats.record_decoder = original  # type: ignore[assignment]
+    assert fast == careful
+    if isinstance(fast, formats.Record):
+        assert [type(v) for v in fast.data.values()] == [type(v) for v in careful.data.values()]

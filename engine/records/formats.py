@@ -13,9 +13,10 @@ from engine.records.clip import clip
 from engine.records.strict_json import (
     DEEP,
     ESCAPED_SURROGATE,
-    RECORD_DECODER,
+    MAX_DEPTH,
     JsonError,
     has_lone_surrogate,
+    record_decoder,
     too_deep,
 )
 
@@ -46,8 +47,9 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     except UnicodeDecodeError as exc:
         return BadRecord(line, "NOT_UTF8", f"not UTF-8 (byte {exc.start})")
     try:
-        data, end = RECORD_DECODER.raw_decode(text.strip())
-        if end != len(text.strip()):
+        text = text.strip()
+        data, end = record_decoder(raw).raw_decode(text)
+        if end != len(text):
             raise JsonError("INVALID_JSON", "extra data after the JSON value")
     except JsonError as exc:
         return BadRecord(line, exc.code, str(exc))
@@ -57,7 +59,8 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
         return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
     if not isinstance(data, dict):
         return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
-    if too_deep(data):
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
+        # a value nests at most as deep as the line has opening brackets
         return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
     if ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
         return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")

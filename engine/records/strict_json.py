@@ -57,15 +57,22 @@ class Dialect:
     constant: Callable[[str], Any]  # NaN, Infinity, -Infinity: always refused
     duplicate: Callable[[str], JsonError]  # a member name that appears twice
 
-    def decoder(self) -> json.JSONDecoder:
-        """A stdlib decoder applying these rules (built once per dialect)."""
+    def decoder(self, numbers: bool = True) -> json.JSONDecoder:
+        """A stdlib decoder applying these rules (built once per dialect). ``numbers=False``
+        leaves number tokens to the C scanner: only for texts where no token can break the
+        dialect's number rules (see ``plain_numbers``)."""
         def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for key, value in items:
-                if key in out:
+            out = dict(items)
+            if len(out) == len(items):
+                return out
+            seen: set[str] = set()
+            for key, _ in items:  # the first name that appears twice, as written
+                if key in seen:
                     raise self.duplicate(key)
-                out[key] = value
-            return out
+                seen.add(key)
+            raise AssertionError("unreachable: a shorter dict has a repeated name")
+        if not numbers:
+            return json.JSONDecoder(parse_constant=self.constant, object_pairs_hook=pairs)
         return json.JSONDecoder(parse_int=self.parse_int, parse_float=self.parse_float,
                                 parse_constant=self.constant, object_pairs_hook=pairs)
 
@@ -128,6 +135,16 @@ LEXICAL = Dialect("lexical", _lexical_int, _lexical_float, _lexical_constant,
                   _lexical_duplicate)
 RECORD_DECODER, JCS_DECODER, LEXICAL_DECODER = (RECORD.decoder(), JCS.decoder(),
                                                 LEXICAL.decoder())
+# A line with no run of 16 digits and no three-digit exponent holds no integer beyond
+# 2**53-1 (16 digits) and no number that overflows a double: there the C scanner reads every
+# number exactly as the RECORD dialect would, without a Python call per number.
+_LONG_NUMBER = re.compile(rb"\d{16}|[eE][+-]?\d{3}")
+_RECORD_PLAIN = RECORD.decoder(numbers=False)
+
+
+def record_decoder(raw: bytes) -> json.JSONDecoder:
+    """The RECORD decoder for one line: the one without number hooks where it is exact."""
+    return RECORD_DECODER if _LONG_NUMBER.search(raw) else _RECORD_PLAIN
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 

@@ -95,11 +95,32 @@ def _direct_tree(compiled: Any, tree: dict[str, Any]) -> _Direct | None:
     return None
 
 
+class _Either:
+    """``a || b`` of two field paths: a if JMESPath counts it true, else b (``case_id ||
+    id``, the release gate's case selector), without the tree walker."""
+
+    def __init__(self, compiled: Any, first: _Direct, second: _Direct) -> None:
+        self.compiled, self.first, self.second = compiled, first, second
+        self.expression = compiled.expression
+
+    def search(self, data: Any) -> Any:
+        """The first value unless JMESPath counts it false, then the second."""
+        value = self.first.search(data)
+        if value == "" or value == [] or value == {} or value is None or value is False:
+            return self.second.search(data)
+        return value
+
+
 def _direct(compiled: Any) -> Any:
     tree = compiled.parsed
     found = _direct_tree(compiled, tree)
     if found is not None:
         return found
+    if tree.get("type") == "or_expression":
+        first, second = (_direct_tree(compiled, child) for child in tree["children"])
+        if first is not None and second is not None and first.equality() is None and \
+                second.equality() is None:
+            return _Either(compiled, first, second)
     if tree.get("type") == "and_expression":
         guard = _direct_tree(compiled, tree["children"][0])
         if guard is not None and guard.literal is not _NO_LITERAL:
