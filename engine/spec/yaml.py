@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -127,8 +128,10 @@ def json_path(path: Path) -> str:
     return out
 
 
+@lru_cache(maxsize=32)  # a policy's data file is read for its table and for its digest
 def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
-    """Parse one YAML document; return it, or None with the problems found."""
+    """Parse one YAML document; return it, or None with the problems found (the same
+    objects for the same text and name: callers read them, never change them)."""
     fast = _parse_fast(text, file)
     return (fast, []) if fast is not None else _parse(text, file)
 
