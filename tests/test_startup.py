@@ -61,3 +61,12 @@ def test_the_shipped_runs_never_import_the_http_client(tmp_path: Path) -> None:
 def test_the_judge_names_still_resolve() -> None:
     code = "from engine.judge import Client, call, open_client\nassert callable(call)"
     assert modules_after(code) == {"httpx": True, "asyncio": True}
+
+
+def test_the_start_up_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import startup
+
+    assert startup.main(["--runs", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["import", "1k-row", "engine"]
+    assert all("wall median" in line and "cpu median" in line for line in lines)
