@@ -33,7 +33,8 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "SELF_TEST", "MISSING", "NOT_INCLUDED", "NOT_MET", "LABELED", "UNLABELED",
              "INVALID", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SPECGATE_CACHE_KEY",
              "SPECGATE_SIGNING_KEY", "RAY_ADDRESS", "XDG_CONFIG_HOME", "EMAIL_ADDRESS",
-             "CORPUS"}
+             "CORPUS",
+             "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS"}  # engine.judge's lazily resolved names
 
 
 CODES = table()

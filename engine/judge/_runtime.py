@@ -9,7 +9,6 @@ where it came from, so a rerun from the cache or a replay reproduces the scoreca
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import statistics
@@ -17,21 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.canonical import canonical, digest
 from engine.judge._cache import Cache, key_path, load_key
 from engine.judge._replay import load as load_replay
 from engine.judge._rubrics import Rubric, repair_prompt
-from engine.judge._transport import (
-    CallFailed,
-    Client,
-    Endpoint,
-    Reply,
-    call,
-    check_key,
-    open_client,
-)
+
+if TYPE_CHECKING:  # the HTTP client (httpx, asyncio) is imported only by a run that calls
+    from engine.judge._transport import Client, Endpoint, Reply
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
 DEFAULT_KEYS = {"openai-compatible": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -181,6 +174,8 @@ class Runtime:
                     self.config, req, None, "no recorded judgement for this prompt", 0)
                 self.stats["replayed"] += rec is not None
             elif self.config.provider == "mock":
+                from engine.judge._transport import Reply
+
                 reply = Reply(_mock_verdict(req.rubric), {}, 0, 1)
                 self.answers[req.key] = record(self.config, req, reply, "", 1)
             else:
@@ -196,6 +191,10 @@ class Runtime:
                 still.append(req)
         self.stats["cache_rejected"] = cache.rejected if cache else 0
         if still:
+            import asyncio
+
+            from engine.judge._transport import check_key
+
             check_key(self.config.api_key_env)  # before any request: a coded refusal
             asyncio.run(self._call_all(still, cache))
         self.stats["errors"] = sum(1 for a in self.answers.values() if a["verdict"] is None)
@@ -207,6 +206,10 @@ class Runtime:
         return Cache(self.config.cache, load_key(key_path(), self.config.cache))
 
     async def _call_all(self, pending: list[Request], cache: Cache | None) -> None:
+        import asyncio
+
+        from engine.judge._transport import Endpoint, open_client
+
         endpoint = Endpoint(self.config.provider, self.config.base_url,
                             self.config.api_key_env, self.config.timeout_s,
                             self.config.retries, self.config.backoff_s,
@@ -229,6 +232,8 @@ class Runtime:
 
     async def _call(self, client: Client, endpoint: Endpoint,
                     req: Request) -> dict[str, Any]:
+        from engine.judge._transport import CallFailed, call
+
         self.stats["calls"] += 1
         try:
             reply = await call(client, endpoint, req.model, req.prompt, self.config.params)

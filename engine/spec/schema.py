@@ -39,12 +39,12 @@ def is_date(text: str) -> bool:
         _FORMATS.conforms(text, "date")
 
 
+# The engine's own schemas and the primitives' parameter schemas ship with the code: their
+# check against the meta-schema is a test (tests/test_startup.py), not a cost of every run.
 @cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
-    """A validator for one of the engine's schemas, checked against the meta-schema once."""
-    schema = load_schema(name)
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+    """A validator for one of the engine's schemas, built once per process."""
+    return jsonschema.Draft202012Validator(load_schema(name), format_checker=_FORMATS)
 
 
 def _words(types: Any) -> str:
@@ -170,6 +170,5 @@ def validator_for(schema: Mapping[str, Any]) -> jsonschema.Draft202012Validator:
     """A validator for a primitive's parameter schema, built once per schema."""
     built = _BUILT.get(id(schema))
     if built is None:
-        jsonschema.Draft202012Validator.check_schema(schema)
         built = _BUILT[id(schema)] = jsonschema.Draft202012Validator(schema)
     return built

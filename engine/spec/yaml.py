@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -22,8 +23,11 @@ MAX_NODES = 200_000
 Path = tuple[str | int, ...]
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader without timestamps that refuses aliases and anchors while composing."""
+class _Composing(yaml.composer.Composer):
+    """The composer both loaders share: it refuses aliases and anchors and bounds size."""
+
+    check_event: Any  # given by the parser each loader is made with
+    peek_event: Any
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102
         if self.check_event(yaml.AliasEvent):
@@ -46,10 +50,40 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
-_Loader.yaml_implicit_resolvers = {
+_RESOLVERS = {
     key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+class _Loader(_Composing, yaml.SafeLoader):
+    """SafeLoader without timestamps that refuses aliases and anchors while composing: the
+    reference reader, whose problems and places every spec error is reported with."""
+
+    yaml_implicit_resolvers = _RESOLVERS
+
+
+_CParser: Any = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+if _CParser is not None:
+    class _FastLoader(_CParser, _Composing, yaml.constructor.SafeConstructor,
+                      yaml.resolver.Resolver):
+        """libyaml's scanner and parser (C) under the same composer, constructor and
+        resolvers: the same nodes and places as ``_Loader``, about ten times sooner."""
+
+        yaml_implicit_resolvers = _RESOLVERS
+        get_single_node = _Composing.get_single_node  # ours, not CParser's: it checks
+
+        def __init__(self, text: str) -> None:
+            _CParser.__init__(self, text)
+            _Composing.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+        def compose_scalar_node(self, anchor: Any) -> Any:  # noqa: D102
+            node = super().compose_scalar_node(anchor)
+            if node.value == "" and not node.style:  # an empty value: libyaml may place it
+                raise _Refused("", "", node.start_mark)  # elsewhere ({a: , b}): doubt
+            return node
 
 
 class _Refused(Exception):
@@ -94,8 +128,35 @@ def json_path(path: Path) -> str:
     return out
 
 
+@lru_cache(maxsize=32)  # a policy's data file is read for its table and for its digest
 def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
-    """Parse one YAML document; return it, or None with the problems found."""
+    """Parse one YAML document; return it, or None with the problems found (the same
+    objects for the same text and name: callers read them, never change them)."""
+    fast = _parse_fast(text, file)
+    return (fast, []) if fast is not None else _parse(text, file)
+
+
+def _parse_fast(text: str, file: str) -> Document | None:
+    """The document read with libyaml when it reads without any problem; None whenever
+    anything is refused or in doubt, so that ``_parse`` finds and words every problem."""
+    if _CParser is None or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        return None
+    loader = _FastLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        doc, problems = Document(file, None), list[Problem]()
+        doc.data = _build(node, (), doc, loader, problems)
+    except Exception:  # noqa: BLE001 - any surprise: the reference reader decides
+        return None
+    finally:
+        loader.dispose()
+    return None if problems else doc
+
+
+def _parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
+    """Parse with the reference (pure Python) reader, wording every problem."""
     try:
         loader = _Loader(text)  # the reader refuses control characters here, before parsing
     except yaml.reader.ReaderError as exc:
@@ -161,7 +222,7 @@ def _lone_surrogate(text: str) -> bool:
     return False
 
 
-def _scalar(node: Any, path: Path, doc: Document, loader: _Loader,
+def _scalar(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeConstructor,
             problems: list[Problem]) -> Any:
     try:
         value = loader.construct_object(node, deep=True)
@@ -173,7 +234,7 @@ def _scalar(node: Any, path: Path, doc: Document, loader: _Loader,
     return value
 
 
-def _build(node: Any, path: Path, doc: Document, loader: _Loader,
+def _build(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeConstructor,
            problems: list[Problem]) -> Any:
     doc.places[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     plain = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}

@@ -31,10 +31,10 @@ def shown(path: Path) -> str:
 
 @cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
-    """The validator of one of the package's YAML files, by its stem."""
+    """The validator of one of the package's YAML files, by its stem (the schemas ship with
+    the code: tests/test_startup.py checks them against the meta-schema)."""
     folder = resources.files("engine.protocols.discovery") / "schemas"
     schema = json.loads((folder / f"{name}.schema.json").read_text("utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
 
