@@ -155,8 +155,8 @@ class Detector:
             return known
         free, need, words = self.anything
         found = (free is not None and (need is None or need.search(text) is not None) and
-                 free.search(text) is not None) or (bool(words) and any(
-                     w in text.replace("\u2019", "'").lower() for w in words))
+                 free.search(text) is not None) or (bool(words) and _any_in(
+                     words, text.replace("\u2019", "'").lower()))
         if len(text) <= CLEAN_CACHED_CHARS:
             if len(self.cleaned) >= MASK_CACHE:
                 self.cleaned.clear()
@@ -181,6 +181,10 @@ class Detector:
         if remember:
             self.masked[text] = out
         return out
+
+
+def _any_in(words: tuple[str, ...], text: str) -> bool:
+    return any(w in text for w in words)
 
 
 def build_detector(data: Any) -> Detector:

@@ -135,16 +135,21 @@ LEXICAL = Dialect("lexical", _lexical_int, _lexical_float, _lexical_constant,
                   _lexical_duplicate)
 RECORD_DECODER, JCS_DECODER, LEXICAL_DECODER = (RECORD.decoder(), JCS.decoder(),
                                                 LEXICAL.decoder())
-# A line with no run of 16 digits and no three-digit exponent holds no integer beyond
-# 2**53-1 (16 digits) and no number that overflows a double: there the C scanner reads every
-# number exactly as the RECORD dialect would, without a Python call per number.
-_LONG_NUMBER = re.compile(rb"\d{16}|[eE][+-]?\d{3}")
+# A line with no run of 16 digits and no digit followed by a three-digit exponent holds no
+# integer beyond 2**53-1 (16 digits) and no number that overflows a double: there the C
+# scanner reads every number exactly as the RECORD dialect would, without a Python call per
+# number. The line is looked at through a table (digits -> 0, e/E -> e, signs -> +, all else
+# a space), where both are plain substring searches.
+_SHAPES = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord("e") if b in b"eE" else
+                ord("+") if b in b"+-" else ord(" ") for b in range(256))
+_LONG_NUMBER = (b"0" * len(str(MAX_INT)), b"0e000", b"0e+000")
 _RECORD_PLAIN = RECORD.decoder(numbers=False)
 
 
 def record_decoder(raw: bytes) -> json.JSONDecoder:
     """The RECORD decoder for one line: the one without number hooks where it is exact."""
-    return RECORD_DECODER if _LONG_NUMBER.search(raw) else _RECORD_PLAIN
+    shapes = raw.translate(_SHAPES)
+    return RECORD_DECODER if any(s in shapes for s in _LONG_NUMBER) else _RECORD_PLAIN
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
