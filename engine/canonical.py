@@ -44,6 +44,13 @@ def _plain(value: Any) -> bool:
     return False  # anything else takes the reference path (which refuses what isn't JSON)
 
 
+def plain_bytes(value: dict[str, Any]) -> bytes:
+    """The canonical bytes of an object the caller knows ``_plain`` holds for."""
+    if _ENCODE is not None:
+        return "".join(_ENCODE(value, 0)).encode("utf-8")
+    return _PLAIN.encode(value).encode("utf-8")
+
+
 def canonical(value: Any) -> bytes:
     """RFC 8785 bytes of a JSON value (the C encoder where it provably agrees)."""
     if _plain(value):

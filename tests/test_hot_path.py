@@ -280,3 +280,25 @@ def test_record_lines_read_the_same_with_and_without_number_hooks(members: list[
     assert fast == careful
     if isinstance(fast, formats.Record):
         assert [type(v) for v in fast.data.values()] == [type(v) for v in careful.data.values()]
+
+
+@PROFILE
+@given(_pii_values)
+def test_plain_flag_is_only_given_where_the_c_encoder_is_canonical(value: Any) -> None:
+    from engine.canonical import _plain
+    for mask in (masking.Masker((DETECTOR,)), None):
+        row, plain = masking.shown(value, mask)
+        if plain:
+            assert _plain(row)
+
+
+def test_rows_said_plain_are_written_as_canonical_bytes(tmp_path: Path) -> None:
+    import rfc8785
+
+    from engine.evidence.scorecard import RowWriter
+    rows = [{"a": 1.5, "b": ["x", None, True], "é": 2}, {"f": 1e20}, {"g": 3.0}]
+    with (tmp_path / "r").open("wb") as handle:
+        writer = RowWriter(handle)
+        for row in rows:
+            writer(row)
+    assert (tmp_path / "r").read_bytes() == b"".join(rfc8785.dumps(r) + b"\n" for r in rows)

@@ -12,7 +12,7 @@ from engine.inspections import ABSTAIN, ERROR, FAIL, PASS, SKIPPED, STATUSES, Co
 from engine.inspections._base import SelectorFailed, clip, search, truthy
 from engine.records import formats
 from engine.records.formats import INVALID, BadRecord, Record
-from engine.records.masking import evidence
+from engine.records.masking import evidence, shown
 from engine.run.plan import compile_plan
 from engine.spec.evaluation import Evaluation, Inspection
 
@@ -85,6 +85,9 @@ class _Runner:
         self.line_based = self.format.line_based
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
         self.plan = compile_plan(self.policy)
+        # a sink may take rows known to be plain JSON (see masking.shown) without checking
+        self.sink_plain: Sink = getattr(sink, "plain_row", sink)
+        self.row_plain = False
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
         mask = self.policy.mask
@@ -177,7 +180,7 @@ class _Runner:
                 self.tally.unit_records[case] = outcome.record
             if outcome.status == SKIPPED and outcome.code == NOT_APPLICABLE:
                 continue  # the inspection has nothing to say about this unit: no row
-            row = ids.row(step.category, inspection, outcome, self.policy.mask)
+            row, self.row_plain = ids.row(step.category, inspection, outcome, self.policy.mask)
             if control:
                 self.control(row, outcome)
             elif outcome.status == FAIL and self.waivers and \
@@ -194,7 +197,7 @@ class _Runner:
         row["waived_by"] = waiver
         self.tally.waived[waiver] += 1
         self.tally.count_row(category, row["inspection"], WAIVED)
-        self.sink(row)
+        self.write(row)
         return True
 
     def count(self, item: Record, row: Row, category: str, case: str,  # noqa: PLR0913
@@ -209,7 +212,7 @@ class _Runner:
             tally.measures.setdefault(category, (measure, []))[1].append(outcome.observed)
         if outcome.status in (FAIL, ERROR, ABSTAIN):
             _findings.add(tally.findings, category, case, row, _trace(self.evaluation, item))
-        self.sink(row)
+        self.write(row)
 
     def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
         """Why a unit may not be scored: its id was seen before, or its suite case already
@@ -267,7 +270,11 @@ class _Runner:
         self.tally.controls.add(status)
         self.tally.control_rows.append({k: row[k] for k in (
             "unit", "case", "category", "inspection", "status", "inspection_status")})
-        self.sink(row)
+        self.write(row)
+
+    def write(self, row: Row) -> None:
+        """Give a scored row to the sink, saying when its bytes need no canonical check."""
+        (self.sink_plain if self.row_plain else self.sink)(row)
 
 
 def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
@@ -319,28 +326,31 @@ class _Ids:
     """What every row of one record repeats: its unit id and case as evidence (clipped and
     masked once per record, not once per row), input and line."""
 
-    __slots__ = ("case", "fixed")
+    __slots__ = ("case", "fixed", "plain")
 
     def __init__(self, evaluation: Evaluation, item: Record, unit_id: Any, case: str) -> None:
         mask = evaluation.policy.mask  # ids and cases are the record's choice: masked too
         self.case = case
-        self.fixed = {
-            "unit": evidence(unit_id, mask) if isinstance(unit_id, str | int) and
-            not isinstance(unit_id, bool) else f"{evaluation.unit_input}:{item.line}",
-            "case": evidence(case, mask), "input": evaluation.unit_input, "line": item.line}
+        unit, plain_unit = shown(unit_id, mask) if isinstance(unit_id, str | int) and \
+            not isinstance(unit_id, bool) else (f"{evaluation.unit_input}:{item.line}", True)
+        shown_case, plain_case = shown(case, mask)
+        self.plain = plain_unit and plain_case
+        self.fixed = {"unit": unit, "case": shown_case, "input": evaluation.unit_input,
+                      "line": item.line}
 
     def row(self, category: str, inspection: Inspection, outcome: Outcome,
-            mask: Any) -> Row:
-        """The row of one inspection's outcome on this record."""
+            mask: Any) -> tuple[Row, bool]:
+        """The row of one inspection's outcome on this record, and whether the C encoder
+        writes its canonical bytes (see ``masking.shown``)."""
         row: Row = {**self.fixed, "category": category, "inspection": inspection.id,
                     "type": inspection.type, "status": outcome.status,
                     "spec_path": inspection.spec_path}
+        plain = self.plain
         if outcome.code:
             row["code"] = outcome.code
-        if outcome.message:
-            row["message"] = evidence(outcome.message, mask)
-        if outcome.expected is not None:
-            row["expected"] = evidence(outcome.expected, mask)
-        if outcome.observed is not None:
-            row["observed"] = evidence(outcome.observed, mask)
-        return row
+        for key, value in (("message", outcome.message), ("expected", outcome.expected),
+                           ("observed", outcome.observed)):
+            if value is not None and (value or key != "message"):
+                row[key], fine = shown(value, mask)
+                plain = plain and fine
+        return row, plain
