@@ -145,8 +145,7 @@ class Detector:
         match needs (None if unknown), and every context word (an entity with context words
         finds nothing in a text that holds none of them)."""
         free = [e.pattern for e in self.entities if e.context is None]
-        return (re.compile("|".join(f"(?:{p.pattern})" for p in free)) if free else None,
-                either(free), tuple(w for e in self.entities for w in e.words))
+        return (_alternation(free), either(free), tuple(w for e in self.entities for w in e.words))
 
     def clean(self, text: str) -> bool:
         """True when ``find(text)`` is sure to find nothing."""
@@ -181,6 +180,19 @@ class Detector:
         if remember:
             self.masked[text] = out
         return out
+
+
+def _alternation(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One pattern matching where any of ``patterns`` does. Entity patterns share their edge
+    tests, which then stand once around the alternation (the same matches, tried about twice
+    as fast: a position inside a word fails once, not once per entity)."""
+    if not patterns:
+        return None
+    sources = [p.pattern for p in patterns]
+    if all(s.startswith(_EDGE_BEFORE) and s.endswith(_EDGE_AFTER) for s in sources):
+        inner = (s[len(_EDGE_BEFORE):-len(_EDGE_AFTER)] for s in sources)
+        return re.compile(_EDGE_BEFORE + "|".join(f"(?:{s})" for s in inner) + _EDGE_AFTER)
+    return re.compile("|".join(f"(?:{s})" for s in sources))
 
 
 def _any_in(words: tuple[str, ...], text: str) -> bool:
