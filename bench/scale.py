@@ -10,7 +10,8 @@ throughput. Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
 
 Peak RSS is the child's own ``ru_maxrss`` from ``wait4``, so one process is measured, not
 this harness. ``--ray`` adds ``engine run --executor ray`` (a fresh local Ray instance per
-run, its start-up timed; RSS is then the driver's only). Pass
+run, its start-up timed; RSS is then the driver's only). ``--workers N`` adds
+``engine run --workers N`` (N processes on this machine; RSS is the driver's). Pass
 ``--sizes 1000,10000,100000,1000000`` for the 1M row (Assevra at 1M takes minutes and
 gigabytes; ``--skip-assevra-above N`` skips it beyond N rows).
 """
@@ -50,14 +51,16 @@ def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int]:
     return wall, usage.ru_maxrss * 1024
 
 
-def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None,
-             ray: bool = False) -> dict[str, dict[str, float]]:
+def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None,  # noqa: PLR0913
+             ray: bool = False, workers: int = 0) -> dict[str, dict[str, float]]:
     """Median wall time, max RSS and scorecard bytes per engine on one dataset."""
     def ours(*extra: str) -> Any:
         return lambda out: [*ENGINE, "run", str(GATE), "--input", f"runs={dataset}", "--out",
                             str(out), *extra]
 
     commands = {"specgate": ours()}
+    if workers > 1:  # one machine's cores: a process pool over byte ranges
+        commands[f"specgate --workers {workers}"] = ours("--workers", str(workers))
     if ray:  # a fresh local Ray instance per run: its start-up is part of the time
         commands["specgate --executor ray"] = ours("--executor", "ray")
     if env is not None:
@@ -88,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forms", default="full,compact")
     parser.add_argument("--ray", action="store_true",
                         help="also time --executor ray (peak RSS: the driver process only)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="also time engine run --workers N (peak RSS: the driver only)")
     args = parser.parse_args(argv)
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -104,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 assevra_data.write(dataset, rows, compact=form == "compact")
             skip = args.skip_assevra_above is not None and rows > args.skip_assevra_above
             got = run_both(dataset, rows, args.work, args.repeat, None if skip else env,
-                           args.ray)
+                           args.ray, args.workers)
             for name, r in got.items():
                 ratio = (f"{r['rows_per_s'] / got['assevra']['rows_per_s']:.2f}x"
                          if name != "assevra" and "assevra" in got else "")

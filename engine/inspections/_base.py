@@ -130,8 +130,8 @@ def is_number(v: Any) -> bool:
 
 
 def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcome:
-    """PASS or FAIL with evidence."""
-    return Outcome(PASS if ok else FAIL, clip(expected), clip(observed), message)
+    """PASS or FAIL with evidence (a row clips and masks it: ``masking.shown``)."""
+    return Outcome(PASS if ok else FAIL, expected, observed, message)
 
 
 # Schema fragments the primitives share.
