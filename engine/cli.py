@@ -11,6 +11,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import replace
@@ -26,7 +27,7 @@ from engine.evidence import signing
 from engine.evidence.verify import Verified, verify, verify_folder
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 from engine.reports import summary
-from engine.run import shards
+from engine.run import shards, workers
 from engine.run.execute import Result, RunOptions, execute
 from engine.spec import evaluation as spec
 from engine.spec.schema import is_date
@@ -71,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--shards", type=int, metavar="N",
                      help="with --executor ray: shards to cut the records into "
                      "(default: one per CPU Ray reports)")
+    run.add_argument("--workers", metavar="N|auto",
+                     help="score a large line-based input in N processes of this machine "
+                     "(auto: one per CPU; default 1, this process only)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
@@ -168,8 +172,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = _progress if sys.stderr.isatty() else None
     executor = _executor(args)
     options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor)
-    results = [execute(e, d, options)
-               for e, d in zip(evaluations, dests, strict=True)]
+    results = [_execute(e, d, options) for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.out is not None and len(results) > 1:
         _write_summary(args.out, results)
@@ -180,6 +183,56 @@ def cmd_run(args: argparse.Namespace) -> int:
         for result in results:
             _print_result(result, key is not None)
     return worst
+
+
+def _execute(evaluation: spec.Evaluation, dest: Path, options: RunOptions) -> Result:
+    """One evaluation, with its scoring progress on a terminal (never in CI logs)."""
+    if not sys.stderr.isatty():
+        return execute(evaluation, dest, options)
+    meter = _Scoring()
+    try:
+        return execute(evaluation, dest, replace(options, scoring=meter))
+    finally:
+        meter.clear()
+
+
+class _Scoring:
+    """Records scored, their rate and the time left (by bytes of the unit input read), on
+    one terminal line redrawn at most four times a second, from a quarter of a second on
+    (a short run shows nothing); cleared when the evaluation is scored."""
+
+    INTERVAL = 0.25  # seconds between two drawings, and before the first
+
+    def __init__(self) -> None:
+        self.first: tuple[float, int] | None = None  # (time, bytes read) of the first report
+        self.drawn = time.monotonic()
+        self.shown = False
+
+    def __call__(self, records: int, read: int, size: int) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (now, read)
+        if now - self.drawn < self.INTERVAL:
+            return
+        self.drawn, (since, read_then) = now, self.first
+        rate = records / (now - since) if now > since else 0.0
+        speed = (read - read_then) / (now - since) if now > since else 0.0
+        text = f"  scoring: {records:,} records, {rate:,.0f}/s"
+        if size:
+            text += f", {min(read / size, 1):.0%} of the input"
+        if speed > 0 and size > read:
+            text += f", about {_duration((size - read) / speed)} left"
+        print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds + 0.5)
+    return f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
 
 
 def _check_new_or_empty(out: Path) -> None:
@@ -222,9 +275,27 @@ def _publish(path: Path, data: bytes) -> None:
 def _executor(args: argparse.Namespace) -> shards.Executor | None:
     if args.shards is not None and (args.executor != "ray" or args.shards < 1):
         raise UsageError("--shards wants a positive number and --executor ray", "BAD_SHARDS")
+    count = _workers(args.workers)
     if args.executor == "local":
-        return None
-    return shards.RayExecutor(args.shards, os.environ.get("RAY_ADDRESS") or None)
+        return workers.PoolExecutor(count) if count > 1 else None
+    if args.workers is not None:
+        raise UsageError("--workers runs processes of this machine; with --executor ray "
+                         "choose --shards instead", "BAD_WORKERS")
+    from engine.run.on_ray import RayExecutor
+
+    return RayExecutor(args.shards, os.environ.get("RAY_ADDRESS") or None)
+
+
+def _workers(value: str | None) -> int:
+    """``--workers``: a positive number, or ``auto`` (one per CPU); 1 when not given."""
+    if value is None:
+        return 1
+    if value == "auto":
+        return workers.cpu_count()
+    if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
+        raise UsageError(f"--workers wants a positive number or auto, got '{value}'",
+                         "BAD_WORKERS")
+    return int(value)
 
 
 def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConfig:

@@ -280,6 +280,7 @@ DUPLICATE_NAME: two Evaluations under the given paths share a name
 NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command needs)
 AMBIGUOUS_BASELINE: --baseline with more than one Evaluation
 BAD_SHARDS: --shards without --executor ray, or not a positive number
+BAD_WORKERS: --workers is not a positive number or auto, or is given with --executor ray
 NO_JUDGE_MODEL: a judge provider chosen on the command line without a model
 NO_REPLAY: judge provider replay without --judge-replay
 NO_TESTS: engine test found no PolicyTest

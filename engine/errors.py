@@ -64,6 +64,9 @@ class SpecErrors(EngineError):
         self.problems = sort_problems(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def __reduce__(self) -> tuple[type[SpecErrors], tuple[list[Problem]]]:
+        return SpecErrors, (self.problems,)  # a worker process's error reaches the driver
+
 
 class UsageError(EngineError):
     """A command line, input file or key that cannot be used."""

@@ -51,6 +51,7 @@ class RunOptions:
     cache: Path | None = None  # judgement cache folder; None neither reads nor writes one
     progress: Callable[[int, int], None] | None = None  # judge progress (on a terminal)
     executor: shards.Executor | None = None  # scores the records; None: in this process
+    scoring: shards.Progress | None = None  # records scored so far (on a terminal)
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _score(run: _Run) -> None:
         runner.run(evaluation, runner.records(evaluation), lambda row: None, run.runtime)
         run.runtime.answer_all()
     run.tally, run.unit_sha, run.rows_sha = (run.options.executor or shards.local)(
-        evaluation, run.runtime, staging.path / "rows.jsonl")
+        evaluation, run.runtime, staging.path / "rows.jsonl", run.options.scoring)
     for name, source in sorted(evaluation.inputs.items()):
         sha = run.unit_sha if name == evaluation.unit_input else sha256_path(source.path)
         run.inputs[name] = {"format": source.format, "sha256": sha}

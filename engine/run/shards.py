@@ -1,16 +1,18 @@
-"""Scoring the unit records in one process, or in shards on Ray workers.
+"""Scoring the unit records in one process, or in shards (on Ray, or in a process pool).
 
 An executor takes an Evaluation (and the judge runtime, already answered) and returns the
 tally, the SHA-256 of the unit input and the SHA-256 of ``rows.jsonl``, which it writes.
 
-The Ray executor splits a line-based input at line starts into byte ranges. Each worker
-reloads the spec from the same files (and checks it got the same digests), scores its
-range into a rows file and a tally in a spool folder inside the run's staging folder; the
-driver merges the tallies in shard order and concatenates the rows files. Everything the
-scorecard holds is either a sum, a first-appearance order or a stable sort, so the merged
-result is the single-process one byte for byte. Row ids must be unique across the whole
-file: a shard whose ids recur in an earlier shard is scored again, told those ids (by
-their BLAKE2b-128 keys, so the driver never holds the ids themselves).
+A sharded executor splits a line-based input at line starts into byte ranges. Each worker
+scores its range (with the spec reloaded from the same files, or inherited from the driver
+by a forked process, and checked to have the driver's digests) into a rows file and a
+tally in a spool folder inside the run's staging folder; the driver merges the tallies in
+shard order and concatenates the rows files. Everything the scorecard holds is either a
+sum, a first-appearance order or a stable sort, so the merged result is the
+single-process one byte for byte. Row ids must be unique across the whole file: a shard
+whose ids recur in an earlier shard is scored again, told those ids (by their BLAKE2b-128
+keys, so the driver never holds the ids themselves). ``run_shards`` is that driver, the
+same for every executor; a ``Backend`` only submits jobs and fetches their answers.
 Workers never call a judge: the driver answers every prompt first (bounded by the
 configured concurrency) and ships the answers.
 """
@@ -21,33 +23,64 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from engine.decide.aggregate import Tally
 from engine.decide.sorted_digest import SortedDigest
 from engine.decide.spill import IdSet
-from engine.errors import SpecErrors, UsageError
+from engine.errors import UsageError
 from engine.evidence import scorecard as evidence
 from engine.judge import JudgeConfig, Runtime
-from engine.records import formats
 from engine.records.formats import read_jsonl_part
 from engine.run import rows as runner
 from engine.spec import evaluation as spec
 
-Executor = Callable[[spec.Evaluation, Runtime | None, Path], tuple[Tally, str, str]]
+Progress = Callable[[int, int, int], None]  # records read, bytes read, bytes of the input
+Executor = Callable[[spec.Evaluation, Runtime | None, Path, Progress | None],
+                    tuple[Tally, str, str]]
 _BLOCK = 1 << 22
+EVERY = 512  # records between two progress reports
+T = TypeVar("T")
 
 
-def local(evaluation: spec.Evaluation, runtime: Runtime | None,
-          rows: Path) -> tuple[Tally, str, str]:
+class Meter:
+    """Counts the unit input's bytes as its reader hashes them (standing in for the
+    digest) and the records it yields; tells ``report(records, bytes)`` every EVERY
+    records and once at the end."""
+
+    def __init__(self, digest: Any, report: Callable[[int, int], None]) -> None:
+        self.digest, self.report, self.read = digest, report, 0
+
+    def update(self, data: bytes) -> None:
+        self.read += len(data)
+        self.digest.update(data)
+
+    def count(self, items: Iterable[T]) -> Iterator[T]:
+        done = 0
+        for done, item in enumerate(items, 1):
+            yield item
+            if done % EVERY == 0:
+                self.report(done, self.read)
+        self.report(done, self.read)
+
+
+def local(evaluation: spec.Evaluation, runtime: Runtime | None, rows: Path,
+          progress: Progress | None = None) -> tuple[Tally, str, str]:
     """Score every record in this process: (tally, input sha256, rows sha256)."""
     unit_digest = hashlib.sha256()
+    if progress is None:
+        items: Iterable[Any] = runner.records(evaluation, unit_digest)
+    else:
+        size = evaluation.inputs[evaluation.unit_input].path.stat().st_size
+        meter = Meter(unit_digest, lambda done, read: progress(done, read, size))
+        items = meter.count(runner.records(evaluation, meter))
     with rows.open("wb") as handle:
         writer = evidence.RowWriter(handle)
-        tally = runner.run(evaluation, runner.records(evaluation, unit_digest), writer, runtime)
+        tally = runner.run(evaluation, items, writer, runtime)
     return tally, unit_digest.hexdigest(), writer.hash.hexdigest()
 
 
@@ -151,18 +184,28 @@ def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str]:
 Seen = tuple[bytes, dict[str, int]]  # sorted id keys, runs admitted by suite case
 
 
-def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, Seen]:
-    """Worker side: reload the spec, check it is the driver's, score the byte range.
-    Returns the part, and the sorted keys of the ids it admitted with its runs per case."""
-    os.chdir(job.cwd)  # paths in rows are shown relative to the driver's folder
-    loaded = [e for e in spec.load([Path(job.root)], {k: Path(v) for k, v in
-                                                      job.overrides.items()})
-              if str(e.file) == job.file]
-    if len(loaded) != 1 or _digests(loaded[0]) != job.digests:
+def _evaluation(job: Job, loaded: spec.Evaluation | None) -> spec.Evaluation:
+    """The driver's Evaluation: inherited (a forked worker) or reloaded from its files, and
+    in both cases holding the digests the driver ran with."""
+    if loaded is None:
+        found = [e for e in spec.load([Path(job.root)], {k: Path(v) for k, v in
+                                                         job.overrides.items()})
+                 if str(e.file) == job.file]
+        loaded = found[0] if len(found) == 1 else None
+    if loaded is None or _digests(loaded) != job.digests:
         raise UsageError(f"{job.file} changed while the run was going on; run again",
                          "SPEC_CHANGED")
-    evaluation = loaded[0]
-    evaluation.as_of = job.as_of
+    loaded.as_of = job.as_of
+    return loaded
+
+
+def score_part(job: Job, answers: dict[str, Any] | None, loaded: spec.Evaluation | None = None,
+               report: Callable[[int, int], None] | None = None) -> tuple[Part, Seen]:
+    """Worker side: the spec (``loaded``, or reloaded), checked to be the driver's; score
+    the byte range, telling ``report`` (records, bytes) as it goes. Returns the part, and
+    the sorted keys of the ids it admitted with its runs per case."""
+    os.chdir(job.cwd)  # paths in rows are shown relative to the driver's folder
+    evaluation = _evaluation(job, loaded)
     runtime = None
     if job.judge is not None:
         runtime = Runtime(job.judge, rubrics(evaluation), collecting=False,
@@ -171,13 +214,15 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, Seen]:
     tally = Tally(suite_rows=SortedDigest(spool=Path(f"{stem}-suite")))
     seen = SeenIds(job.earlier)
     read = hashlib.sha256()
+    meter = Meter(read, report) if report is not None else None
     source = evaluation.inputs[evaluation.unit_input]
     try:
         with Path(f"{stem}-rows.jsonl").open("xb") as handle:
-            items = read_jsonl_part(source.path, read, job.span.start, job.span.end,
-                                    job.span.first_line)
-            tally = runner.run(evaluation, items, evidence.RowWriter(handle), runtime,
-                               tally=tally, seen=seen, runs_before=dict(job.runs_before))
+            items = read_jsonl_part(source.path, meter or read, job.span.start,
+                                    job.span.end, job.span.first_line)
+            tally = runner.run(evaluation, meter.count(items) if meter else items,
+                               evidence.RowWriter(handle), runtime, tally=tally, seen=seen,
+                               runs_before=dict(job.runs_before))
         if read.hexdigest() != job.span.sha256:
             raise UsageError(f"{spec.display(source.path)} changed while the run was going "
                              "on; run again", "INPUT_CHANGED")
@@ -190,67 +235,49 @@ def score_part(job: Job, answers: dict[str, Any] | None) -> tuple[Part, Seen]:
     return Part(job.index, tally, f"{stem}-rows.jsonl", suite_runs), (keys, dict(tally.case_units))
 
 
-class RayExecutor:
-    """Score shards on Ray workers: a local instance, or the cluster at ``address``."""
+class Backend(Protocol):
+    """Where shards are scored: ``submit`` starts a job and returns a handle; ``seen`` and
+    ``part`` wait for its two answers (raising what the worker raised)."""
 
-    def __init__(self, shards: int | None = None, address: str | None = None) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise UsageError("--executor ray needs Ray: pip install 'specgate[ray]'",
-                             "RAY_NOT_INSTALLED") from None
-        self.ray, self.shards, self.address = ray, shards, address
-        self._remote: Any = None
+    def submit(self, job: Job) -> Any: ...
 
-    def _start(self) -> Any:
-        ray = self.ray
-        if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
-        if self._remote is None:
-            self._remote = ray.remote(num_cpus=1, max_retries=0, num_returns=2)(score_part)
-        return ray
+    def seen(self, handle: Any) -> Seen: ...
 
-    def __call__(self, evaluation: spec.Evaluation, runtime: Runtime | None,
-                 rows: Path) -> tuple[Tally, str, str]:
-        source = evaluation.inputs[evaluation.unit_input]
-        if not formats.named(source.format).line_based:
-            return local(evaluation, runtime, rows)
-        ray = self._start()
-        count = self.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        spans, unit_sha = split(source.path, count)
-        spool = Path(tempfile.mkdtemp(prefix="shards-", dir=rows.parent))
-        try:
-            answers = ray.put(runtime.answers if runtime is not None else None)
-            jobs = [Job(i, 0, os.getcwd(), str(evaluation.root), str(evaluation.file),
-                        {k: str(v) for k, v in evaluation.overrides.items()},
-                        evaluation.as_of, _digests(evaluation), span, str(spool),
-                        runtime.config if runtime is not None else None, frozenset())
-                    for i, span in enumerate(spans)]
-            parts, seen = zip(*(self._remote.remote(job, answers) for job in jobs),
-                              strict=True)
-            refs, found = list(parts), list(self._get(list(seen)))
-            again = _recurring([keys for keys, _ in found])
-            for i, earlier in again.items():  # ids met before: score the shard knowing them
-                jobs[i] = replace(jobs[i], attempt=1, earlier=earlier)
-                refs[i], ref = self._remote.remote(jobs[i], answers)
-                found[i] = self._get(ref)
-            for i, before in _runs_before(evaluation.suite.trials, found).items():
-                # its cases already have runs in earlier shards: score it knowing how many
-                refs[i], _ = self._remote.remote(replace(jobs[i], attempt=2, runs_before=before),
-                                                 answers)
-            return _combine(refs, self._get, rows, unit_sha)
-        finally:
-            shutil.rmtree(spool, ignore_errors=True)
+    def part(self, handle: Any) -> Part: ...
 
-    def _get(self, refs: Any) -> Any:
-        try:
-            return self.ray.get(refs)
-        except self.ray.exceptions.RayTaskError as exc:
-            cause = exc.cause
-            if isinstance(cause, UsageError | SpecErrors):
-                raise cause from None
-            raise
+
+@contextmanager
+def spool(rows: Path) -> Iterator[Path]:
+    """A folder for the shards' files beside ``rows``, removed at the end."""
+    folder = Path(tempfile.mkdtemp(prefix="shards-", dir=rows.parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_shards(evaluation: spec.Evaluation, runtime: Runtime | None, rows: Path,
+               spans: list[Span], unit_sha: str, folder: Path,
+               backend: Backend) -> tuple[Tally, str, str]:
+    """The driver, whatever scores the shards: every span once; again, told them, those
+    whose ids or suite cases recur in earlier shards; then the merge in shard order."""
+    jobs = [Job(i, 0, os.getcwd(), str(evaluation.root), str(evaluation.file),
+                {k: str(v) for k, v in evaluation.overrides.items()}, evaluation.as_of,
+                _digests(evaluation), span, str(folder),
+                runtime.config if runtime is not None else None, frozenset())
+            for i, span in enumerate(spans)]
+    handles = [backend.submit(job) for job in jobs]
+    found = [backend.seen(handle) for handle in handles]
+    again = _recurring([keys for keys, _ in found])
+    for i, earlier in again.items():  # ids met before: score the shard knowing them
+        jobs[i] = replace(jobs[i], attempt=1, earlier=earlier)
+        handles[i] = backend.submit(jobs[i])
+    for i in again:
+        found[i] = backend.seen(handles[i])
+    for i, before in _runs_before(evaluation.suite.trials, found).items():
+        # its cases already have runs in earlier shards: score it knowing how many
+        handles[i] = backend.submit(replace(jobs[i], attempt=2, runs_before=before))
+    return _combine(handles, backend.part, rows, unit_sha)
 
 
 def _common(a: bytes, b: bytes) -> set[bytes]:
@@ -301,7 +328,7 @@ def _combine(refs: list[Any], get: Callable[[Any], Part], rows: Path,
         with rows.open("wb") as out:
             for i, ref in enumerate(refs):
                 part = get(ref)
-                refs[i] = None  # let Ray free the shard's object
+                refs[i] = None  # let the backend free the shard's answer
                 part.tally.suite_rows = SortedDigest.attach(part.suite_runs)
                 tally = part.tally if tally is None else tally.merge(part.tally)
                 with Path(part.rows).open("rb") as handle:
