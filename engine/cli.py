@@ -16,9 +16,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from engine import protocols
 from engine._version import __version__
@@ -31,6 +29,9 @@ from engine.run import shards, workers
 from engine.run.execute import Result, RunOptions, execute
 from engine.spec import evaluation as spec
 from engine.spec.schema import is_date
+
+if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 EXIT_SPEC = 2
 EXIT_INTERNAL = 3  # no decision could be reached: like INCOMPLETE, never PASS or FAIL

@@ -278,3 +278,37 @@ def test_text_that_reorders_or_breaks_lines_cannot_disguise_a_report(tmp_path: P
     for text in (markdown(card), html(card), junit(card).decode()):
         assert "SSAP" in text  # the record's text is shown ...
         assert not any(c in text for c in "\u202e\u202c\u2028\u2029\u0085\u2066\u2069")
+
+
+def test_the_shipped_compiled_page_is_what_jinja2_writes_from_its_source() -> None:
+    # _scorecard_html.py saves every run compiling scorecard.html.j2; regenerate it with
+    # `python -m engine.reports.precompiled` whenever the template or jinja2 changes
+    from engine.reports import _HTML, precompiled
+    shipped = Path(precompiled.__file__).with_name("_scorecard_html.py").read_text("utf-8")
+    assert shipped == precompiled.module_text(_HTML, precompiled.source())
+
+
+def test_the_page_renders_the_same_from_the_shipped_module_and_from_source(
+        spec: Spec) -> None:
+    import jinja2
+
+    from engine.reports import _HTML, html, interval_svg, precompiled
+    from engine.reports import text as _text
+    spec.run()
+    card = spec.scorecard()
+    variables = {"card": card, "interval_svg": interval_svg, "gated_on": _text.gated_on,
+                 "value": _text.value}
+    shipped = precompiled.template(_HTML)
+    assert shipped.root_render_func.__module__ == precompiled.MODULE  # not compiled here
+    assert shipped.render(**variables) == _HTML.from_string(precompiled.source()).render(
+        **variables) == html(card)
+    with pytest.raises(jinja2.UndefinedError):  # strict undefined as before
+        shipped.render(**{**variables, "card": {}})
+
+
+def test_a_stale_compiled_page_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.reports import _HTML, precompiled
+    monkeypatch.setattr(precompiled, "source", lambda: "changed {{ card.decision }}")
+    assert precompiled.template(_HTML).render(card={"decision": "PASS"}) == "changed PASS"
+    monkeypatch.setattr(precompiled, "MODULE", "engine.reports._no_such_module")
+    assert precompiled.template(_HTML).render(card={"decision": "FAIL"}) == "changed FAIL"

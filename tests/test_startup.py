@@ -43,7 +43,7 @@ def test_a_broken_schema_would_be_caught() -> None:
 def modules_after(code: str) -> dict[str, Any]:
     """Which heavy modules a fresh interpreter holds after running ``code``."""
     probe = (f"import sys\n{code}\nimport json\n"
-             "print(json.dumps({m: m in sys.modules for m in ('httpx', 'asyncio')}))")
+             "print(json.dumps({m: m in sys.modules for m in ('httpx', 'asyncio', 'cryptography')}))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
@@ -51,16 +51,28 @@ def modules_after(code: str) -> dict[str, Any]:
     return found
 
 
-def test_the_shipped_runs_never_import_the_http_client(tmp_path: Path) -> None:
+def test_the_shipped_runs_never_import_the_http_client_nor_cryptography(
+        tmp_path: Path) -> None:
     code = ("from engine.cli import main\n"
             f"code = main(['run', 'specs', '--out', {str(tmp_path)!r}])\n"
             "assert code == 0, code")
-    assert modules_after(code) == {"httpx": False, "asyncio": False}
+    assert modules_after(code) == {"httpx": False, "asyncio": False, "cryptography": False}
 
 
 def test_the_judge_names_still_resolve() -> None:
     code = "from engine.judge import Client, call, open_client\nassert callable(call)"
-    assert modules_after(code) == {"httpx": True, "asyncio": True}
+    assert modules_after(code)["httpx"] and modules_after(code)["asyncio"]
+
+
+def test_a_signed_run_loads_cryptography_when_it_signs(tmp_path: Path) -> None:
+    keys, out = tmp_path / "keys", tmp_path / "out"
+    code = ("from engine.cli import main\n"
+            f"assert main(['keygen', '--out-dir', {str(keys)!r}]) == 0\n"
+            f"assert main(['run', 'specs', '--out', {str(out)!r}, '--key', "
+            f"{str(keys / 'private.pem')!r}]) == 0\n"
+            f"assert main(['verify', {str(out)!r}, '--trusted-key', "
+            f"{str(keys / 'public.pem')!r}]) == 0")
+    assert modules_after(code)["cryptography"]
 
 
 def test_the_start_up_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:

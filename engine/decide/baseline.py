@@ -13,13 +13,14 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import FormulaError, VerifyError
 from engine.evidence.verify import verify
 from engine.formula import evaluate
+
+if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 SCORED = ("PASS", "FAIL")
 

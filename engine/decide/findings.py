@@ -13,7 +13,7 @@ import jinja2
 from jinja2 import meta
 
 from engine.records.clip import clip
-from engine.spec.templates import Sandbox, TemplateRefused
+from engine.spec.templates import Deferred, Sandbox, TemplateRefused, printed_names
 
 FIELDS = ("title", "action", "verification")
 VARIABLES = frozenset({"category", "case", "worst_status", "rows", "statuses"})
@@ -26,15 +26,15 @@ _ENV = Sandbox()
 
 @dataclass(frozen=True)
 class Fix:
-    """Compiled templates for one category (or for ERROR rows)."""
+    """Checked templates for one category (or for ERROR rows)."""
 
-    title: jinja2.Template
-    action: jinja2.Template
-    verification: jinja2.Template
+    title: jinja2.Template | Deferred
+    action: jinja2.Template | Deferred
+    verification: jinja2.Template | Deferred
 
 
 def build_fixes(data: Any, categories: set[str]) -> dict[str, Fix]:
-    """Compile a fixes table; ValueError naming the entry when it is not one."""
+    """Check a fixes table; ValueError naming the entry when it is not one."""
     if not isinstance(data, dict):
         raise ValueError("a fixes file maps category names (and 'error') to templates")
     out = {}
@@ -43,29 +43,33 @@ def build_fixes(data: Any, categories: set[str]) -> dict[str, Fix]:
             raise ValueError(f"'{key}' is not a category of this policy")
         if not isinstance(entry, dict) or set(entry) != set(FIELDS):
             raise ValueError(f"{key}: give exactly {', '.join(FIELDS)}")
-        templates = []
-        for name in FIELDS:
-            try:
-                source = str(entry[name])
-                unknown = meta.find_undeclared_variables(_ENV.parse(source)) - VARIABLES
-                if unknown:
-                    raise ValueError(f"{key}.{name}: unknown variable '{sorted(unknown)[0]}' "
-                                     f"(known: {', '.join(sorted(VARIABLES))})")
-                template = _ENV.checked(source)
-                template.render(**_SAMPLE)  # sandbox violations surface now, not mid-run
-                templates.append(template)
-            except jinja2.TemplateSyntaxError as exc:
-                raise ValueError(f"{key}.{name}: template line {exc.lineno}: {exc.message}"
-                                 ) from None
-            except TemplateRefused as exc:
-                raise ValueError(f"{key}.{name}: template {exc}") from None
-            except (jinja2.TemplateError, TypeError, ValueError) as exc:
-                raise ValueError(f"{key}.{name}: template cannot render: {exc}") from None
-            except Exception as exc:  # noqa: BLE001 - any failure on sample values is the spec's
-                raise ValueError(f"{key}.{name}: template cannot render: "
-                                 f"{type(exc).__name__}: {str(exc)[:200]}") from None
-        out[key] = Fix(*templates)
+        out[key] = Fix(*(_template(f"{key}.{name}", str(entry[name])) for name in FIELDS))
     return out
+
+
+def _template(where: str, source: str) -> jinja2.Template | Deferred:
+    """One checked fix text; ValueError naming ``where`` when it is not one."""
+    try:
+        tree = _ENV.parse(source)
+        names = printed_names(tree)
+        unknown = (meta.find_undeclared_variables(tree) if names is None else names) - VARIABLES
+        if unknown:
+            raise ValueError(f"{where}: unknown variable '{sorted(unknown)[0]}' "
+                             f"(known: {', '.join(sorted(VARIABLES))})")
+        if names is not None:  # text and known names only: nothing can fail on rendering
+            return Deferred(_ENV, source)
+        template = _ENV.checked(source, tree)
+        template.render(**_SAMPLE)  # sandbox violations surface now, not mid-run
+        return template
+    except jinja2.TemplateSyntaxError as exc:
+        raise ValueError(f"{where}: template line {exc.lineno}: {exc.message}") from None
+    except TemplateRefused as exc:
+        raise ValueError(f"{where}: template {exc}") from None
+    except (jinja2.TemplateError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: template cannot render: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure on sample values is the spec's
+        raise ValueError(f"{where}: template cannot render: "
+                         f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def add(groups: dict[tuple[str, str], dict[str, Any]], category: str, case: str,

@@ -16,9 +16,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any, BinaryIO
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from engine._version import __version__
 from engine.canonical import canonical, plain_bytes
@@ -38,6 +36,9 @@ from engine.evidence.model import (
     findings_jsonl,
 )
 from engine.spec.evaluation import Evaluation
+
+if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 MAX_LISTED = 20
 __all__ = ["FINDINGS_LISTED", "SCORECARD_VERSION", "RowWriter", "Scorecard", "Staging",

@@ -14,16 +14,17 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rfc8785
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from engine.canonical import sha256_file
 from engine.errors import EngineError, UsageError, VerifyError
 from engine.evidence import signing
 from engine.records.strict_json import parse_jcs
+
+if TYPE_CHECKING:  # cryptography is imported only when something is verified
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 SIGNATURE_FILES = frozenset({"scorecard.json.sig", "scorecard.intoto.jsonl", "signer.pub.pem"})
 # Bound by fields of the scorecard itself, so never optional.
@@ -155,6 +156,7 @@ def _check_files(folder: Path, card: dict[str, Any],
 
 def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     """Verify a scorecard and the files beside it; raise VerifyError with a code if not."""
+    from cryptography.exceptions import InvalidSignature
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -24,7 +24,7 @@ from jinja2 import meta
 from engine.canonical import digest
 from engine.records.formats import BadRecord, parse_line
 from engine.spec import yaml as _yaml
-from engine.spec.templates import Sandbox, TemplateRefused
+from engine.spec.templates import Sandbox, TemplateRefused, printed_names
 
 ENV = Sandbox(keep_trailing_newline=True)  # bounded: no **, no huge repetition or widths
 _STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
@@ -97,8 +97,11 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
         raise RubricError(f"rubric '{name}' needs name, version, template and verdict_schema")
     try:
         source = str(data["template"])
-        variables = frozenset(meta.find_undeclared_variables(ENV.parse(source)))
-        template = ENV.checked(source)
+        tree = ENV.parse(source)
+        variables = printed_names(tree)
+        if variables is None:
+            variables = frozenset(meta.find_undeclared_variables(tree))
+        template = ENV.checked(source, tree)
     except jinja2.TemplateSyntaxError as exc:
         raise RubricError(f"rubric '{name}': template line {exc.lineno}: {exc.message}"
                           ) from None

@@ -4,7 +4,6 @@ evidence and nothing else; the signed JSON stays the only source of truth."""
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
 import jinja2
@@ -24,18 +23,17 @@ def _visible(value: Any) -> Any:
 
 
 _HTML = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
-                           finalize=_visible,
-                           loader=jinja2.FunctionLoader(
-                               lambda name: (resources.files("engine") / "reports" /
-                                             "templates" / name).read_text("utf-8")))
-
-
+                           finalize=_visible)
 _HTML.filters["fmt"] = fmt
+_PAGE: list[jinja2.Template] = []  # built on the first page a process writes
 
 
 def html(card: dict[str, Any]) -> str:
     """scorecard.html."""
-    return _HTML.get_template("scorecard.html.j2").render(
+    if not _PAGE:
+        from engine.reports import precompiled  # its module runs as a script too
+        _PAGE.append(precompiled.template(_HTML))
+    return _PAGE[0].render(
         card=card, interval_svg=interval_svg, gated_on=_text.gated_on, value=_text.value)
 
 

@@ -6,9 +6,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from engine import protocols, reports
 from engine.canonical import digest, sha256_path
@@ -24,6 +22,12 @@ from engine.reports import agentcard
 from engine.run import rows as runner
 from engine.run import shards
 from engine.spec.evaluation import Evaluation, display
+
+if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class Sandbox(ImmutableSandboxedEnvironment):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(undefined=jinja2.StrictUndefined, autoescape=False, **options)
+        self._compiled: dict[str, jinja2.Template] = {}
         self.globals.pop("namespace", None)
         self.globals["range"] = _range
         self.filters = {name: _bounded(name, f) for name, f in self.filters.items()}
@@ -99,17 +100,61 @@ class Sandbox(ImmutableSandboxedEnvironment):
             _check_sizes([value.__self__])
         return wrapped
 
-    def checked(self, source: str) -> jinja2.Template:
-        """Compile ``source``; TemplateRefused for exponentiation or deeply nested loops,
-        jinja2.TemplateSyntaxError for bad syntax."""
-        tree = self.parse(source)
+    def checked(self, source: str, tree: nodes.Template | None = None) -> jinja2.Template:
+        """Compile ``source`` (``tree``: its parse, when the caller has it); TemplateRefused
+        for exponentiation or deeply nested loops, jinja2.TemplateSyntaxError for bad
+        syntax."""
+        tree = self.parse(source) if tree is None else tree
         power = next(iter(tree.find_all(nodes.Pow)), None)
         if power is not None:
             raise TemplateRefused(f"line {power.lineno}: exponentiation (**) is not allowed")
         deep = _loop_depth(tree)
         if deep is not None:
             raise TemplateRefused(f"line {deep}: loops nest more than {MAX_LOOP_NESTING} deep")
-        return self.from_string(source)
+        return self.compiled(source)
+
+    def compiled(self, source: str) -> jinja2.Template:
+        """``source`` compiled, once per process (specs loaded again, or several specs
+        sharing a fixes file or rubric, reuse it); only for sources already checked."""
+        template = self._compiled.get(source)
+        if template is None:
+            if len(self._compiled) >= MAX_COMPILED:  # a long-lived process stays bounded
+                self._compiled.clear()
+            template = self._compiled[source] = self.from_string(source)
+        return template
+
+
+MAX_COMPILED = 1_000
+
+
+def printed_names(tree: nodes.Template) -> frozenset[str] | None:
+    """The names of a template that does nothing but print text and names, or None when it
+    does anything more. Printing a name cannot fail once it has a value, so such a
+    template needs no trial render, and it can compile when it is first rendered."""
+    names = set()
+    for output in tree.body:
+        if not isinstance(output, nodes.Output):
+            return None
+        for node in output.nodes:
+            if isinstance(node, nodes.Name) and node.ctx == "load":
+                names.add(node.name)
+            elif not isinstance(node, nodes.TemplateData):
+                return None
+    return frozenset(names)
+
+
+class Deferred:
+    """A checked template that compiles on its first render (a fix text only a finding of
+    its category writes); renders exactly as the compiled template."""
+
+    __slots__ = ("_env", "source")
+
+    def __init__(self, env: Sandbox, source: str) -> None:
+        self._env, self.source = env, source
+
+    def render(self, **values: Any) -> str:
+        """The text for ``values``."""
+        return self._env.compiled(self.source).render(**values)
 
 
 MAX_RANGE = 1_000  # a range's length: two nested loops stay under a million steps
