@@ -42,8 +42,9 @@ def test_a_broken_schema_would_be_caught() -> None:
 
 def modules_after(code: str) -> dict[str, Any]:
     """Which heavy modules a fresh interpreter holds after running ``code``."""
+    heavy = "('httpx', 'asyncio', 'cryptography')"
     probe = (f"import sys\n{code}\nimport json\n"
-             "print(json.dumps({m: m in sys.modules for m in ('httpx', 'asyncio', 'cryptography')}))")
+             f"print(json.dumps({{m: m in sys.modules for m in {heavy}}}))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
