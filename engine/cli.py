@@ -74,8 +74,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --executor ray: shards to cut the records into "
                      "(default: one per CPU Ray reports)")
     run.add_argument("--workers", metavar="N|auto",
-                     help="score a large line-based input in N processes of this machine "
-                     "(auto: one per CPU; default 1, this process only)")
+                     help="score a large line-based input (4 MiB or more) in N processes of "
+                     "this machine (default auto: one per CPU; 1: this process only)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
@@ -288,10 +288,8 @@ def _executor(args: argparse.Namespace) -> shards.Executor | None:
 
 
 def _workers(value: str | None) -> int:
-    """``--workers``: a positive number, or ``auto`` (one per CPU); 1 when not given."""
-    if value is None:
-        return 1
-    if value == "auto":
+    """``--workers``: a positive number, or ``auto`` (one per CPU, the default)."""
+    if value is None or value == "auto":
         return workers.cpu_count()
     if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
         raise UsageError(f"--workers wants a positive number or auto, got '{value}'",

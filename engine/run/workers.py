@@ -33,8 +33,11 @@ POLL = 0.2  # seconds between two progress reports while the driver waits
 
 
 def cpu_count() -> int:
-    """``--workers auto``: the processors this machine has."""
-    return os.cpu_count() or 1
+    """``--workers auto`` (the default): the processors this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class PoolExecutor:
