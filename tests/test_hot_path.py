@@ -270,7 +270,7 @@ def test_record_lines_read_the_same_with_and_without_number_hooks(members: list[
     fast = formats.parse_line(raw, 2)
 
     def slow(raw: bytes) -> Any:
-        return strict_json.RECORD_DECODER
+        return strict_json.RECORD_DECODER, False
     original = strict_json.record_decoder
     formats.record_decoder = slow  # type: ignore[assignment]
     try:
@@ -302,3 +302,35 @@ def test_rows_said_plain_are_written_as_canonical_bytes(tmp_path: Path) -> None:
         for row in rows:
             writer(row)
     assert (tmp_path / "r").read_bytes() == b"".join(rfc8785.dumps(r) + b"\n" for r in rows)
+
+
+_line_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False,
+                                                                      allow_infinity=False) |
+    st.text(st.sampled_from(list("ab.0e1-\\u\"é\u2028")), max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(st.sampled_from(list("ab.é\\")), max_size=3), inner, max_size=3),
+    max_leaves=12)
+
+
+@PROFILE
+@given(st.dictionaries(st.text(st.sampled_from(list("kxé.")), max_size=2), _line_values,
+                       max_size=4), st.booleans())
+def test_a_line_said_plain_is_plain(data: dict[str, Any], ascii_only: bool) -> None:
+    import json
+
+    from engine.canonical import _plain
+    from engine.records import formats
+    raw = json.dumps(data, ensure_ascii=ascii_only).encode()
+    record = formats.parse_line(raw, 2)
+    assert isinstance(record, formats.Record) and record.data == data
+    if record.plain:
+        assert _plain(record.data)
+
+
+def test_escaped_names_and_floats_are_never_said_plain() -> None:
+    from engine.records import formats
+    for raw in (b'{"\\u2028k": 1}', b'{"k": 1.5}', b'{"k": 2E3}', '{"\u00e9": 1}'.encode()):
+        record = formats.parse_line(raw, 2)
+        assert isinstance(record, formats.Record) and not record.plain, raw
+    assert formats.parse_line(b'{"k": [1, "x.5", null], "e": "e3"}', 2).plain  # type: ignore[union-attr]

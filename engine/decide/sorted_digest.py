@@ -18,7 +18,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
-from engine.canonical import canonical, digest_joined
+from engine.canonical import canonical, digest_joined, plain_bytes
 
 CHUNK = 50_000
 
@@ -34,8 +34,10 @@ class SortedDigest:
         self._buffer: list[tuple[str, bytes]] = []
         self._runs: list[IO[bytes]] = []
 
-    def add(self, key: str, value: Any) -> None:
-        self._buffer.append((key, canonical(value)))
+    def add(self, key: str, value: Any, plain: bool = False) -> None:
+        """Add an item; ``plain``: the value is known to be plain JSON (an object), so its
+        canonical bytes are the C encoder's (``canonical.plain_bytes``)."""
+        self._buffer.append((key, plain_bytes(value) if plain else canonical(value)))
         if len(self._buffer) >= self.chunk:
             self._spill()
 

@@ -27,6 +27,8 @@ class Record:
 
     line: int
     data: Any
+    # sure to be plain JSON for the C encoder (``canonical._plain``); not part of equality
+    plain: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
         return BadRecord(line, "NOT_UTF8", f"not UTF-8 (byte {exc.start})")
     try:
         text = text.strip()
-        data, end = record_decoder(raw).raw_decode(text)
+        decoder, plain = record_decoder(raw)
+        data, end = decoder.raw_decode(text)
         if end != len(text):
             raise JsonError("INVALID_JSON", "extra data after the JSON value")
     except JsonError as exc:
@@ -64,7 +67,7 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
         return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
     if ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
         return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
-    return Record(line, data)
+    return Record(line, data, plain)
 
 
 def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:

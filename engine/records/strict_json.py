@@ -141,15 +141,21 @@ RECORD_DECODER, JCS_DECODER, LEXICAL_DECODER = (RECORD.decoder(), JCS.decoder(),
 # number. The line is looked at through a table (digits -> 0, e/E -> e, signs -> +, all else
 # a space), where both are plain substring searches.
 _SHAPES = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord("e") if b in b"eE" else
-                ord("+") if b in b"+-" else ord(" ") for b in range(256))
+                ord("+") if b in b"+-" else ord(".") if b == ord(".") else ord(" ")
+                for b in range(256))
 _LONG_NUMBER = (b"0" * len(str(MAX_INT)), b"0e000", b"0e+000")
 _RECORD_PLAIN = RECORD.decoder(numbers=False)
 
 
-def record_decoder(raw: bytes) -> json.JSONDecoder:
-    """The RECORD decoder for one line: the one without number hooks where it is exact."""
+def record_decoder(raw: bytes) -> tuple[json.JSONDecoder, bool]:
+    """The RECORD decoder for one line (the one without number hooks where it is exact),
+    and whether the value read is sure to be plain JSON for the C encoder
+    (``canonical._plain``): an ASCII line with no \\u escape holds only ASCII names, and one
+    with no digit before a '.' or an exponent holds no float."""
     shapes = raw.translate(_SHAPES)
-    return RECORD_DECODER if any(s in shapes for s in _LONG_NUMBER) else _RECORD_PLAIN
+    decoder = RECORD_DECODER if any(s in shapes for s in _LONG_NUMBER) else _RECORD_PLAIN
+    return decoder, raw.isascii() and b"\\u" not in raw and b"0." not in shapes and \
+        b"0e" not in shapes
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 

@@ -140,7 +140,7 @@ class _Runner:
         part = None
         if suite.derived:  # what of the record is suite data: hashed, and governs controls
             part = self.format.part(item.data)
-            self.tally.suite_rows.add(str(item.data.get("id", "")), part)
+            self.tally.suite_rows.add(str(item.data.get("id", "")), part, item.plain)
         if self.validator is not None and not self.validate(item):
             return
         try:  # a selector that cannot apply to this record makes it a record problem
