@@ -10,8 +10,12 @@ throughput. Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
 
 Peak RSS is the child's own ``ru_maxrss`` from ``wait4``, so one process is measured, not
 this harness. ``--ray`` adds ``engine run --executor ray`` (a fresh local Ray instance per
-run, its start-up timed; RSS is then the driver's only). ``--workers N`` adds
-``engine run --workers N`` (N processes on this machine; RSS is the driver's). Pass
+run, its start-up timed; RSS is then the driver's only). ``specgate`` is
+the default command (``--workers auto``: inputs of 4 MiB or more are scored by one process
+per CPU; peak RSS is then the largest single process, from ``wait4``), ``specgate
+--workers 1`` one process. The engine's modules are byte-compiled first, as ``pip
+install`` leaves them (an editable install under PYTHONDONTWRITEBYTECODE would otherwise
+time the compiler). Pass
 ``--sizes 1000,10000,100000,1000000`` for the 1M row (Assevra at 1M takes minutes and
 gigabytes; ``--skip-assevra-above N`` skips it beyond N rows).
 """
@@ -19,6 +23,7 @@ gigabytes; ``--skip-assevra-above N`` skips it beyond N rows).
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import statistics
@@ -51,16 +56,15 @@ def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int]:
     return wall, usage.ru_maxrss * 1024
 
 
-def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None,  # noqa: PLR0913
-             ray: bool = False, workers: int = 0) -> dict[str, dict[str, float]]:
+def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None,
+             ray: bool = False) -> dict[str, dict[str, float]]:
     """Median wall time, max RSS and scorecard bytes per engine on one dataset."""
     def ours(*extra: str) -> Any:
         return lambda out: [*ENGINE, "run", str(GATE), "--input", f"runs={dataset}", "--out",
                             str(out), *extra]
 
-    commands = {"specgate": ours()}
-    if workers > 1:  # one machine's cores: a process pool over byte ranges
-        commands[f"specgate --workers {workers}"] = ours("--workers", str(workers))
+    # the default uses every core of the machine for inputs of 4 MiB or more
+    commands = {"specgate": ours(), "specgate --workers 1": ours("--workers", "1")}
     if ray:  # a fresh local Ray instance per run: its start-up is part of the time
         commands["specgate --executor ray"] = ours("--executor", "ray")
     if env is not None:
@@ -91,14 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forms", default="full,compact")
     parser.add_argument("--ray", action="store_true",
                         help="also time --executor ray (peak RSS: the driver process only)")
-    parser.add_argument("--workers", type=int, default=0, metavar="N",
-                        help="also time engine run --workers N (peak RSS: the driver only)")
     args = parser.parse_args(argv)
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "engine", quiet=1)
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     env = assevra_env(args.work)
     print(f"baseline: assevra 0.6.0.post1 (throwaway env {env}); median of {args.repeat}; "
-          f"peak RSS is the max over runs", flush=True)
+          f"peak RSS is the max over runs; {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
     print("| rows | contracts | engine | wall s | rows/s | peak RSS MB | scorecard KB "
           "| throughput vs Assevra |")
     print("|---|---|---|---|---|---|---|---|")
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 assevra_data.write(dataset, rows, compact=form == "compact")
             skip = args.skip_assevra_above is not None and rows > args.skip_assevra_above
             got = run_both(dataset, rows, args.work, args.repeat, None if skip else env,
-                           args.ray, args.workers)
+                           args.ray)
             for name, r in got.items():
                 ratio = (f"{r['rows_per_s'] / got['assevra']['rows_per_s']:.2f}x"
                          if name != "assevra" and "assevra" in got else "")
