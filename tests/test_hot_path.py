@@ -334,3 +334,18 @@ def test_escaped_names_and_floats_are_never_said_plain() -> None:
         record = formats.parse_line(raw, 2)
         assert isinstance(record, formats.Record) and not record.plain, raw
     assert formats.parse_line(b'{"k": [1, "x.5", null], "e": "e3"}', 2).plain  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("entities", [
+    [r"\d{3})|(?:SECRET\d"],  # closes and reopens the group the edges are put around
+    [r"x(\d)", r"(\d)\1{3}"],  # a back-reference means its group in its own pattern only
+    [r"(?P<n>\d)", r"(?P<n>x)"],  # the same group name twice cannot share one pattern
+], ids=["paren", "backreference", "group-names"])
+def test_rule_out_never_hides_what_find_finds_for_unusual_patterns(entities: list[str]) -> None:
+    # found by review: each of these once made mask() keep a value find() reports
+    detector = build_detector({"name": "t", "entities": [
+        {"name": f"E{i}", "class": "hard", "pattern": p} for i, p in enumerate(entities)]})
+    for text in ("pin 123x", "id 7777 here", "a 5 b", "SECRET1 x"):
+        if detector.find(text):
+            assert not detector.clean(text)
+            assert detector.mask(text) == detector.mask(text, detector.find(text)) != text

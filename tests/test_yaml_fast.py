@@ -138,6 +138,9 @@ TARGETED = [
     "a: 'unterminated\n",
     "- a\n- b\n -c\n",
     "<<: {a: 1}\nb: 2\n",
+    # found by review: libyaml accepted these tabs and the header, the reference refuses them
+    "a:\tb\n", "a: b\t\n", "a: [1,\t2]\n", "a: >#\n  x\n", "a: |-#\n  x\n",
+    "\ufeffa: 1\nb: [\n", "a: 1\u2028b: 2\n", "a: 'x\x85y'\n",
 ]
 
 
@@ -154,7 +157,8 @@ def test_too_many_values_is_refused_the_same_way() -> None:
 
 
 def test_the_fast_path_declines_what_it_must_not_decide() -> None:
-    for text in ("a: &x 1\n", "a:\n", "a: \x10\n", "a: 1\na: 2\n", "a: .nan\n", "a: [1\n", ""):
+    for text in ("a: &x 1\n", "a:\n", "a: \x10\n", "a: 1\na: 2\n", "a: .nan\n", "a: [1\n", "",
+                 "a:\tb\n", "a: >#\n  x\n", "\ufeffa: 1\n"):
         assert _yaml._parse_fast(text, "f.yaml") is None, text
     assert _yaml._parse_fast("a: 1\n", "f.yaml") is not None
 
@@ -175,3 +179,10 @@ def test_dumped_documents_read_the_same_both_ways(data: Any, flow: Any, style: A
                           allow_unicode=True, width=40)
     got, want = both(text)
     assert got == want
+
+
+def test_a_tab_is_refused_as_before() -> None:
+    # found by review: the libyaml path read 'a:\tb' as {'a': 'b'}; the reference refuses it
+    for text in ("a:\tb\n", "a: b\t\n", "a: [1,\t2]\n"):
+        doc, problems = _yaml.parse(text, "f.yaml")
+        assert doc is None and [p.code for p in problems] == ["YAML_SYNTAX"], text

@@ -138,9 +138,9 @@ class Detector:
         return sorted(hits.values(), key=lambda h: (h.start, h.entity))
 
     @cached_property
-    def anything(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None,
+    def anything(self) -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None,
                                 tuple[str, ...]]:
-        """What tells at once that ``find`` would find nothing in a text: a pattern matching
+        """What tells at once that ``find`` would find nothing in a text: patterns matching
         wherever an entity without context words could match, a character class every such
         match needs (None if unknown), and every context word (an entity with context words
         finds nothing in a text that holds none of them)."""
@@ -153,8 +153,8 @@ class Detector:
         if known is not None:
             return known
         free, need, words = self.anything
-        found = (free is not None and (need is None or need.search(text) is not None) and
-                 free.search(text) is not None) or (bool(words) and _any_in(
+        found = (bool(free) and (need is None or need.search(text) is not None) and
+                 any(p.search(text) is not None for p in free)) or (bool(words) and _any_in(
                      words, text.replace("\u2019", "'").lower()))
         if len(text) <= CLEAN_CACHED_CHARS:
             if len(self.cleaned) >= MASK_CACHE:
@@ -182,17 +182,35 @@ class Detector:
         return out
 
 
-def _alternation(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
-    """One pattern matching where any of ``patterns`` does. Entity patterns share their edge
-    tests, which then stand once around the alternation (the same matches, tried about twice
-    as fast: a position inside a word fails once, not once per entity)."""
-    if not patterns:
-        return None
+def _alternation(patterns: list[re.Pattern[str]]) -> tuple[re.Pattern[str], ...]:
+    """Patterns matching together where any of ``patterns`` does: one alternation when that
+    is sure to mean the same, else the patterns themselves (a pattern with groups keeps its
+    own, since a back-reference means its group only in its own pattern). Entity patterns
+    share their edge tests, which then stand once around the alternation (the same matches,
+    tried about twice as fast: a position inside a word fails once, not once per entity)."""
+    if not patterns or any(p.groups for p in patterns):
+        return tuple(patterns)
     sources = [p.pattern for p in patterns]
-    if all(s.startswith(_EDGE_BEFORE) and s.endswith(_EDGE_AFTER) for s in sources):
-        inner = (s[len(_EDGE_BEFORE):-len(_EDGE_AFTER)] for s in sources)
-        return re.compile(_EDGE_BEFORE + "|".join(f"(?:{s})" for s in inner) + _EDGE_AFTER)
-    return re.compile("|".join(f"(?:{s})" for s in sources))
+    inner = [s[len(_EDGE_BEFORE):-len(_EDGE_AFTER)] for s in sources
+             if s.startswith(_EDGE_BEFORE) and s.endswith(_EDGE_AFTER) and
+             _whole(s[len(_EDGE_BEFORE):-len(_EDGE_AFTER)])]
+    try:
+        if len(inner) == len(sources):
+            return (re.compile(_EDGE_BEFORE + "|".join(f"(?:{s})" for s in inner) +
+                               _EDGE_AFTER),)
+        return (re.compile("|".join(f"(?:{s})" for s in sources)),)
+    except re.error:
+        return tuple(patterns)
+
+
+def _whole(source: str) -> bool:
+    """A pattern that compiles on its own (so it cannot close the group it is put in, as
+    ``\\d)|(?:x`` would)."""
+    try:
+        re.compile(source)
+    except re.error:
+        return False
+    return True
 
 
 def _any_in(words: tuple[str, ...], text: str) -> bool:
