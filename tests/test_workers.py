@@ -233,3 +233,55 @@ def test_no_progress_when_stderr_is_not_a_terminal(work: Path) -> None:
                   "--out", "out", "--workers", "2", capture_output=True)
     assert done.returncode == 3
     assert done.stderr == "" and "scoring" not in done.stdout
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_workers_end_when_their_driver_is_killed_outright(work: Path) -> None:
+    # found by review: after SIGKILL of the driver, workers blocked on a full pipe for ever
+    import signal
+    import time
+    data = work / "data" / "big.jsonl"
+    assevra_data.write(data, 40_000, compact=False)  # ~10 MB: the pool runs
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "engine", "run", "specs/agent-release-gate", "--input",
+         f"runs={data}", "--out", str(work / "out"), "--workers", "2"], cwd=work,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    workers_seen: set[int] = set()
+    for _ in range(600):  # until both workers are up (at most a minute)
+        workers_seen = _children(driver.pid)
+        if len(workers_seen) >= 2 or driver.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert len(workers_seen) >= 2, "the pool never started"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    for _ in range(300):  # each worker checks for its driver twice a second
+        if not any(_alive(pid) for pid in workers_seen):
+            break
+        time.sleep(0.1)
+    left = [pid for pid in workers_seen if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "workers outlived their driver"

@@ -18,6 +18,8 @@ import os
 import pickle
 import signal
 import sys
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -71,10 +73,20 @@ class _Worker:
 
 
 def _start(evaluation: spec.Evaluation | None, answers: dict[str, Any] | None,
-           counts: Any) -> None:
+           counts: Any, driver: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver stops its workers itself
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _Worker.evaluation, _Worker.answers, _Worker.counts = evaluation, answers, counts
+    threading.Thread(target=_orphaned, args=(driver,), daemon=True).start()
+
+
+def _orphaned(driver: int) -> None:
+    """End this worker once its driver is gone. A driver killed outright (SIGKILL, the
+    out-of-memory killer) stops nobody; a worker writing its answer into a full pipe that no
+    one reads would otherwise wait for ever (found by review)."""
+    while os.getppid() == driver:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _score(job: shards.Job) -> tuple[str, shards.Seen]:
@@ -103,7 +115,7 @@ class _Pool:
         self.counts = context.RawArray("q", 2 * count) if progress is not None else None
         answers = runtime.answers if runtime is not None else None
         self.pool = ProcessPoolExecutor(count, context, initializer=_start, initargs=(
-            evaluation if fork else None, answers, self.counts))
+            evaluation if fork else None, answers, self.counts, os.getpid()))
         self.progress, self.size = progress, size
 
     def submit(self, job: shards.Job) -> Future[tuple[str, shards.Seen]]:
