@@ -33,11 +33,13 @@ class SortedDigest:
         self.chunk, self.spool = chunk, spool
         self._buffer: list[tuple[str, bytes]] = []
         self._runs: list[IO[bytes]] = []
+        self._known: str | None = None  # the digest, once asked for, until the next change
 
     def add(self, key: str, value: Any, plain: bool = False) -> None:
         """Add an item; ``plain``: the value is known to be plain JSON (an object), so its
         canonical bytes are the C encoder's (``canonical.plain_bytes``)."""
         self._buffer.append((key, plain_bytes(value) if plain else canonical(value)))
+        self._known = None
         if len(self._buffer) >= self.chunk:
             self._spill()
 
@@ -47,6 +49,7 @@ class SortedDigest:
         self._runs += other._runs
         self._buffer = list(other._buffer)
         other._runs, other._buffer = [], []
+        self._known = other._known = None
 
     def _spill(self) -> None:
         if not self._buffer:
@@ -87,6 +90,13 @@ class SortedDigest:
                 return
 
     def hexdigest(self) -> str:
+        """The digest of the values sorted by key (worked out once until the next change:
+        the decision, the comparison and the scorecard each ask for it)."""
+        if self._known is None:
+            self._known = self._hexdigest()
+        return self._known
+
+    def _hexdigest(self) -> str:
         if self._runs:
             self._spill()
             merged: Any = heapq.merge(*(self._read(r) for r in self._runs), key=itemgetter(0))
@@ -106,4 +116,4 @@ class SortedDigest:
     def close(self) -> None:
         for handle in self._runs:
             handle.close()
-        self._runs, self._buffer = [], []
+        self._runs, self._buffer, self._known = [], [], None
