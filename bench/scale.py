@@ -11,7 +11,7 @@ throughput. Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
 Peak RSS is the child's own ``ru_maxrss`` from ``wait4``, so one process is measured, not
 this harness. ``--ray`` adds ``engine run --executor ray`` (a fresh local Ray instance per
 run, its start-up timed; RSS is then the driver's only). ``specgate`` is
-the default command (``--workers auto``: inputs of 4 MiB or more are scored by one process
+the default command (``--workers auto``: inputs of 1 MiB or more are scored by one process
 per CPU; peak RSS is then the largest single process, from ``wait4``), ``specgate
 --workers 1`` one process. The engine's modules are byte-compiled first, as ``pip
 install`` leaves them (an editable install under PYTHONDONTWRITEBYTECODE would otherwise
@@ -63,7 +63,7 @@ def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None
         return lambda out: [*ENGINE, "run", str(GATE), "--input", f"runs={dataset}", "--out",
                             str(out), *extra]
 
-    # the default uses every core of the machine for inputs of 4 MiB or more
+    # the default uses every core of the machine for inputs of 1 MiB or more
     commands = {"specgate": ours(), "specgate --workers 1": ours("--workers", "1")}
     if ray:  # a fresh local Ray instance per run: its start-up is part of the time
         commands["specgate --executor ray"] = ours("--executor", "ray")

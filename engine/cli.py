@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --executor ray: shards to cut the records into "
                      "(default: one per CPU Ray reports)")
     run.add_argument("--workers", metavar="N|auto",
-                     help="score a large line-based input (4 MiB or more) in N processes of "
+                     help="score a large line-based input (1 MiB or more) in N processes of "
                      "this machine (default auto: one per CPU; 1: this process only)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)

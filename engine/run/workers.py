@@ -30,7 +30,7 @@ from engine.records import formats
 from engine.run import shards
 from engine.spec import evaluation as spec
 
-MIN_BYTES = 4 << 20  # a smaller input scores in one process (measured: docs/performance.md)
+MIN_BYTES = 1 << 20  # a smaller input scores in one process (measured: docs/performance.md)
 POLL = 0.2  # seconds between two progress reports while the driver waits
 
 
