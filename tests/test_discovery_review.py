@@ -257,3 +257,25 @@ def test_a_reply_body_is_read_strictly(spec: Path, judge: Judge, tmp_path: Path,
     judge.script["m1"] = [{"raw": raw}]
     code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
     assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT" in out, out
+
+
+def test_a_blind_cache_for_other_inputs_is_refused(spec: Path, judge: Judge, tmp_path: Path,
+                                                   capsys: Any) -> None:
+    def bad_narrative(body: dict[str, Any]) -> str:
+        return honest(body).replace('"calibration": 0.8', '"calibration": 8')
+
+    judge.responder = bad_narrative  # the blind cache is written, the review is not
+    reviews = tmp_path / "reviews"
+    review(spec, judge, reviews, capsys=capsys)
+    cache = reviews / f"{GROUP}.blind.json"
+    kept = cache.read_bytes()
+    path = spec / "demo" / "submissions" / f"{GROUP}.json"
+    sub = json.loads(path.read_text())
+    sub["findings"][0]["claim"] = "A different claim."  # a new submission digest
+    path.write_text(json.dumps(sub, ensure_ascii=False))
+    judge.responder = honest
+    before = judge.calls()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error BLIND_CACHE_BINDING" in out
+    assert judge.calls() == before  # nothing asked on a cache made for other inputs
+    assert cache.read_bytes() == kept and not (reviews / f"{GROUP}.json").exists()

@@ -265,3 +265,41 @@ def test_reviews_by_different_methods_are_not_scored_together() -> None:
         build(pkg, tasks, reviewed)
     assert caught.value.code == "REVIEWER_METHOD_MIX"
     assert "https://one / model-1" in str(caught.value)
+
+
+def _judged(demo: Path, **change: Any) -> None:
+    """Rewrite the demo review's one judge row (its binding does not cover the row)."""
+    path = demo / "demo" / "reviews" / f"{GROUP}.json"
+    review = json.loads(path.read_text())
+    review["findings"][0].update(change)
+    path.write_text(json.dumps(review, ensure_ascii=False))
+
+
+def test_partial_support_halves_the_score_through_the_cli(demo: Path) -> None:
+    _judged(demo, support="partial")  # cap supported, judge partial -> effective partial
+    code, card, _ = run(demo)
+    finding = records(card)[GROUP]["findings"][0]
+    # §10.1: the same dimensions with partial support give 0.5 * 83.5 = 41.75
+    assert finding["effective_support"] == "partial" and finding["score"] == 41.75
+    assert records(card)[GROUP]["quality"] == 41.75 and code == 0
+
+
+def test_uncertain_support_leaves_the_task_unresolved_through_the_cli(demo: Path) -> None:
+    _judged(demo, support="uncertain")
+    code, card, _ = run(demo)
+    record = records(card)[GROUP]
+    assert record["findings"][0]["score"] is None
+    assert record["status"] == "unresolved" and record["quality"] is None
+    # unresolved counts as pending and as a valid submission (§11.2): exit 3, incomplete
+    assert card["report"]["pending_tasks"] == 1 and card["report"]["valid_submission_rate"] == 1
+    assert code == 3 and "CATEGORY_UNRESOLVED" in [r["code"] for r in card["reasons"]]
+
+
+def test_an_unfulfilled_uncertain_finding_scores_zero_through_the_cli(demo: Path) -> None:
+    _judged(demo, support="uncertain", task_fulfilled=False)
+    _, card, _ = run(demo)
+    record = records(card)[GROUP]
+    # the zero rule comes before the null rule (§10.1 step 4): 0, and the task is scored
+    assert record["findings"][0]["score"] == 0
+    assert record["status"] == "scored" and record["quality"] == 0
+    assert card["report"]["scored_tasks"] == 1
