@@ -56,10 +56,10 @@ def write(folder: Path, package: Any) -> None:
 
 def _judge_config(package: Any, tasks: list[dict[str, Any]]) -> dict[str, Any]:
     """The review directory's judge configuration (§9.6) for the scripted reviewer."""
-    from engine.protocols.discovery.reviewer import config_fields, load_reviewer
+    from engine.protocols.discovery.judge_settings import config_fields
 
-    reviewer = load_reviewer(package.folder, "scripted-demo-reviewer", "recorded", None)
-    return {**config_fields(package, reviewer, tasks, BUDGET), "audit_seed": SEED}
+    return {**config_fields(package, "recorded", "scripted-demo-reviewer", tasks, BUDGET),
+            "audit_seed": SEED}
 
 
 def _review(package: Any, task: dict[str, Any], tasks: list[dict[str, Any]],

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.names import task_file
 from engine.protocols.discovery.report import ReviewIntegrityError
 from engine.protocols.discovery.task import Package
@@ -37,8 +38,6 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
                       records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The verified judge configuration's reviewer, budget and audit size, or None when no
     review directory was given; ReviewIntegrityError when it does not match."""
-    from engine.protocols.discovery.reviewer import config_fields, load_reviewer
-
     path = folder / "judge_config.json" if folder is not None else None
     reviewed = [r for r in records if r.get("reviewer_method")]
     if path is None or not path.exists():
@@ -53,8 +52,7 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
             and isinstance(budget, int) and not isinstance(budget, bool)):
         raise ReviewIntegrityError(f"{path}: model, base_url and audit_documents are missing "
                                    "or of the wrong type", "JUDGE_CONFIG_MISMATCH")
-    current = config_fields(pkg, load_reviewer(pkg.folder, base_url, model, None), tasks,
-                            budget)
+    current = config_fields(pkg, model, base_url, tasks, budget)
     kept = {k: v for k, v in stored.items() if k != "audit_seed"}
     changed = sorted(k for k in set(kept) | set(current) if kept.get(k) != current.get(k))
     if changed:
