@@ -22,6 +22,7 @@ from . import discovery_kit as kit
 
 SEED = "0" * 63 + "1"
 VERSION = "specgate-discovery-demo/1"
+BUDGET = 60
 
 
 def write(folder: Path, package: Any) -> None:
@@ -49,6 +50,16 @@ def write(folder: Path, package: Any) -> None:
     review = _review(package, group, tasks, rows, submission)
     (folder / "reviews" / f"{group['task_id']}.json").write_text(
         json.dumps(review, indent=1, ensure_ascii=False) + "\n")
+    (folder / "reviews" / "judge_config.json").write_text(
+        json.dumps(_judge_config(package, tasks), indent=1, ensure_ascii=False) + "\n")
+
+
+def _judge_config(package: Any, tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The review directory's judge configuration (§9.6) for the scripted reviewer."""
+    from engine.protocols.discovery.judge_settings import config_fields
+
+    return {**config_fields(package, "recorded", "scripted-demo-reviewer", tasks, BUDGET),
+            "audit_seed": SEED}
 
 
 def _review(package: Any, task: dict[str, Any], tasks: list[dict[str, Any]],
@@ -56,7 +67,7 @@ def _review(package: Any, task: dict[str, Any], tasks: list[dict[str, Any]],
     from engine.protocols.discovery import sample
 
     ids = [r["doc_id"] for r in rows]
-    budget = 60
+    budget = BUDGET
     doc_ids = sample(SEED, budget, task["task_id"], ids, submission["findings"],
                      package.discovery.audit)["document_ids"]
     by_id = {r["doc_id"]: r for r in rows}

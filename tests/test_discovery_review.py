@@ -257,3 +257,52 @@ def test_a_reply_body_is_read_strictly(spec: Path, judge: Judge, tmp_path: Path,
     judge.script["m1"] = [{"raw": raw}]
     code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
     assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT" in out, out
+
+
+def test_a_blind_cache_for_other_inputs_is_refused(spec: Path, judge: Judge, tmp_path: Path,
+                                                   capsys: Any) -> None:
+    def bad_narrative(body: dict[str, Any]) -> str:
+        return honest(body).replace('"calibration": 0.8', '"calibration": 8')
+
+    judge.responder = bad_narrative  # the blind cache is written, the review is not
+    reviews = tmp_path / "reviews"
+    review(spec, judge, reviews, capsys=capsys)
+    cache = reviews / f"{GROUP}.blind.json"
+    kept = cache.read_bytes()
+    path = spec / "demo" / "submissions" / f"{GROUP}.json"
+    sub = json.loads(path.read_text())
+    sub["findings"][0]["claim"] = "A different claim."  # a new submission digest
+    path.write_text(json.dumps(sub, ensure_ascii=False))
+    judge.responder = honest
+    before = judge.calls()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error BLIND_CACHE_BINDING" in out
+    assert judge.calls() == before  # nothing asked on a cache made for other inputs
+    assert cache.read_bytes() == kept and not (reviews / f"{GROUP}.json").exists()
+
+
+def test_a_run_manifest_for_another_inventory_stops_the_review(spec: Path, judge: Judge,
+                                                               tmp_path: Path,
+                                                               capsys: Any) -> None:
+    manifest = {"tasks_sha256": "0" * 64, "command": ["agent"], "track": "task_only",
+                "timeout_seconds": 60, "task_id": None, "limit": None,
+                "difficulty": "discovery", "effective_tasks_sha256": "0" * 64}
+    (spec / "demo" / "submissions" / "run.json").write_text(json.dumps(manifest))
+    reviews = tmp_path / "reviews"
+    code = main(["review", str(spec), "--reviews-dir", str(reviews), "--judge-base-url",
+                 f"{judge.url}/v1", "--judge-model", "m1", "--audit-documents", "60"])
+    assert code == 2 and "RUN_MANIFEST_MISMATCH" in capsys.readouterr().err
+    assert judge.calls() == 0 and not reviews.exists()
+
+
+def test_a_fresh_review_directory_evaluates_with_its_reviewer_named(spec: Path, judge: Judge,
+                                                                    tmp_path: Path,
+                                                                    capsys: Any) -> None:
+    reviews = tmp_path / "reviews"
+    review(spec, judge, reviews, model="m7", capsys=capsys)
+    code, card = evaluate(spec, reviews, "named")
+    # what `engine review` was given: the model, --audit-documents 60 and judge.yaml's
+    # max_input_chars 800000
+    assert code == 0 and card["report"]["reviewer"] == {
+        "model": "m7", "base_url": f"{judge.url}/v1", "max_input_chars": 800000,
+        "max_output_tokens": 6000, "audit_documents": 60}

@@ -71,11 +71,19 @@ def test_the_demo_scores_with_the_hand_worked_numbers(demo: Path) -> None:
                             "invalid_tasks"]
     assert ordered[10:] == ["by_kind", "by_source", "task_scores", "difficulty",
                             "scoring_version", "benchmark_version", "tasks_sha256",
-                            "reference_sha256", "reviewer_methods", "run"]
+                            "reference_sha256", "reviewer_methods", "run", "reviewer"]
+    # the demo's review directory: judge_config.json of the scripted reviewer, budget 60,
+    # judge.yaml's max_input_chars 800000 and max_output_tokens 6000; no run.json
+    assert report["reviewer"] == {"model": "recorded", "base_url": "scripted-demo-reviewer",
+                                  "max_input_chars": 800000, "max_output_tokens": 6000,
+                                  "audit_documents": 60}
+    assert report["run"] is None
     markdown = (out / "report.md").read_text()
     assert "| conditional_quality_mean | 83.5 |" in markdown and "| quality_mean | null |" in \
         markdown
     assert "neither causal nor held-out" in markdown
+    assert ("Reviewer: `scripted-demo-reviewer / recorded`; input budget 800000 characters; "
+            "audit size 60 documents") in markdown
 
 
 def test_without_reviews_the_answered_task_is_pending_and_the_run_incomplete(demo: Path) -> None:
@@ -265,3 +273,109 @@ def test_reviews_by_different_methods_are_not_scored_together() -> None:
         build(pkg, tasks, reviewed)
     assert caught.value.code == "REVIEWER_METHOD_MIX"
     assert "https://one / model-1" in str(caught.value)
+
+
+def _judged(demo: Path, **change: Any) -> None:
+    """Rewrite the demo review's one judge row (its binding does not cover the row)."""
+    path = demo / "demo" / "reviews" / f"{GROUP}.json"
+    review = json.loads(path.read_text())
+    review["findings"][0].update(change)
+    path.write_text(json.dumps(review, ensure_ascii=False))
+
+
+def test_partial_support_halves_the_score_through_the_cli(demo: Path) -> None:
+    _judged(demo, support="partial")  # cap supported, judge partial -> effective partial
+    code, card, _ = run(demo)
+    finding = records(card)[GROUP]["findings"][0]
+    # §10.1: the same dimensions with partial support give 0.5 * 83.5 = 41.75
+    assert finding["effective_support"] == "partial" and finding["score"] == 41.75
+    assert records(card)[GROUP]["quality"] == 41.75 and code == 0
+
+
+def test_uncertain_support_leaves_the_task_unresolved_through_the_cli(demo: Path) -> None:
+    _judged(demo, support="uncertain")
+    code, card, _ = run(demo)
+    record = records(card)[GROUP]
+    assert record["findings"][0]["score"] is None
+    assert record["status"] == "unresolved" and record["quality"] is None
+    # unresolved counts as pending and as a valid submission (§11.2): exit 3, incomplete
+    assert card["report"]["pending_tasks"] == 1 and card["report"]["valid_submission_rate"] == 1
+    assert code == 3 and "CATEGORY_UNRESOLVED" in [r["code"] for r in card["reasons"]]
+
+
+def test_an_unfulfilled_uncertain_finding_scores_zero_through_the_cli(demo: Path) -> None:
+    _judged(demo, support="uncertain", task_fulfilled=False)
+    _, card, _ = run(demo)
+    record = records(card)[GROUP]
+    # the zero rule comes before the null rule (§10.1 step 4): 0, and the task is scored
+    assert record["findings"][0]["score"] == 0
+    assert record["status"] == "scored" and record["quality"] == 0
+    assert card["report"]["scored_tasks"] == 1
+
+
+def _manifest(demo: Path, **change: Any) -> dict[str, Any]:
+    """A run manifest (§12.4) for the demo inventory, written beside its submissions."""
+    import hashlib
+
+    import rfc8785
+
+    tasks = json.loads((demo / "demo" / "tasks.json").read_text())
+    sha = hashlib.sha256(rfc8785.dumps(tasks)).hexdigest()  # §3.1: SHA-256 of the JCS form
+    run_json = {"tasks_sha256": sha, "command": ["agent", "--task", "all"],
+                "track": "task_only", "timeout_seconds": 600, "task_id": None, "limit": None,
+                "difficulty": "discovery", "effective_tasks_sha256": sha} | change
+    (demo / "demo" / "submissions" / "run.json").write_text(json.dumps(run_json))
+    return run_json
+
+
+def test_the_run_manifest_is_copied_into_the_report(demo: Path) -> None:
+    manifest = _manifest(demo)
+    code, card, out = run(demo)
+    assert code == 0 and card["report"]["run"] == manifest
+    assert json.loads((out / "report.json").read_text())["run"] == manifest
+
+
+@pytest.mark.parametrize("change, code", [
+    ({"tasks_sha256": "0" * 64}, "RUN_MANIFEST_MISMATCH"),    # made for another inventory
+    ({"difficulty": "guided"}, "RUN_MANIFEST_MISMATCH"),      # §12.2: must be discovery
+    ({"track": "everything"}, "RUN_MANIFEST_INVALID"),
+    ({"limit": 0}, "RUN_MANIFEST_INVALID"),
+    ({"extra": 1}, "RUN_MANIFEST_INVALID"),
+])
+def test_a_different_run_manifest_stops_the_report(demo: Path, capsys: Any,
+                                                   change: dict[str, Any], code: str) -> None:
+    _manifest(demo, **change)
+    exit_code, _, out = run(demo)
+    err = capsys.readouterr().err
+    assert exit_code == 2 and not out.exists() and code in err and "run.json" in err
+
+
+def test_a_run_manifest_that_is_not_json_is_invalid(demo: Path, capsys: Any) -> None:
+    (demo / "demo" / "submissions" / "run.json").write_text("{")
+    exit_code, _, out = run(demo)
+    assert exit_code == 2 and not out.exists()
+    assert "RUN_MANIFEST_INVALID" in capsys.readouterr().err
+
+
+def _config(demo: Path, **change: Any) -> None:
+    path = demo / "demo" / "reviews" / "judge_config.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | change))
+
+
+@pytest.mark.parametrize("tamper, code", [
+    (lambda d: _config(d, model="another-model"), "JUDGE_CONFIG_MISMATCH"),  # not the method
+    (lambda d: _config(d, audit_seed="f" * 64), "JUDGE_CONFIG_MISMATCH"),    # not the seed
+    (lambda d: _config(d, audit_documents=61), "JUDGE_CONFIG_MISMATCH"),     # not the budget
+    (lambda d: _config(d, max_output_tokens=12000), "JUDGE_CONFIG_MISMATCH"),
+    (lambda d: (d / "judge.yaml").write_text((d / "judge.yaml").read_text().replace(
+        "max_input_chars: 800000", "max_input_chars: 700000")), "JUDGE_CONFIG_MISMATCH"),
+    (lambda d: (d / "demo" / "reviews" / "judge_config.json").unlink(), "JUDGE_CONFIG_MISSING"),
+    (lambda d: (d / "demo" / "reviews" / "judge_config.json").write_text("[]"),
+     "JUDGE_CONFIG_MISMATCH"),
+])
+def test_the_evaluation_checks_the_judge_configuration_again(demo: Path, capsys: Any,
+                                                             tamper: Any, code: str) -> None:
+    tamper(demo)
+    exit_code, _, out = run(demo)
+    err = capsys.readouterr().err
+    assert exit_code == 2 and not out.exists() and code in err and "INTERNAL_ERROR" not in err

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import canonical, digest
-from engine.errors import Problem, SpecErrors
 from engine.judge import CallFailed, Client, Endpoint, JudgeConfig, call
-from engine.protocols.discovery import files
+from engine.protocols.discovery.judge_settings import judge_settings
 from engine.records.strict_json import JsonError, loads
 
 _DEFAULTS = JudgeConfig()  # retries and backoff as the judge runtime's
@@ -56,22 +55,9 @@ class Reviewer:
 def load_reviewer(folder: Path, base_url: str, model: str,
                   api_key_env: str | None) -> Reviewer:
     """The review stage's texts and limits from judge.yaml; SpecErrors when it is bad."""
-    problems: list[Problem] = []
-    doc = files.read(folder / "judge.yaml", problems)
-    if doc is None:
-        raise SpecErrors(problems)
-    data = doc.data
-    texts = []
-    for where, rel in [*((("system_prompt", i), p) for i, p in enumerate(data["system_prompt"])),
-                       (("blind_repair",), data["blind_repair"])]:
-        try:
-            texts.append((folder / rel).read_text("utf-8").strip())
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}' is not readable: {exc}"))
-    if problems:
-        raise SpecErrors(problems)
+    system, repair, data = judge_settings(folder)
     retry = {k: data[k] for k in ("retries", "backoff_s", "max_backoff_s") if k in data}
-    return Reviewer(base_url, model, api_key_env, "\n\n".join(texts[:-1]), texts[-1],
+    return Reviewer(base_url, model, api_key_env, system, repair,
                     int(data["max_input_chars"]), int(data["max_output_tokens"]),
                     int(data["blind_concurrency"]), float(data["timeout_s"]), **retry)
 

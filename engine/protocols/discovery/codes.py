@@ -85,6 +85,9 @@ UNRESOLVED: the review leaves the task's quality unresolved
 block(CODES, _FQD, "2", "report refused", """
 PROFILE_MISMATCH: tasks of a difficulty profile this protocol version does not score
 REVIEWER_METHOD_MIX: the reviews were made by different reviewer methods
+JUDGE_CONFIG_MISSING: reviews were scored without their review directory's judge_config.json
+RUN_MANIFEST_MISMATCH: run.json is for another inventory or profile (review: nothing runs)
+RUN_MANIFEST_INVALID: run.json is not a run manifest of §12.4 (review: nothing runs)
 TASK_NOT_SCORED: a task has no score record (its inspection failed), so no report
 """)
 

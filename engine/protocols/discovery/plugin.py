@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from engine.canonical import digest
 from engine.errors import SpecErrors, UsageError
 from engine.protocols import Command, Protocol, Report
 from engine.protocols.discovery import inspection
@@ -75,11 +76,21 @@ def _inspection(evaluation: Any) -> Any:
 def build_report(evaluation: Any, tally: Any) -> tuple[Any, list[tuple[str, bytes]]]:
     """The protocol report: its value for the scorecard, report.json and report.md."""
     from engine.protocols.discovery import usable_tasks
+    from engine.protocols.discovery.manifest import inventory, reviewer_identity, run_manifest
     from engine.protocols.discovery.report import build, markdown
 
-    package = _inspection(evaluation).params["package"]
+    params = _inspection(evaluation).params
+    package = params["package"]
     tasks = usable_tasks(evaluation.inputs[evaluation.unit_input].path)
-    value = build(package, tasks, tally.unit_records)
+    records = [tally.unit_records[t["task_id"]] for t in tasks
+               if t["task_id"] in tally.unit_records]
+    value = build(package, tasks, tally.unit_records)  # refuses untrusted reviews first
+    everything = inventory(evaluation.inputs[params["tasks"]].path, tasks)
+    reviews = evaluation.inputs.get(params.get("reviews") or "")
+    value["reviewer"] = reviewer_identity(package, everything,
+                                          reviews.path if reviews else None, records)
+    value["run"] = run_manifest(package, digest(everything),
+                                evaluation.inputs[params["submissions"]].path)
     return value, [("report.json", (json.dumps(value, indent=2, ensure_ascii=False)
                                     + "\n").encode()),
                    ("report.md", markdown(package, value).encode())]
@@ -98,6 +109,8 @@ def _review_arguments(parser: argparse.ArgumentParser) -> None:
 
 def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[str]]:
     """``engine review``: make the reviews of one discovery Evaluation with a judge."""
+    from engine.protocols.discovery.manifest import run_manifest
+    from engine.protocols.discovery.report import ReviewIntegrityError
     from engine.protocols.discovery.reviewer import ReviewError, load_reviewer, review_all
 
     mine = [e for e in evaluations
@@ -112,6 +125,10 @@ def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[
     inputs = {n: i.path for n, i in evaluation.inputs.items()}
     tasks = list(loads(inputs[params["tasks"]].read_bytes()))
     budget = args.audit_documents or package.discovery.audit["budget"]
+    try:
+        run_manifest(package, digest(tasks), inputs[params["submissions"]])
+    except ReviewIntegrityError as exc:
+        raise UsageError(str(exc), exc.code) from None
     try:
         outcomes = review_all(package, reviewer, tasks, inputs[params["corpora"]],
                               inputs[params["submissions"]], args.reviews_dir, budget)

@@ -17,8 +17,9 @@ class ReviewIntegrityError(EngineError):
     code = "STALE_REVIEW"
 
 
-def build(pkg: Package, tasks: list[dict[str, Any]],
-          records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def build(pkg: Package, tasks: list[dict[str, Any]], records: dict[str, dict[str, Any]],
+          reviewer: dict[str, Any] | None = None,
+          run: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON report, members in the protocol's order; raises on any untrusted review."""
     d = pkg.discovery
     profiles = sorted({str(t.get("difficulty")) for t in tasks})
@@ -45,11 +46,19 @@ def build(pkg: Package, tasks: list[dict[str, Any]],
             "scoring_version": d.version, "benchmark_version": pkg.benchmark_version,
             "tasks_sha256": digest(tasks),
             "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
-            "reviewer_methods": mixed, "run": None}
+            "reviewer_methods": mixed, "run": run, "reviewer": reviewer}
 
 
 def _num(value: Any) -> str:
     return "null" if value is None else json.dumps(value)
+
+
+def _reviewer(reviewer: dict[str, Any] | None) -> list[str]:
+    if reviewer is None:
+        return ["Reviewer: none (no review directory)", ""]
+    return [f"Reviewer: `{reviewer['base_url']} / {reviewer['model']}`; input budget "
+            f"{reviewer['max_input_chars']} characters; audit size "
+            f"{reviewer['audit_documents']} documents", ""]
 
 
 def markdown(pkg: Package, report: dict[str, Any]) -> str:
@@ -57,7 +66,8 @@ def markdown(pkg: Package, report: dict[str, Any]) -> str:
     metrics = [k for k, _ in pkg.discovery.scoring.summary]
     lines = ["# finding-quality-discovery report", "",
              f"Tasks SHA-256: `{report['tasks_sha256']}`", "",
-             f"Difficulty: {report['difficulty']}", "", "| Metric | Value |", "|---|---|"]
+             f"Difficulty: {report['difficulty']}", "", *_reviewer(report.get("reviewer")),
+             "| Metric | Value |", "|---|---|"]
     lines += [f"| {m} | {_num(report[m])} |" for m in metrics]
     lines += ["", pkg.discovery.scoring.disclaimer, ""]
     for group in ("by_kind", "by_source"):

@@ -24,6 +24,7 @@ from engine.protocols.discovery.checks import Finding
 from engine.protocols.discovery.checks_content import ARMS, FORMED_BY
 from engine.protocols.discovery.corpus import Corpus, LoadError, load_corpus
 from engine.protocols.discovery.gates import Gates
+from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.names import task_file
 from engine.protocols.discovery.review import (
     IntegrityError,
@@ -35,8 +36,8 @@ from engine.protocols.discovery.stats import audit_details
 from engine.protocols.discovery.task import Package, _corpus_file, reference_sha256
 from engine.records.strict_json import loads
 
-__all__ = ["ReviewError", "Reviewer", "judge_config", "load_reviewer", "review_all",
-           "review_task"]
+__all__ = ["ReviewError", "Reviewer", "judge_config", "load_reviewer",
+           "review_all", "review_task"]
 
 
 def _write_new(path: Path, value: Any) -> None:
@@ -52,14 +53,7 @@ def _write_new(path: Path, value: Any) -> None:
 def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], budget: int,
                  folder: Path) -> dict[str, Any]:
     """judge_config.json: created once (with a fresh seed), then compared on every run."""
-    current = {"model": reviewer.model, "base_url": reviewer.base_url,
-               "system_sha256": digest(reviewer.system),
-               "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
-               "tasks_sha256": digest(tasks), "effective_tasks_sha256": digest(tasks),
-               "max_output_tokens": reviewer.max_output_tokens,
-               "max_input_chars": reviewer.max_input_chars,
-               "difficulty": pkg.discovery.difficulty, "audit_documents": budget,
-               "evidence_protocol_sha256": pkg.blind.sha256}
+    current = config_fields(pkg, reviewer.model, reviewer.base_url, tasks, budget)
     path = folder / "judge_config.json"
     if not path.exists():
         stored = {**current, "audit_seed": new_seed()}  # after the submissions exist

@@ -1,0 +1,128 @@
+"""What an evaluation reads beside the reviews and submissions (discovery §9.6, §12.4).
+
+``judge_config.json`` in the review directory is checked again: every field but the seed is
+worked out afresh from the spec package and the inventory, and each review it scores must
+carry its reviewer method, seed and budget. ``run.json`` beside the submissions, when
+present, must describe this inventory and profile; it is copied into the report.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from engine.protocols.discovery.judge_settings import config_fields
+from engine.protocols.discovery.names import task_file
+from engine.protocols.discovery.report import ReviewIntegrityError
+from engine.protocols.discovery.task import Package
+from engine.records.strict_json import JsonError, is_integer, loads
+
+RUN_KEYS = ("tasks_sha256", "command", "track", "timeout_seconds", "task_id", "limit",
+            "difficulty", "effective_tasks_sha256")
+TRACKS = ("task_only", "unlabeled_pool")
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+def _object(path: Path, code: str) -> dict[str, Any]:
+    try:
+        value = loads(path.read_bytes())
+    except (OSError, JsonError) as exc:
+        raise ReviewIntegrityError(f"{path}: {exc}", code) from None
+    if not isinstance(value, dict):
+        raise ReviewIntegrityError(f"{path}: not a JSON object", code)
+    return value
+
+
+def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | None,
+                      records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The verified judge configuration's reviewer, budget and audit size, or None when no
+    review directory was given; ReviewIntegrityError when it does not match."""
+    path = folder / "judge_config.json" if folder is not None else None
+    reviewed = [r for r in records if r.get("reviewer_method")]
+    if path is None or not path.exists():
+        if reviewed:
+            raise ReviewIntegrityError(f"{len(reviewed)} review(s) scored without the "
+                                       "judge_config.json of their review directory",
+                                       "JUDGE_CONFIG_MISSING")
+        return None
+    stored = _object(path, "JUDGE_CONFIG_MISMATCH")
+    model, base_url, budget = (stored.get(k) for k in ("model", "base_url", "audit_documents"))
+    if not (isinstance(model, str) and isinstance(base_url, str)
+            and isinstance(budget, int) and not isinstance(budget, bool)):
+        raise ReviewIntegrityError(f"{path}: model, base_url and audit_documents are missing "
+                                   "or of the wrong type", "JUDGE_CONFIG_MISMATCH")
+    current = config_fields(pkg, model, base_url, tasks, budget)
+    kept = {k: v for k, v in stored.items() if k != "audit_seed"}
+    changed = sorted(k for k in set(kept) | set(current) if kept.get(k) != current.get(k))
+    if changed:
+        raise ReviewIntegrityError(f"{path}: {', '.join(changed)} differ(s) from this "
+                                   "package and inventory", "JUDGE_CONFIG_MISMATCH")
+    _check_reviews(folder, stored, records)
+    return {"model": model, "base_url": base_url,
+            "max_input_chars": current["max_input_chars"],
+            "max_output_tokens": current["max_output_tokens"], "audit_documents": budget}
+
+
+def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Each scored review was made under this configuration (method, seed and budget)."""
+    method = f"{stored['base_url']} / {stored['model']}"
+    for record in records:
+        if not record.get("reviewer_method"):
+            continue
+        review = _object(task_file(folder, record, ".json"), "JUDGE_CONFIG_MISMATCH")
+        check = review.get("blind_check") or {}
+        if (record["reviewer_method"], check.get("seed"), check.get("budget")) != \
+                (method, stored.get("audit_seed"), stored["audit_documents"]):
+            raise ReviewIntegrityError(f"{record['task_id']}: the review's reviewer method, "
+                                       "seed or budget is not the judge configuration's",
+                                       "JUDGE_CONFIG_MISMATCH")
+
+
+def run_manifest(pkg: Package, tasks_sha256: str, folder: Path) -> dict[str, Any] | None:
+    """``folder/run.json`` checked against this inventory and profile, or None."""
+    path = folder / "run.json"
+    if not path.exists():
+        return None
+    run = _object(path, "RUN_MANIFEST_INVALID")
+    if sorted(run) != sorted(RUN_KEYS):
+        missing = [k for k in RUN_KEYS if k not in run]
+        extra = sorted(set(run) - set(RUN_KEYS))
+        raise ReviewIntegrityError(f"{path}: missing {missing}, unknown {extra}",
+                                   "RUN_MANIFEST_INVALID")
+    wrong = _wrong_types(run)
+    if wrong:
+        raise ReviewIntegrityError(f"{path}: {', '.join(wrong)} of the wrong type or value",
+                                   "RUN_MANIFEST_INVALID")
+    for key, want in (("difficulty", pkg.discovery.difficulty), ("tasks_sha256", tasks_sha256)):
+        if run[key] != want:
+            raise ReviewIntegrityError(f"{path}: {key} is {run[key]!r}, this run's is "
+                                       f"{want!r}", "RUN_MANIFEST_MISMATCH")
+    return run
+
+
+def _wrong_types(run: dict[str, Any]) -> list[str]:
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+
+    ok = {"tasks_sha256": isinstance(run["tasks_sha256"], str)
+          and bool(_SHA.fullmatch(run["tasks_sha256"])),
+          "effective_tasks_sha256": isinstance(run["effective_tasks_sha256"], str)
+          and bool(_SHA.fullmatch(run["effective_tasks_sha256"])),
+          "command": isinstance(run["command"], list)
+          and all(isinstance(a, str) for a in run["command"]),
+          "track": run["track"] in TRACKS,
+          "timeout_seconds": run["timeout_seconds"] is None or number(run["timeout_seconds"]),
+          "task_id": run["task_id"] is None or isinstance(run["task_id"], str),
+          "limit": run["limit"] is None or (is_integer(run["limit"]) and run["limit"] > 0),
+          "difficulty": isinstance(run["difficulty"], str)}
+    return [k for k in RUN_KEYS if not ok[k]]
+
+
+def inventory(path: Path, usable: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """tasks.json as the review stage reads it (every element), else the usable tasks."""
+    try:
+        raw = loads(path.read_bytes())
+    except (OSError, JsonError):
+        return usable
+    return list(raw) if isinstance(raw, list) else usable
