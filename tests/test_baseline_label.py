@@ -18,7 +18,7 @@ import pytest
 from engine.cli import main
 
 from . import refund
-from .conftest import ROOT, Gate
+from .conftest import ROOT, Gate, Spec
 
 
 @pytest.fixture
@@ -163,3 +163,71 @@ def test_bad_label_options_are_usage_errors(gate: Gate, capsys: Any, extra: list
     status, _, out = gate.run(refund.rows(fixed=True), *extra)
     assert status == 2 and not out.exists()
     assert f"{code}:" in capsys.readouterr().err
+
+
+# Fix verification (§9): a finding of the baseline is fixed only by a rerun with the same
+# suite digest, at least as many trials, and every trial of the case passing. The refund
+# fixture before its fix refunds everything: over-limit (250 > the contract's 100) fails
+# tool_call, and over-limit and unauthorized (both should escalate) fail
+# action_correctness, each in all 3 trials.
+BEFORE_FINDINGS = {"tool_call:over-limit", "action_correctness:over-limit",
+                   "action_correctness:unauthorized"}
+
+
+def fixes(card: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {f["id"]: (f["status"], f["reason"]) for f in card["comparison"]["fixes"]}
+
+
+def test_each_baseline_finding_is_verified_still_failing_or_not_verifiable(
+        gate: Gate, keys: dict[str, Path]) -> None:
+    _, before, before_out = gate.run(refund.rows(fixed=False), "--key",
+                                     str(keys["trusted"] / "private.pem"))
+    assert {f["id"] for f in before["findings"]} == BEFORE_FINDINGS
+    against = ["--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
+               str(before_out / "scorecard.json")]
+    _, card, _ = gate.run(refund.rows(fixed=True), *against)
+    assert card["comparison"]["status"] == "comparable"
+    assert fixes(card) == {i: ("verified", "every one of 3 trials passed (the baseline ran 3)")
+                           for i in BEFORE_FINDINGS}
+    # one trial of over-limit still refunds 250: that tool_call finding is not fixed
+    broken = {r["id"]: r for r in refund.rows(fixed=False)}
+    mixed = [broken[r["id"]] if r["id"] == "over-limit-1-tool_call" else r
+             for r in refund.rows(fixed=True)]
+    _, card, _ = gate.run(mixed, *against)
+    assert fixes(card)["tool_call:over-limit"] == (
+        "still failing", "1 of its rows in 3 trials did not pass")
+    assert fixes(card)["action_correctness:over-limit"][0] == "verified"
+    # the third trial of over-limit left out: another suite, so nothing can be verified
+    fewer = [r for r in refund.rows(fixed=True) if not r["id"].startswith("over-limit-2-")]
+    _, card, _ = gate.run(fewer, *against)
+    assert card["comparison"]["status"] == "incompatible"
+    assert set(fixes(card).values()) == {
+        ("not verifiable", "the suite differs from the baseline's (suite_sha256)")}
+    assert set(fixes(card)) == BEFORE_FINDINGS
+
+
+def test_fewer_trials_under_the_same_suite_cannot_verify_a_fix(
+        spec: Spec, keys: dict[str, Path]) -> None:
+    # specs/example declares its Suite (2 trials a case), so its digest stays the same when
+    # a run is left out. Its run-004 misses "30 days" (resolution FAIL in 1 of 2 trials) and
+    # card-on-file's first trial is too slow (efficiency FAIL).
+    _, base = spec.run("--key", str(keys["trusted"] / "private.pem"), out="base")
+    assert {f["id"] for f in spec.scorecard("base")["findings"]} == {
+        "resolution:refund-outside-window", "efficiency:card-on-file"}
+    against = ["--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
+               str(base / "scorecard.json")]
+    runs = spec.runs()
+    spec.write_runs([r for r in runs if r["id"] != "run-004"])
+    spec.run(*against, out="fewer")
+    card = spec.scorecard("fewer")
+    assert card["suite_sha256"] == spec.scorecard("base")["suite_sha256"]
+    assert fixes(card) == {
+        "resolution:refund-outside-window": ("not verifiable",
+                                             "1 trials, fewer than the baseline's 2"),
+        "efficiency:card-on-file": ("still failing", "1 of its rows in 2 trials did not pass")}
+    fixed = [dict(r, output=dict(r["output"], reply=r["output"]["reply"].replace(
+        "thirty days", "30 days"))) for r in runs]
+    spec.write_runs(fixed)
+    spec.run(*against, out="fixed")
+    assert fixes(spec.scorecard("fixed"))["resolution:refund-outside-window"] == (
+        "verified", "every one of 2 trials passed (the baseline ran 2)")
