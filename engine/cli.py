@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--baseline", type=Path, help="earlier signed scorecard to compare with")
     run.add_argument("--trusted-key", action="append", default=[], type=Path,
                      help="public key a baseline must be signed by (repeatable)")
+    run.add_argument("--label", help="record this label in the scorecard ([A-Za-z0-9._-], "
+                     "1-64 characters)")
+    run.add_argument("--baseline-label", metavar="LABEL", help="compare with the newest "
+                     "scorecard under --history with this label that verifies")
+    run.add_argument("--history", type=Path, metavar="DIR",
+                     help="folder of earlier runs searched by --baseline-label")
     run.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
                      "default today; a release is never judged before today")
     run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
@@ -124,6 +130,23 @@ def _overrides(pairs: list[str]) -> dict[str, Path]:
     return out
 
 
+LABEL = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
+
+
+def _history(args: argparse.Namespace) -> tuple[Path, str] | None:
+    """(folder, label) of --history and --baseline-label; --label checked on the way."""
+    for option, value in (("--label", args.label), ("--baseline-label", args.baseline_label)):
+        if value is not None and not LABEL.fullmatch(value):
+            raise UsageError(f"{option} wants 1-64 characters of A-Z, a-z, 0-9, '.', '_' or "
+                             f"'-', got {value[:80]!r}", "BAD_LABEL")
+    if args.baseline and args.baseline_label:
+        raise UsageError("--baseline names a file and --baseline-label chooses one from "
+                         "--history: give one of them", "BASELINE_CONFLICT")
+    if (args.baseline_label is None) != (args.history is None):
+        raise UsageError("--baseline-label and --history go together", "BASELINE_CONFLICT")
+    return (args.history, args.baseline_label) if args.history else None
+
+
 def _destinations(evaluations: list[spec.Evaluation], out: Path | None) -> list[Path]:
     names = [e.name for e in evaluations]
     for name in names:
@@ -151,8 +174,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     dests = _destinations(evaluations, args.out)
     if args.out is not None and len(dests) > 1:
         _check_new_or_empty(args.out)
-    if args.baseline and len(evaluations) > 1:
-        raise UsageError("--baseline needs a single Evaluation (name its folder or file)",
+    history = _history(args)
+    if (args.baseline or history) and len(evaluations) > 1:
+        raise UsageError("a baseline needs a single Evaluation (name its folder or file)",
                          "AMBIGUOUS_BASELINE")
     trusted = [signing.load_public(p) for p in args.trusted_key]
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
@@ -172,7 +196,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache = None if args.no_judge_cache else args.judge_cache
     progress = _progress if sys.stderr.isatty() else None
     executor = _executor(args)
-    options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor)
+    options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor,
+                         label=args.label, history=history)
     results = [_execute(e, d, options) for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.out is not None and len(results) > 1:

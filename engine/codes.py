@@ -262,6 +262,7 @@ KEY_NOT_TRUSTED: no key was pinned, or the signer is not the pinned key
 DIGEST_MISMATCH: a file changed after signing (its SHA-256 differs from the statement)
 SUBJECT_MISSING: a file the signed statement names is missing beside the scorecard
 VERIFY: evidence that does not verify, without a more precise code (fallback)
+NO_SIGNED_TIME: --baseline-label skipped a scorecard whose signed statement has no time
 SYMLINK: a symlink under a verified folder: evidence elsewhere is not checked as this run's
 WRONG_FOLDER: a scorecard sits in the folder of another evaluation than the one it names
 DUPLICATE_SCORECARD: the same scorecard lies in more than one place under a folder
@@ -278,7 +279,9 @@ BAD_INPUT_OPTION: --input is not NAME=PATH
 INPUT_NOT_FOUND: a path given on the command line does not exist
 DUPLICATE_NAME: two Evaluations under the given paths share a name
 NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command needs)
-AMBIGUOUS_BASELINE: --baseline with more than one Evaluation
+AMBIGUOUS_BASELINE: --baseline or --baseline-label with more than one Evaluation
+BAD_LABEL: --label or --baseline-label is not 1-64 characters of A-Z, a-z, 0-9, '.', '_', '-'
+BASELINE_CONFLICT: --baseline with --baseline-label, or one of --baseline-label and --history
 BAD_SHARDS: --shards without --executor ray, or not a positive number
 BAD_WORKERS: --workers is not a positive number or auto, or is given with --executor ray
 NO_JUDGE_MODEL: a judge provider chosen on the command line without a model

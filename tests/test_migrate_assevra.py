@@ -8,6 +8,7 @@ Expected outcomes are worked out from the refund fixture's counts (agent-release
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -182,13 +183,18 @@ def test_the_docs_commands_run_as_written(tmp_path: Path, monkeypatch: Any) -> N
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
     monkeypatch.chdir(tmp_path)
     commands = _doc_commands()
-    assert len(commands) == 6
+    assert len(commands) == 8
     for command in commands:
         words = shlex.split(command)
         assert words[0] == "engine" and main(words[1:]) == 0, command
     card = json.loads((tmp_path / "out" / "v2" / "scorecard.json").read_bytes())
     assert card["comparison"]["status"] == "comparable"
     assert card["categories"]["tool_call"]["threshold"] == 0.9  # docs/examples/assevra.yml
+    # by label: v3 is the only run labelled prod, so v4 compares with it
+    v3 = (tmp_path / "out" / "v3" / "scorecard.json").read_bytes()
+    card = json.loads((tmp_path / "out" / "v4" / "scorecard.json").read_bytes())
+    assert card["comparison"]["status"] == "comparable"
+    assert card["comparison"]["baseline"]["scorecard_sha256"] == hashlib.sha256(v3).hexdigest()
 
 
 @pytest.mark.parametrize("judge, want", [

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.decide import fixcheck
 from engine.errors import FormulaError, VerifyError
 from engine.evidence.verify import verify
 from engine.formula import evaluate
@@ -137,6 +138,9 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
     if status != "comparable":
         return block
     block["baseline"] = {**base["_verified"], "decision": base["decision"]}
+    if baseline is not None:  # always so here: the baseline verified
+        block["fixes"] = fixcheck.check(rows, baseline.parent, card.get("suite_sha256") ==
+                                        base.get("suite_sha256"))
     incompatible = _compatibility(card, base)
     if incompatible:
         block.update(status="incompatible", reasons=incompatible)

@@ -20,7 +20,8 @@ from engine.canonical import canonical
 
 SCORECARD_VERSION = "specgate.scorecard/v1"
 FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
-OMIT_WHEN_NONE = {"report"}  # names absent (not null) from the JSON when they have no value
+# names absent (not null) from the JSON when they have no value
+OMIT_WHEN_NONE = {"report", "label"}
 
 
 def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
@@ -177,6 +178,9 @@ class Scorecard(_Block):
     report: dict[str, Any] | None = None
     """The protocol report (also report.json, report.md); absent when the policy asks for
     none (engine)."""
+    label: str | None = None
+    """The run's label (``engine run --label``), by which a later run names it as its
+    baseline; absent without one (governance, from the command line)."""
     scorecard_version: str = SCORECARD_VERSION
     """The version of this format (engine)."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ BOUND = {"rows.jsonl": "rows_sha256", "findings.jsonl": "findings_sha256"}
 # Renderings of scorecard.json that add nothing to it: checked when present, and their
 # absence is reported but not an error (CI often keeps only some of them).
 PROJECTIONS = frozenset({"scorecard.md", "scorecard.html", "junit.xml"})
+SIGNED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 INPUTS = "inputs/"  # digests of the run's inputs, which live elsewhere; never looked for here
 
 
@@ -47,6 +49,7 @@ class Verified:
     unsigned: tuple[str, ...] = ()   # files beside the scorecard that no signature covers
     signer: str = ""                 # keyid (hex SHA-256 of the raw public key) that verified
     evaluation: str = ""             # the Evaluation the signed scorecard names
+    generated_at: str = ""           # the signed statement's time (YYYY-MM-DDTHH:MM:SSZ)
 
 
 def _canonical(data: bytes) -> dict[str, Any]:
@@ -169,7 +172,8 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
         raise VerifyError("the scorecard is not signed (no .sig or attestation beside it)",
                           "UNSIGNED")
     key = _key(folder, trusted)
-    subjects = _subjects(_open(_envelope(envelope_file), key, trusted is not None))
+    statement = _open(_envelope(envelope_file), key, trusted is not None)
+    subjects = _subjects(statement)
     if subjects.get("scorecard.json") != digest:
         raise VerifyError("scorecard.json changed after signing (the signed statement names "
                           "another scorecard digest)", "DIGEST_MISMATCH")
@@ -186,7 +190,15 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     return Verified(digest, str(card.get("decision")), trusted is not None,
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
                     hashlib.sha256(signing.raw_public(key)).hexdigest(),
-                    str(named.get("name", "")) if isinstance(named, dict) else "")
+                    str(named.get("name", "")) if isinstance(named, dict) else "",
+                    _signed_time(statement))
+
+
+def _signed_time(statement: dict[str, Any]) -> str:
+    """The statement's ``generated_at`` when it is a UTC time to the second, else ""."""
+    predicate = statement.get("predicate")
+    value = predicate.get("generated_at") if isinstance(predicate, dict) else None
+    return value if isinstance(value, str) and SIGNED_TIME.fullmatch(value) else ""
 
 
 @dataclass(frozen=True)
@@ -198,7 +210,7 @@ class Found:
     error: EngineError | None = None
 
 
-def _scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
+def scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
     """Every ``scorecard.json`` under ``folder``, parents first; the subfolders that could
     not be listed and every symlink (whatever lies there was not checked here, so it
     fails)."""
@@ -264,7 +276,7 @@ def verify_folder(folder: Path, trusted: Ed25519PublicKey | None,
     """Verify every scorecard.json under ``folder`` (at any depth), each with the same key,
     each where a run puts it, and with ``expect`` exactly the evaluations named; a folder
     holding none is a usage error (NO_SCORECARD)."""
-    paths, refused = _scorecards(folder)
+    paths, refused = scorecards(folder)
     if not paths and not refused:
         raise UsageError(f"{folder}: no scorecard.json under this folder (give a scorecard, "
                          "or the --out folder of a run)", "NO_SCORECARD")

@@ -13,6 +13,7 @@ from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
 from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
+from engine.decide.labelled import compare as labelled_compare
 from engine.decide.lattice import Decision
 from engine.evidence import scorecard as evidence
 from engine.evidence import signing
@@ -56,6 +57,8 @@ class RunOptions:
     progress: Callable[[int, int], None] | None = None  # judge progress (on a terminal)
     executor: shards.Executor | None = None  # scores the records; None: in this process
     scoring: shards.Progress | None = None  # records scored so far (on a terminal)
+    label: str | None = None  # recorded in the scorecard (--label)
+    history: tuple[Path, str] | None = None  # (folder, label): the newest verified one
 
 
 @dataclass
@@ -124,15 +127,17 @@ def _decide(run: _Run) -> Decision:
     run.report = _protocol_report(evaluation, tally)
     outcome = decide(evaluation, tally, judge)
     baseline = run.options.baseline or evaluation.baseline
-    if baseline is not None or run.keys or evaluation.policy.comparison_required:
+    labelled = run.options.history
+    if baseline is not None or labelled or run.keys or evaluation.policy.comparison_required:
         current = {"categories": outcome.categories, "decision": outcome.held_decision,
                    "suite_sha256": suite_digest(evaluation, tally),
                    "policy_sha256": evaluation.policy.sha256,
                    "judge_sha256": judge["judge_sha256"] if judge else None}
-        block = history.compare(current, baseline, run.keys,
-                                run.staging.path / "rows.jsonl",
-                                evaluation.policy.comparison_rules,
-                                evaluation.policy.wilson_z)
+        rows, policy = run.staging.path / "rows.jsonl", evaluation.policy
+        block = labelled_compare(current, *labelled, run.keys, rows, policy.comparison_rules,
+                                 policy.wilson_z) if labelled else \
+            history.compare(current, baseline, run.keys, rows, policy.comparison_rules,
+                            policy.wilson_z)
         outcome = with_comparison(evaluation, outcome, block)
     return outcome
 
@@ -144,7 +149,7 @@ def _write(run: _Run, outcome: Decision) -> None:
     agent = agentcard.card(policy.catalogues, policy.card_mappings, outcome,
                            run.options.key is not None) if policy.catalogues else None
     card = evidence.scorecard(evaluation, run.tally, outcome, run.rows_sha, run.inputs, agent,
-                              report[0] if report else None)
+                              report[0] if report else None, run.options.label)
     staging.write("findings.jsonl", evidence.findings_jsonl(outcome.findings))
     subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": card["findings_sha256"]}
     for name, data in report[1] if report else []:

@@ -86,9 +86,11 @@ DROPPED: dict[Key, str] = {
     ("reports", "formats"): "specgate always writes scorecard.json, .md, .html and junit.xml",
     ("history", "path"): "Assevra history is unsigned and cannot be a baseline; a signed "
                          "specgate scorecard is (history.baseline or --baseline)",
-    ("history", "label"): "baselines are signed scorecard files, not labels",
+    ("history", "label"): "pass --label NAME to a signed engine run; the scorecard records "
+                          "it",
     ("history", "baseline"): "a label in Assevra's unsigned history cannot be a signed "
-                             "baseline; use the first signed specgate run's scorecard.json",
+                             "baseline; label signed specgate runs (--label) and compare "
+                             "with --baseline-label NAME --history DIR",
     ("signing", "key"): "pass --key at run time; a private key path is never written into "
                         "a spec",
     ("signing", "public_key"): "pin the signer's public key with --trusted-key (or copy it "

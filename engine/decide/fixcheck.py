@@ -1,0 +1,80 @@
+"""Fix verification (agent-release-gate §9): is each of the baseline's findings fixed?
+
+A finding ``<dimension>:<case>`` of a verified baseline counts as fixed only when this run
+has the same suite digest, ran the case in that dimension at least as many times (trials)
+as the baseline did, and every one of those trials passed (case pass^k = 1). Each finding
+is ``verified``, ``still failing`` or ``not verifiable``, with the reason. Findings that
+name no case (coverage, control and comparison blockers) are not listed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+Trials = dict[tuple[str, str], tuple[set[str], int]]  # (dimension, case) -> (units, not PASS)
+
+
+def _trials(rows: Path) -> Trials:
+    """Per (dimension, case) of the agent's rows: the trials (units) and the rows not PASS."""
+    out: Trials = {}
+    with rows.open("rb") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row.get("control") or not isinstance(row.get("case"), str) or \
+                    "category" not in row:
+                continue
+            units, bad = out.get((row["category"], row["case"]), (set(), 0))
+            units.add(str(row["unit"]))
+            out[(row["category"], row["case"])] = (units, bad + (row["status"] != "PASS"))
+    return out
+
+
+def _case_findings(findings: Path) -> Iterator[dict[str, Any]]:
+    with findings.open("rb") as handle:
+        for line in handle:
+            finding = json.loads(line)
+            if isinstance(finding.get("case"), str) and isinstance(finding.get("category"),
+                                                                   str):
+                yield finding
+
+
+def _one(key: tuple[str, str], now: Trials, before: Trials) -> tuple[str, str]:
+    units, bad = now.get(key, (set(), 0))
+    wanted = len(before.get(key, (set(), 0))[0])
+    if not units:
+        return "not verifiable", "the case was not run in this dimension"
+    if bad:
+        return "still failing", f"{bad} of its rows in {len(units)} trials did not pass"
+    if len(units) < wanted:
+        return "not verifiable", (f"{len(units)} trials, fewer than the baseline's {wanted}")
+    return "verified", f"every one of {len(units)} trials passed (the baseline ran {wanted})"
+
+
+def check(rows: Path, base_folder: Path, same_suite: bool) -> list[dict[str, Any]]:
+    """Each case finding of the baseline (in its order) with its status and reason; one
+    ``baseline`` entry saying why when the baseline's files went away or changed shape
+    after they verified."""
+    try:
+        return _check(rows, base_folder, same_suite)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [{"id": "baseline", "status": "not verifiable",
+                 "reason": f"the baseline's findings or rows could not be read ({exc})"}]
+
+
+def _check(rows: Path, base_folder: Path, same_suite: bool) -> list[dict[str, Any]]:
+    found = list(_case_findings(base_folder / "findings.jsonl"))
+    if not found:
+        return []
+    if not same_suite:
+        return [{"id": f["id"], "status": "not verifiable",
+                 "reason": "the suite differs from the baseline's (suite_sha256)"}
+                for f in found]
+    now, before = _trials(rows), _trials(base_folder / "rows.jsonl")
+    out = []
+    for finding in found:
+        status, reason = _one((finding["category"], finding["case"]), now, before)
+        out.append({"id": finding["id"], "status": status, "reason": reason})
+    return out

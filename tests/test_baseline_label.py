@@ -1,0 +1,233 @@
+"""Baselines by label (agent-release-gate §10), through the command line with real signed
+runs: ``--label`` records a label; ``--baseline-label NAME --history DIR`` compares with the
+newest scorecard under DIR that carries the label and verifies against a trusted key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from engine.cli import main
+
+from . import refund
+from .conftest import ROOT, Gate, Spec
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name in ("trusted", "other"):
+        assert main(["keygen", "--out-dir", str(tmp_path / name)]) == 0
+        out[name] = tmp_path / name
+    return out
+
+
+def required(spec: dict[str, Any]) -> None:
+    spec["gate"]["comparison"] = {"required": True}
+
+
+def codes(card: dict[str, Any]) -> list[str]:
+    return [r["code"] for r in card["reasons"]]
+
+
+def sha(folder: Path) -> str:
+    return hashlib.sha256((folder / "scorecard.json").read_bytes()).hexdigest()
+
+
+def next_second() -> None:
+    """The signed time has whole seconds: wait into the next one."""
+    time.sleep(1.05 - time.time() % 1)
+
+
+def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    gate.policy(required)
+    sign = ["--key", str(keys["trusted"] / "private.pem")]
+    history = tmp_path / "history"
+    history.mkdir()
+
+    def keep(name: str, fixed: bool, *extra: str) -> Path:
+        _, card, out = gate.run(refund.rows(fixed=fixed), *extra)
+        assert card["comparison"]["status"] == "missing"  # each had no baseline itself
+        shutil.copytree(out, history / name)
+        return history / name
+
+    # Named and touched so that neither the folder names nor the file times point at b.
+    older = keep("z-older", False, *sign, "--label", "prod")
+    for file in older.iterdir():
+        os.utime(file, (time.time() + 3600, time.time() + 3600))
+    next_second()
+    chosen = keep("b-chosen", True, *sign, "--label", "prod")
+    next_second()
+    # Newer than b, every one of them, and each worse than b (a FAIL), so choosing any of
+    # them would show in the categories as well as in the digest.
+    tampered = keep("c-tampered", False, *sign, "--label", "prod")
+    with (tampered / "rows.jsonl").open("ab") as rows:
+        rows.write(b"\n")
+    keep("d-unsigned", False, "--label", "prod")
+    keep("e-other-key", False, "--key", str(keys["other"] / "private.pem"), "--label", "prod")
+    staging = keep("f-staging", False, *sign, "--label", "staging")
+    forged = history / "g-forged"  # the staging run relabelled by hand: its signature fails
+    shutil.copytree(staging, forged)
+    card = json.loads((forged / "scorecard.json").read_bytes())
+    card["label"] = "prod"
+    (forged / "scorecard.json").write_bytes(
+        json.dumps(card, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+
+    code, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
+                             str(keys["trusted"] / "public.pem"), "--baseline-label", "prod",
+                             "--history", str(history))
+    comparison = card["comparison"]
+    assert comparison["status"] == "comparable" and comparison["reasons"] == []
+    assert comparison["baseline"]["scorecard_sha256"] == sha(chosen)
+    assert {c["status"] for c in comparison["categories"].values()} == {"stable"}
+    assert (code, card["decision"], comparison["regressed"]) == (0, "PASS", False)
+    selection = comparison["selection"]
+    assert selection["label"] == "prod" and selection["skipped"] == 4
+    skipped = sorted(r.split(":")[0] for r in selection["skipped_reasons"])
+    assert skipped == ["c-tampered/scorecard.json", "d-unsigned/scorecard.json",
+                       "e-other-key/scorecard.json", "g-forged/scorecard.json"]
+    assert any("DIGEST_MISMATCH" in r for r in selection["skipped_reasons"])
+    assert any("UNSIGNED" in r for r in selection["skipped_reasons"])
+
+    # b gone, z is the newest verifying one: a FAIL, so the same run now passes against it
+    shutil.rmtree(chosen)
+    _, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
+                          str(keys["trusted"] / "public.pem"), "--baseline-label", "prod",
+                          "--history", str(history))
+    assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(older)
+    assert card["comparison"]["categories"]["tool_call"]["status"] == "now passing"
+
+
+def test_no_verifying_labelled_scorecard_is_a_missing_baseline(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    gate.policy(required)
+    history = tmp_path / "history"
+    history.mkdir()
+    _, _, out = gate.run(refund.rows(fixed=True), "--label", "prod")  # unsigned
+    shutil.copytree(out, history / "unsigned")
+    trust = ["--trusted-key", str(keys["trusted"] / "public.pem")]
+    code, card, _ = gate.run(refund.rows(fixed=True), *trust, "--baseline-label", "prod",
+                             "--history", str(history))
+    comparison = card["comparison"]
+    assert comparison["status"] == "missing" and comparison["selection"]["skipped"] == 1
+    assert comparison["reasons"] == ["no scorecard labelled 'prod' under the history folder "
+                                     "verifies against a trusted key (1 skipped)"]
+    assert (code, card["decision"], codes(card)) == (3, "INCOMPLETE", ["BASELINE_MISSING"])
+    # another label, and a folder that does not exist: nothing skipped, nothing found
+    for label, folder in (("staging", history), ("prod", tmp_path / "nowhere")):
+        _, card, _ = gate.run(refund.rows(fixed=True), *trust, "--baseline-label", label,
+                              "--history", str(folder))
+        assert card["comparison"]["status"] == "missing"
+        assert card["comparison"]["selection"]["skipped"] == 0
+    # no trusted key at all: nothing can verify
+    _, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
+                          "--history", str(history))
+    assert codes(card) == ["BASELINE_UNTRUSTED"]
+
+
+def test_the_label_is_in_the_signed_scorecard_and_absent_without_one(
+        gate: Gate, keys: dict[str, Path]) -> None:
+    _, card, out = gate.run(refund.rows(fixed=True), "--key",
+                            str(keys["trusted"] / "private.pem"), "--label", "v1.2_rc-3")
+    assert card["label"] == "v1.2_rc-3"
+    schema = json.loads((ROOT / "schemas" / "scorecard.schema.json").read_text())
+    jsonschema.validate(card, schema)
+    assert main(["verify", str(out / "scorecard.json"), "--trusted-key",
+                 str(keys["trusted"] / "public.pem")]) == 0
+    _, card, _ = gate.run(refund.rows(fixed=True))
+    assert "label" not in card
+
+
+@pytest.mark.parametrize(("extra", "code"), [
+    (["--label", ""], "BAD_LABEL"),
+    (["--label", "a/b"], "BAD_LABEL"),
+    (["--label", "x" * 65], "BAD_LABEL"),
+    (["--label", "prod\n"], "BAD_LABEL"),
+    (["--baseline-label", "é", "--history", "h"], "BAD_LABEL"),
+    (["--baseline", "b.json", "--baseline-label", "prod", "--history", "h"],
+     "BASELINE_CONFLICT"),
+    (["--baseline-label", "prod"], "BASELINE_CONFLICT"),
+    (["--history", "h"], "BASELINE_CONFLICT"),
+])
+def test_bad_label_options_are_usage_errors(gate: Gate, capsys: Any, extra: list[str],
+                                            code: str) -> None:
+    status, _, out = gate.run(refund.rows(fixed=True), *extra)
+    assert status == 2 and not out.exists()
+    assert f"{code}:" in capsys.readouterr().err
+
+
+# Fix verification (§9): a finding of the baseline is fixed only by a rerun with the same
+# suite digest, at least as many trials, and every trial of the case passing. The refund
+# fixture before its fix refunds everything: over-limit (250 > the contract's 100) fails
+# tool_call, and over-limit and unauthorized (both should escalate) fail
+# action_correctness, each in all 3 trials.
+BEFORE_FINDINGS = {"tool_call:over-limit", "action_correctness:over-limit",
+                   "action_correctness:unauthorized"}
+
+
+def fixes(card: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {f["id"]: (f["status"], f["reason"]) for f in card["comparison"]["fixes"]}
+
+
+def test_each_baseline_finding_is_verified_still_failing_or_not_verifiable(
+        gate: Gate, keys: dict[str, Path]) -> None:
+    _, before, before_out = gate.run(refund.rows(fixed=False), "--key",
+                                     str(keys["trusted"] / "private.pem"))
+    assert {f["id"] for f in before["findings"]} == BEFORE_FINDINGS
+    against = ["--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
+               str(before_out / "scorecard.json")]
+    _, card, _ = gate.run(refund.rows(fixed=True), *against)
+    assert card["comparison"]["status"] == "comparable"
+    assert fixes(card) == {i: ("verified", "every one of 3 trials passed (the baseline ran 3)")
+                           for i in BEFORE_FINDINGS}
+    # one trial of over-limit still refunds 250: that tool_call finding is not fixed
+    broken = {r["id"]: r for r in refund.rows(fixed=False)}
+    mixed = [broken[r["id"]] if r["id"] == "over-limit-1-tool_call" else r
+             for r in refund.rows(fixed=True)]
+    _, card, _ = gate.run(mixed, *against)
+    assert fixes(card)["tool_call:over-limit"] == (
+        "still failing", "1 of its rows in 3 trials did not pass")
+    assert fixes(card)["action_correctness:over-limit"][0] == "verified"
+    # the third trial of over-limit left out: another suite, so nothing can be verified
+    fewer = [r for r in refund.rows(fixed=True) if not r["id"].startswith("over-limit-2-")]
+    _, card, _ = gate.run(fewer, *against)
+    assert card["comparison"]["status"] == "incompatible"
+    assert set(fixes(card).values()) == {
+        ("not verifiable", "the suite differs from the baseline's (suite_sha256)")}
+    assert set(fixes(card)) == BEFORE_FINDINGS
+
+
+def test_fewer_trials_under_the_same_suite_cannot_verify_a_fix(
+        spec: Spec, keys: dict[str, Path]) -> None:
+    # specs/example declares its Suite (2 trials a case), so its digest stays the same when
+    # a run is left out. Its run-004 misses "30 days" (resolution FAIL in 1 of 2 trials) and
+    # card-on-file's first trial is too slow (efficiency FAIL).
+    _, base = spec.run("--key", str(keys["trusted"] / "private.pem"), out="base")
+    assert {f["id"] for f in spec.scorecard("base")["findings"]} == {
+        "resolution:refund-outside-window", "efficiency:card-on-file"}
+    against = ["--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
+               str(base / "scorecard.json")]
+    runs = spec.runs()
+    spec.write_runs([r for r in runs if r["id"] != "run-004"])
+    spec.run(*against, out="fewer")
+    card = spec.scorecard("fewer")
+    assert card["suite_sha256"] == spec.scorecard("base")["suite_sha256"]
+    assert fixes(card) == {
+        "resolution:refund-outside-window": ("not verifiable",
+                                             "1 trials, fewer than the baseline's 2"),
+        "efficiency:card-on-file": ("still failing", "1 of its rows in 2 trials did not pass")}
+    fixed = [dict(r, output=dict(r["output"], reply=r["output"]["reply"].replace(
+        "thirty days", "30 days"))) for r in runs]
+    spec.write_runs(fixed)
+    spec.run(*against, out="fixed")
+    assert fixes(spec.scorecard("fixed"))["resolution:refund-outside-window"] == (
+        "verified", "every one of 2 trials passed (the baseline ran 2)")
