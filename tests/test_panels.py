@@ -141,3 +141,19 @@ def test_a_mixed_panel_replays_offline_to_the_same_rows(
     assert card["judge_sha256"] == first_card["judge_sha256"]
     assert (second / "rows.jsonl").read_bytes() == (first / "rows.jsonl").read_bytes()
     assert card["judge"]["errors"] == 0
+
+
+def test_judge_base_url_moves_the_members_on_the_judges_endpoint_only(
+        gate: Gate, servers: tuple[Judge, Judge], monkeypatch: Any) -> None:
+    """--judge-base-url redirects the members that use the judge's endpoint (as it always
+    did for a panel); a member with its own endpoint stays there."""
+    openai, anthropic = servers
+    monkeypatch.setenv("KEY_ANTHROPIC_SIDE", "k-anth")
+    configure(gate, [*mixed(openai, anthropic), "m2"])  # the judge's base_url: port 9
+    openai.script["*"] = [{"verdict": '{"score": 5}'}]
+    anthropic.script["claude-a"] = [{"verdict": '{"score": 5}'}]
+    code, card, out = run(gate, [grounding(1)], "--judge-base-url", f"{openai.url}/v1")
+    assert sorted(r["body"]["model"] for r in openai.received) == ["m1", "m2"]
+    assert [r["body"]["model"] for r in anthropic.received] == ["claude-a"]
+    assert rows_of(out)["g1"]["status"] == "PASS"
+    assert "JUDGE_OVERRIDDEN" in [r["code"] for r in card["reasons"]]  # a release says so

@@ -442,6 +442,14 @@ def _panel(loader: _Loader, doc: _yaml.Document, block: dict[str, Any],
     return members, warnings
 
 
+def _elsewhere(member: Member, block: dict[str, Any], base_url: str) -> bool:
+    """A member with its own endpoint; the others follow the judge's, command-line
+    overrides (--judge-base-url) included."""
+    key = block.get("api_key_env", DEFAULT_KEYS.get(block["provider"]))
+    return (member.provider, member.base_url, member.api_key_env) != (
+        block["provider"], base_url, key) or member.label != member.model
+
+
 def _judge_config(loader: _Loader, doc: _yaml.Document,
                   block: dict[str, Any] | None) -> tuple[JudgeConfig, list[Problem]]:
     if not block:
@@ -464,7 +472,8 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
     base_url = block.get("base_url", DEFAULT_URLS.get(provider, ""))
     members, warnings = _panel(loader, doc, block, base_url)
     return JudgeConfig(provider=provider, base_url=base_url,
-                       panel=tuple(m.label for m in members), members=tuple(members),
+                       panel=tuple(m.label for m in members),
+                       members=tuple(m for m in members if _elsewhere(m, block, base_url)),
                        api_key_env=block.get("api_key_env", DEFAULT_KEYS.get(provider)),
                        replay=replay, **simple), warnings
 
