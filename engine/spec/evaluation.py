@@ -416,7 +416,7 @@ def _unit_format(loader: _Loader, doc: Any, spec: dict[str, Any],
 def _panel(loader: _Loader, doc: _yaml.Document, block: dict[str, Any],
            base_url: str) -> tuple[list[Member], list[Problem]]:
     """The panel's members (UNRESOLVABLE_JUDGE for one that cannot be asked) and the
-    warning about an even-sized panel (§11)."""
+    warning about an even-sized panel (agent-release-gate §11)."""
     judge = (block["provider"], base_url,
              block.get("api_key_env", DEFAULT_KEYS.get(block["provider"])))
     members: list[Member] = []
