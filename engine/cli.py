@@ -333,7 +333,7 @@ def _judge_overrides(config: JudgeConfig, args: argparse.Namespace) -> JudgeConf
     if args.judge_base_url:
         changes["base_url"] = args.judge_base_url
     if args.judge_model:
-        changes["model"], changes["panel"] = args.judge_model, ()
+        changes["model"], changes["panel"], changes["members"] = args.judge_model, (), ()
     if args.judge_replay:
         if not args.judge_replay.exists():
             raise UsageError(f"--judge-replay: {args.judge_replay} does not exist",
@@ -401,6 +401,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for e in evaluations:
         print(f"ok: {e.name} (policy {e.policy.name} {e.policy.version}, "
               f"suite {e.suite.name} {e.suite.version})")
+        for warning in e.warnings:
+            print(f"warning: {warning}")
     if not evaluations:
         print("ok: no Evaluation found (nothing to run)")
     return 0

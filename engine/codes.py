@@ -101,6 +101,7 @@ UNKNOWN_WAIVER_SCOPE: a waiver scope names a case the suite lacks: it would matc
 UNUSED_INSPECTION: an inspection that no category runs, so its rows would count nowhere
 REPORT_WITHOUT_INSPECTION: spec.report names a report built from an inspection the policy lacks
 BAD_DATA_FILE: a data file a spec names (lexicon, detector, catalogue) cannot be used
+UNRESOLVABLE_JUDGE: a judge panel member that cannot be asked (unknown provider, no model, twice)
 BAD_JMESPATH: a selector is not valid JMESPath
 BAD_REGEX: a pattern is not a valid regular expression
 BAD_RUBRIC: a judge rubric cannot be loaded or is malformed
@@ -117,6 +118,10 @@ FORMULA_UNKNOWN_FUNCTION: a formula calls a function that is not in the table
 FORMULA_UNKNOWN_NAME: a formula uses a name that nothing binds
 SPEC_INVALID: one or more located spec problems (each printed with its own code)
 FORMULA: a formula problem without a more precise code (fallback)
+""")
+
+_block("spec", "-", "warning (engine validate)", """
+EVEN_PANEL: a judge panel with an even number of members, which can tie on a yes/no field
 """)
 
 _block("spec, cli", "2", "nothing runs", """

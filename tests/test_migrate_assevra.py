@@ -145,7 +145,10 @@ def test_a_json_config_as_assevras_reference_writes_it(tmp_path: Path) -> None:
     ("thresholds:\n  pii: 90\n", "team.yml:2:8: ASSEVRA_CONFIG_VALUE: thresholds.pii: "
                                  "must be a rate between 0 and 1 (did you mean 0.9?)"),
     ("gate:\n  required_dimensions: [pii, tool_cal]\n",
-     "team.yml:2:30: ASSEVRA_UNKNOWN_DIMENSION: gate.required_dimensions[1]"),
+     "team.yml:2:30: BAD_REQUIRED_DIMENSIONS: gate.required_dimensions[1]"),
+    ("gate:\n  required_dimensions: pii\n",
+     "team.yml:2:24: BAD_REQUIRED_DIMENSIONS: gate.required_dimensions: required_dimensions "
+     "must be a list of dimensions"),
     ("judge: {provider: openai, max_tokens: '512'}\n",
      "team.yml:1:39: ASSEVRA_CONFIG_VALUE: judge.max_tokens"),
     ("version: 2\n", "team.yml:1:10: ASSEVRA_CONFIG_VALUE: version"),
@@ -208,7 +211,14 @@ def test_the_docs_commands_run_as_written(tmp_path: Path, monkeypatch: Any) -> N
     ("{provider: auto}", None),
     ("{provider: gemini, model: g}", None),
     ("{provider: anthropic}", None),
-    ("{provider: anthropic, panel: ['openai:m1', m2]}", None),
+    ("{provider: anthropic, panel: ['openai:m1', m2, 'local:l3']}",  # §11: mixed panels
+     {"provider": "anthropic", "panel": [
+         {"provider": "openai-compatible", "model": "m1",
+          "base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"},
+         "m2",
+         {"provider": "openai-compatible", "model": "l3",
+          "base_url": "http://localhost:11434/v1"}]}),
+    ("{provider: anthropic, model: m, panel: ['bedrock:b1', m2, m3]}", None),
 ])
 def test_assevra_judges_as_specgate_judges(tmp_path: Path, judge: str,
                                            want: dict[str, Any] | None) -> None:

@@ -12,10 +12,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.judge._panel import DEFAULT_KEYS, DEFAULT_URLS, Member, parse_member
     from engine.judge._rubrics import Rubric, RubricError, load_rubric
     from engine.judge._runtime import (
-        DEFAULT_KEYS,
-        DEFAULT_URLS,
         PROVIDERS,
         JudgeConfig,
         Runtime,
@@ -34,8 +33,8 @@ if TYPE_CHECKING:
 # Each public name -> the private module that defines it.
 _WHERE = {
     **dict.fromkeys(("Rubric", "RubricError", "load_rubric"), "_rubrics"),
-    **dict.fromkeys(("DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "JudgeConfig", "Runtime",
-                     "combine"), "_runtime"),
+    **dict.fromkeys(("DEFAULT_KEYS", "DEFAULT_URLS", "Member", "parse_member"), "_panel"),
+    **dict.fromkeys(("PROVIDERS", "JudgeConfig", "Runtime", "combine"), "_runtime"),
     **dict.fromkeys(("CallFailed", "Client", "Endpoint", "Reply", "call", "check_key",
                      "open_client"), "_transport"),
 }
@@ -51,5 +50,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "CallFailed", "Client", "Endpoint",
-           "JudgeConfig", "Reply", "Rubric", "RubricError", "Runtime", "call", "check_key",
-           "combine", "load_rubric", "open_client"]
+           "JudgeConfig", "Member", "Reply", "Rubric", "RubricError", "Runtime", "call",
+           "check_key", "combine", "load_rubric", "open_client", "parse_member"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.canonical import canonical, digest
 from engine.judge._cache import Cache, key_path, load_key
+from engine.judge._panel import Member, of_label
 from engine.judge._replay import load as load_replay
 from engine.judge._rubrics import Rubric, repair_prompt
 
@@ -27,9 +28,6 @@ if TYPE_CHECKING:  # the HTTP client (httpx, asyncio) is imported only by a run 
     from engine.judge._transport import Client, Endpoint, Reply
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
-DEFAULT_KEYS = {"openai-compatible": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_URLS = {"openai-compatible": "https://api.openai.com/v1",
-                "anthropic": "https://api.anthropic.com"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,8 @@ class JudgeConfig:
     provider: str = "none"
     model: str = ""
     base_url: str = ""
-    panel: tuple[str, ...] = ()
+    panel: tuple[str, ...] = ()  # member labels (engine.judge._panel)
+    members: tuple[Member, ...] = ()  # the panel's members that have their own endpoint
     api_key_env: str | None = None
     temperature: float = 0.0
     seed: int | None = None
@@ -59,6 +58,15 @@ class JudgeConfig:
     def models(self) -> tuple[str, ...]:
         """The panel, or the single model."""
         return self.panel or (self.model,)
+
+    def member(self, label: str) -> Member:
+        """Where the panel member (or the single model) ``label`` is asked."""
+        for m in self.members:
+            if m.label == label:
+                return m
+        if not self.panel:  # a single model is sent as written
+            return Member(label, self.provider, label, self.base_url, self.api_key_env)
+        return of_label(label, (self.provider, self.base_url, self.api_key_env))
 
     @property
     def params(self) -> dict[str, Any]:
@@ -86,7 +94,9 @@ class Request:
 
 def request_key(config: JudgeConfig, rubric: Rubric, model: str, prompt: str) -> str:
     """The content address of an answer: the whole identity plus the prompt's digest."""
-    return digest({"provider": config.provider, "model": model, "parameters": config.params,
+    member = config.member(model)
+    return digest({"provider": member.provider, "model": member.model,
+                   "parameters": config.params,
                    "rubric": rubric.sha256,
                    "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()})
 
@@ -99,7 +109,8 @@ def record(config: JudgeConfig, req: Request, reply: Reply | None, error: str,
            attempts: int, repaired: bool = False) -> dict[str, Any]:
     """One line of judgements.jsonl."""
     verdict, why = (req.rubric.verdict(reply.text) if reply else (None, error))
-    return {"key": req.key, "provider": config.provider, "model": req.model,
+    member = config.member(req.model)
+    return {"key": req.key, "provider": member.provider, "model": member.model,
             "parameters": config.params,
             "rubric": {"name": req.rubric.name, "version": req.rubric.version,
                        "sha256": req.rubric.sha256},
@@ -195,7 +206,9 @@ class Runtime:
 
             from engine.judge._transport import check_key
 
-            check_key(self.config.api_key_env)  # before any request: a coded refusal
+            for variable in sorted({self.config.member(r.model).api_key_env or ""
+                                    for r in still}):
+                check_key(variable or None)  # before any request: a coded refusal
             asyncio.run(self._call_all(still, cache))
         self.stats["errors"] = sum(1 for a in self.answers.values() if a["verdict"] is None)
 
@@ -210,17 +223,17 @@ class Runtime:
 
         from engine.judge._transport import Endpoint, open_client
 
-        endpoint = Endpoint(self.config.provider, self.config.base_url,
-                            self.config.api_key_env, self.config.timeout_s,
-                            self.config.retries, self.config.backoff_s,
-                            self.config.max_backoff_s)
+        c = self.config
+        endpoints = {label: Endpoint(m.provider, m.base_url, m.api_key_env, c.timeout_s,
+                                     c.retries, c.backoff_s, c.max_backoff_s)
+                     for label in c.models for m in (c.member(label),)}
         gate = asyncio.Semaphore(self.config.concurrency)
         done = 0
         async with open_client(self.config.concurrency, self.config.timeout_s) as client:
             async def one(req: Request) -> None:
                 nonlocal done
                 async with gate:
-                    rec = await self._call(client, endpoint, req)
+                    rec = await self._call(client, endpoints[req.model], req)
                 self.answers[req.key] = rec
                 if cache:
                     cache.put(rec)
@@ -236,7 +249,8 @@ class Runtime:
 
         self.stats["calls"] += 1
         try:
-            reply = await call(client, endpoint, req.model, req.prompt, self.config.params)
+            reply = await call(client, endpoint, self.config.member(req.model).model,
+                               req.prompt, self.config.params)
         except CallFailed as exc:
             return record(self.config, req, None, f"JUDGE_CALL_FAILED: {exc}", exc.attempts)
         rec = record(self.config, req, reply, "", reply.attempts)
@@ -245,8 +259,8 @@ class Runtime:
             fixed = Request(req.key, req.rubric, req.model,
                             repair_prompt(req.prompt, reply.text, rec["error"]))
             try:
-                again = await call(client, endpoint, req.model, fixed.prompt,
-                                   self.config.params)
+                again = await call(client, endpoint, self.config.member(req.model).model,
+                                   fixed.prompt, self.config.params)
             except CallFailed as exc:
                 return {**rec, "error": f"{rec['error']}; repair failed: {exc}"}
             repaired = record(self.config, req, again, "", reply.attempts + again.attempts,

@@ -453,8 +453,10 @@ def root(context, missing=missing):
             yield escape(environment.finalize(environment.getattr(l_1_e, 'catalogue')))
             yield ' '
             yield escape(environment.finalize(environment.getattr(l_1_e, 'id')))
-            yield ' '
-            yield escape(environment.finalize(environment.getattr(l_1_e, 'title')))
+            if context.call(environment.getattr(l_1_e, 'get'), 'title', _loop_vars=_loop_vars):
+                pass
+                yield ' '
+                yield escape(environment.finalize(environment.getattr(l_1_e, 'title')))
             yield '</td><td>'
             yield escape(environment.finalize(environment.getattr(l_1_e, 'status')))
             yield '</td><td>'
@@ -498,6 +500,6 @@ def root(context, missing=missing):
     yield '\n</table>\n<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=38&29=42&30=44&31=49&33=56&34=60&35=66&36=72&39=76&41=79&44=99&48=103&49=110&50=119&51=127&52=133&57=141&59=154&60=164&63=167&67=194&68=204&69=220&70=240&72=248&73=251&74=259&75=266&76=276&77=279&80=296&82=302&86=338&87=352&88=364&89=370&90=382&91=385&93=405&94=415&97=423&98=426&100=428&103=448&108=478&109=480&110=482&111=484&112=486'
-source_sha256 = '5db707ea4d0546016f7589d91631d09c66502c8dc3c0f36d0e126b2e900ffda0'
+debug_info = '6=38&29=42&30=44&31=49&33=56&34=60&35=66&36=72&39=76&41=79&44=99&48=103&49=110&50=119&51=127&52=133&57=141&59=154&60=164&63=167&67=194&68=204&69=220&70=240&72=248&73=251&74=259&75=266&76=276&77=279&80=296&82=302&86=338&87=352&88=364&89=370&90=382&91=385&93=405&94=415&97=423&98=426&100=428&103=448&108=480&109=482&110=484&111=486&112=488'
+source_sha256 = '5ca4c9d7183a36f0e150d06e164f81755b4dfa9b878654ee3c72bbf4a593588f'
 jinja2_version = '3.1.6'

@@ -18,11 +18,26 @@ DISCLAIMER = ("Indicative evidence for review. This card is not a legal complian
               "determination, an audit opinion or a certification.")
 
 
+def _entry(index: int, data: Any) -> dict[str, str]:
+    """One catalogue entry: its id and, when the catalogue gives one, its official title.
+
+    A title is optional (a catalogue without the official text of its edition leaves titles
+    out and reports show the id alone), but when present it is a non-empty string.
+    """
+    entry = {"id": str(data["id"])}
+    if "title" in data:
+        title = data["title"]
+        if not isinstance(title, str) or not title.strip():
+            raise ValueError(f"entry {index} ('{entry['id']}'): a title is a non-empty "
+                             "string, or left out")
+        entry["title"] = title
+    return entry
+
+
 def build_catalogue(data: Any) -> dict[str, Any]:
     """A catalogue file: id, name, edition and entries; ValueError if it is not one."""
     try:
-        entries = [{"id": str(e["id"]), "title": str(e.get("title", ""))}
-                   for e in data["entries"]]
+        entries = [_entry(i, e) for i, e in enumerate(data["entries"])]
         return {"catalogue": str(data["catalogue"]), "name": str(data["name"]),
                 "edition": str(data["edition"]), "entries": entries}
     except (KeyError, TypeError) as exc:
@@ -85,7 +100,8 @@ def card(catalogues: list[dict[str, Any]], mappings: dict[str, dict[str, list[st
                 status = "not evidenced"
             tally[status] += 1
             entries.append({"catalogue": cat["catalogue"], "id": entry["id"],
-                            "title": entry["title"], "status": status, "evidence": found})
+                            **({"title": entry["title"]} if "title" in entry else {}),
+                            "status": status, "evidence": found})
         counts[cat["catalogue"]] = tally
     return {"disclaimer": DISCLAIMER,
             "catalogues": [{k: c[k] for k in ("catalogue", "name", "edition", "sha256")}

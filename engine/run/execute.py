@@ -208,9 +208,13 @@ def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -
     (recorded only, so a replay stays comparable with the run it replays)."""
     config = runtime.config
     identity = config.identity(runtime.rubrics)
+    elsewhere = {m.label: {"provider": m.provider, "base_url": m.base_url}
+                 for m in config.members
+                 if (m.provider, m.base_url) != (config.provider, config.base_url)}
     return {"identity": identity, "judge_sha256": digest(identity),
             "provider": "replay" if config.replayed_from else config.provider,
             "replayed_from": config.replayed_from,
             "base_url": runtime.config.base_url or None,
+            **({"endpoints": elsewhere} if elsewhere else {}),
             "judgements": len(runtime.requests), "errors": runtime.stats["errors"],
             "judgements_sha256": judgements_sha}

@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.canonical import digest
 from engine.errors import Problem, SpecErrors, did_you_mean
-from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig
+from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
 from engine.spec import crossrefs
@@ -101,6 +101,8 @@ class Evaluation:
     """The spec path as given to ``engine run``, so a worker can reload the Evaluation."""
     overrides: dict[str, Path] = field(default_factory=dict)
     """The ``--input`` overrides it was loaded with, for the same reason."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What ``engine validate`` warns about (an even-sized judge panel); never an error."""
 
 
 def display(path: Path) -> str:
@@ -329,7 +331,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                                "spec root", "use --baseline for other places"))
     keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
-    judge = _judge_config(loader, doc, spec.get("judge"))
+    judge, warnings = _judge_config(loader, doc, spec.get("judge"))
     unit_format = _unit_format(loader, doc, spec, unit_input)
     if "suite" not in spec and unit_format is not None:
         if unit_format.suite is not None:
@@ -351,7 +353,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
                       [k for k in keys if k is not None], judge,
-                      suite_pin=spec.get("suite_sha256"))
+                      suite_pin=spec.get("suite_sha256"), warnings=warnings)
 
 
 def _exists(path: Path) -> bool:
@@ -411,10 +413,47 @@ def _unit_format(loader: _Loader, doc: Any, spec: dict[str, Any],
     return found
 
 
+def _panel(loader: _Loader, doc: _yaml.Document, block: dict[str, Any],
+           base_url: str) -> tuple[list[Member], list[Problem]]:
+    """The panel's members (UNRESOLVABLE_JUDGE for one that cannot be asked) and the
+    warning about an even-sized panel (agent-release-gate §11)."""
+    judge = (block["provider"], base_url,
+             block.get("api_key_env", DEFAULT_KEYS.get(block["provider"])))
+    members: list[Member] = []
+    for i, entry in enumerate(block.get("panel", ())):
+        where: _yaml.Path = ("spec", "judge", "panel", i)
+        try:
+            member = parse_member(entry, judge)
+        except ValueError as exc:
+            loader.problems.append(doc.problem(where, "UNRESOLVABLE_JUDGE", str(exc)))
+            continue
+        if any(m.label == member.label for m in members):
+            loader.problems.append(doc.problem(
+                where, "UNRESOLVABLE_JUDGE", f"panel member '{member.label}' is listed twice",
+                "a member is one provider and model; a second endpoint of it is not another "
+                "vote"))
+        members.append(member)
+    warnings = []
+    if members and len(members) % 2 == 0:
+        warnings.append(doc.problem(
+            ("spec", "judge", "panel"), "EVEN_PANEL",
+            f"{len(members)} members: a yes/no tie is ERROR PANEL_TIED and scores take the "
+            "mean of the two middle ones", "an odd number of members always has a majority"))
+    return members, warnings
+
+
+def _elsewhere(member: Member, block: dict[str, Any], base_url: str) -> bool:
+    """A member with its own endpoint; the others follow the judge's, command-line
+    overrides (--judge-base-url) included."""
+    key = block.get("api_key_env", DEFAULT_KEYS.get(block["provider"]))
+    return (member.provider, member.base_url, member.api_key_env) != (
+        block["provider"], base_url, key) or member.label != member.model
+
+
 def _judge_config(loader: _Loader, doc: _yaml.Document,
-                  block: dict[str, Any] | None) -> JudgeConfig:
+                  block: dict[str, Any] | None) -> tuple[JudgeConfig, list[Problem]]:
     if not block:
-        return JudgeConfig()
+        return JudgeConfig(), []
     provider = block["provider"]
     replay = loader.path(doc, ("spec", "judge", "replay"), block["replay"]) \
         if "replay" in block else None
@@ -430,11 +469,13 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
     simple = {k: block[k] for k in ("model", "temperature", "seed", "max_tokens", "timeout_s",
                                      "concurrency", "retries", "backoff_s", "max_backoff_s",
                                      "disagreement") if k in block}
-    return JudgeConfig(provider=provider,
-                       base_url=block.get("base_url", DEFAULT_URLS.get(provider, "")),
-                       panel=tuple(block.get("panel", ())),
+    base_url = block.get("base_url", DEFAULT_URLS.get(provider, ""))
+    members, warnings = _panel(loader, doc, block, base_url)
+    return JudgeConfig(provider=provider, base_url=base_url,
+                       panel=tuple(m.label for m in members),
+                       members=tuple(m for m in members if _elsewhere(m, block, base_url)),
                        api_key_env=block.get("api_key_env", DEFAULT_KEYS.get(provider)),
-                       replay=replay, **simple)
+                       replay=replay, **simple), warnings
 
 
 def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:

@@ -218,11 +218,11 @@ def required(m: Migration, key: Key, value: Any) -> None:
         return
     categories = m.policy["categories"]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        m.bad(key, "ASSEVRA_CONFIG_VALUE", "required_dimensions must be a list of dimensions")
+        m.bad(key, "BAD_REQUIRED_DIMENSIONS", "required_dimensions must be a list of dimensions")
         return
     for index, name in enumerate(value):
         if name not in categories:
-            m.bad((*key, index), "ASSEVRA_UNKNOWN_DIMENSION",  # type: ignore[arg-type]
+            m.bad((*key, index), "BAD_REQUIRED_DIMENSIONS",  # type: ignore[arg-type]
                   f"'{name}' is not a dimension of the policy",
                   did_you_mean(name, categories))
     if any(name not in categories for name in value):

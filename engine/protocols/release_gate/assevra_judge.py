@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from engine.judge import DEFAULT_KEYS, DEFAULT_URLS
 from engine.protocols.release_gate.assevra_config import (
     Key,
     Migration,
@@ -20,6 +21,7 @@ PROVIDERS: dict[str, str | None] = {
     "anthropic": "anthropic", "openai": "openai-compatible", "local": "openai-compatible",
     "mock": "mock", "none": "none", "azure": None, "bedrock": None, "gemini": None,
     "auto": None}
+HTTP = ("anthropic", "openai-compatible")
 LOCAL_URL = "http://localhost:11434/v1"  # Assevra's own default for provider local
 
 
@@ -103,13 +105,23 @@ def _not_carried(given: str, provider: str | None, settings: dict[str, Any]) -> 
                 "give judge.model (until then judged dimensions are SKIPPED)")
     for entry in settings.get("panel", []):
         vendor, sep, _ = entry.partition(":")
-        if sep and vendor in PROVIDERS and PROVIDERS[vendor] != PROVIDERS.get(given):
-            return (f"panel member '{entry}' is another provider's; a specgate panel is "
-                    "models of one provider")
+        if sep and vendor in PROVIDERS and PROVIDERS[vendor] not in HTTP:
+            return (f"panel member '{entry}': provider {vendor} cannot be a panel member "
+                    "here; ask it through an OpenAI-compatible gateway (a member object with "
+                    "base_url)")
     return None
 
 
-def _member(entry: str, given: str) -> str:
-    """A panel member without Assevra's ``provider:`` prefix (its provider is the judge's)."""
+def _member(entry: str, given: str) -> str | dict[str, str]:
+    """A panel member: a bare model when it is the judge's provider, else an object naming
+    its provider and endpoint (one panel may mix providers, §11)."""
     vendor, sep, model = entry.partition(":")
-    return model if sep and vendor in PROVIDERS else entry
+    if not sep or vendor not in PROVIDERS:
+        return entry
+    if vendor == given:
+        return model
+    provider = str(PROVIDERS[vendor])
+    if vendor == "local":
+        return {"provider": provider, "model": model, "base_url": LOCAL_URL}
+    return {"provider": provider, "model": model, "base_url": DEFAULT_URLS[provider],
+            "api_key_env": DEFAULT_KEYS[provider]}

@@ -39,7 +39,7 @@ NO_DIMENSIONS: the protocol's name for NO_CATEGORIES
 block(CODES, _ARG, "2", "nothing written", """
 ASSEVRA_CONFIG_NOT_MAPPING: migrate-assevra: the Assevra config is not a mapping of settings
 ASSEVRA_CONFIG_VALUE: migrate-assevra: a setting has a value Assevra 0.6 refuses (type, range)
-ASSEVRA_UNKNOWN_DIMENSION: migrate-assevra: a required dimension the policy does not have
+BAD_REQUIRED_DIMENSIONS: migrate-assevra: required_dimensions is not a list of known dimensions
 MIGRATION_ONE_CONFIG: migrate-assevra takes exactly one config file
 MIGRATION_SOURCE_MISSING: migrate-assevra --from names no release-gate spec folder
 MIGRATED_SPEC_INVALID: the converted spec does not validate (a bug in migrate-assevra)
