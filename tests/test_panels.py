@@ -19,14 +19,16 @@ from engine.cli import main
 
 from .conftest import Gate
 from .judge_server import Judge
-from .test_judge import FAST, grounding, judgements, panel_rows, rows_of, run, signed_run
-
-
-@pytest.fixture(autouse=True)
-def cache_key(tmp_path: Path, monkeypatch: Any) -> Path:
-    path = tmp_path / "config" / "cache.key"
-    monkeypatch.setenv("SPECGATE_CACHE_KEY", str(path))
-    return path
+from .test_judge import (  # noqa: F401 - cache_key: the judge tests' autouse fixture
+    FAST,
+    cache_key,
+    grounding,
+    judgements,
+    panel_rows,
+    rows_of,
+    run,
+    signed_run,
+)
 
 
 @pytest.fixture
