@@ -49,16 +49,21 @@ def configure(gate: Gate, panel: list[Any], provider: str = "openai-compatible",
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+@pytest.fixture
+def keys(monkeypatch: Any) -> None:
+    """Each side's API key, in the variables the mixed panel names."""
+    monkeypatch.setenv("KEY_OPENAI_SIDE", "k-open")
+    monkeypatch.setenv("KEY_ANTHROPIC_SIDE", "k-anth")
+
+
 def mixed(openai: Judge, anthropic: Judge) -> list[Any]:
     return ["m1", {"provider": "anthropic", "model": "claude-a", "base_url": anthropic.url,
                    "api_key_env": "KEY_ANTHROPIC_SIDE"}]
 
 
 def test_a_panel_mixes_an_openai_compatible_endpoint_and_anthropic(
-        gate: Gate, servers: tuple[Judge, Judge], monkeypatch: Any, capsys: Any) -> None:
+        gate: Gate, servers: tuple[Judge, Judge], keys: None, capsys: Any) -> None:
     openai, anthropic = servers
-    monkeypatch.setenv("KEY_OPENAI_SIDE", "k-open")
-    monkeypatch.setenv("KEY_ANTHROPIC_SIDE", "k-anth")
     configure(gate, mixed(openai, anthropic), base_url=f"{openai.url}/v1")
     openai.script["m1"] = [{"verdict": '{"score": 5}'}]
     anthropic.script["claude-a"] = [{"verdict": '{"score": 2}'}]
@@ -81,10 +86,8 @@ def test_a_panel_mixes_an_openai_compatible_endpoint_and_anthropic(
 
 
 def test_a_mixed_panel_votes_by_strict_majority(gate: Gate, servers: tuple[Judge, Judge],
-                                                monkeypatch: Any) -> None:
+                                                keys: None) -> None:
     openai, anthropic = servers
-    monkeypatch.setenv("KEY_OPENAI_SIDE", "k-open")
-    monkeypatch.setenv("KEY_ANTHROPIC_SIDE", "k-anth")
     panel = [*mixed(openai, anthropic),
              {"provider": "anthropic", "model": "claude-b", "base_url": anthropic.url,
               "api_key_env": "KEY_ANTHROPIC_SIDE"}]
@@ -127,10 +130,8 @@ def test_an_odd_panel_draws_no_warning(gate: Gate, capsys: Any) -> None:
 
 
 def test_a_mixed_panel_replays_offline_to_the_same_rows(
-        gate: Gate, servers: tuple[Judge, Judge], monkeypatch: Any, tmp_path: Path) -> None:
+        gate: Gate, servers: tuple[Judge, Judge], keys: None, tmp_path: Path) -> None:
     openai, anthropic = servers
-    monkeypatch.setenv("KEY_OPENAI_SIDE", "k-open")
-    monkeypatch.setenv("KEY_ANTHROPIC_SIDE", "k-anth")
     configure(gate, mixed(openai, anthropic), base_url=f"{openai.url}/v1")
     openai.script["m1"] = [{"verdict": '{"score": 5}'}]
     anthropic.script["claude-a"] = [{"verdict": '{"score": 4}'}]
