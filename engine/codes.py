@@ -259,6 +259,7 @@ BAD_KEY: a key file is not a readable, unencrypted Ed25519 PEM key
 
 _block("verify", "1", "invalid evidence", """
 UNREADABLE: a scorecard or signed file cannot be read
+NOT_A_FILE: a signed file or scorecard.json is a FIFO, device or folder: never read
 NOT_CANONICAL: the scorecard bytes are not RFC 8785 canonical JSON
 UNSIGNED: no signature or attestation lies beside the scorecard
 BAD_ENVELOPE: the DSSE envelope or its in-toto statement is malformed

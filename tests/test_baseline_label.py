@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 
 from engine.cli import main
+from engine.decide import fixcheck
 
 from . import refund
 from .conftest import ROOT, Gate, Spec
@@ -202,7 +203,7 @@ def test_each_baseline_finding_is_verified_still_failing_or_not_verifiable(
     _, card, _ = gate.run(fewer, *against)
     assert card["comparison"]["status"] == "incompatible"
     assert set(fixes(card).values()) == {
-        ("not verifiable", "the suite differs from the baseline's (suite_sha256)")}
+        ("not verifiable", "the comparison is not comparable: suite_sha256 differs")}
     assert set(fixes(card)) == BEFORE_FINDINGS
 
 
@@ -231,3 +232,99 @@ def test_fewer_trials_under_the_same_suite_cannot_verify_a_fix(
     spec.run(*against, out="fixed")
     assert fixes(spec.scorecard("fixed"))["resolution:refund-outside-window"] == (
         "verified", "every one of 2 trials passed (the baseline ran 2)")
+
+
+def test_no_fix_is_verified_against_a_baseline_that_is_not_comparable(
+        gate: Gate, keys: dict[str, Path]) -> None:
+    # The same suite, every trial passing, but the policy changed since the baseline (a
+    # threshold): the comparison is incompatible, so not one fix counts as verified.
+    _, _, before_out = gate.run(refund.rows(fixed=False), "--key",
+                                str(keys["trusted"] / "private.pem"))
+    gate.policy(lambda spec: spec["categories"]["tool_call"].update(threshold=0.5))
+    _, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
+                          str(keys["trusted"] / "public.pem"), "--baseline",
+                          str(before_out / "scorecard.json"))
+    assert card["comparison"]["status"] == "incompatible"
+    assert set(fixes(card).values()) == {
+        ("not verifiable", "the comparison is not comparable: policy_sha256 differs")}
+    assert set(fixes(card)) == BEFORE_FINDINGS
+
+
+def test_a_baseline_short_of_the_suites_trials_verifies_no_fix(
+        spec: Spec, keys: dict[str, Path]) -> None:
+    # specs/example declares 2 trials a case. A baseline that ran refund-outside-window
+    # once (its passing run-003 left out; run-004 says "thirty days") is INCOMPLETE, and a
+    # rerun that also runs it once, passing, does not verify the fix: one passing trial is
+    # as many as the baseline ran, fewer than the suite wants.
+    runs = spec.runs()
+    spec.write_runs([r for r in runs if r["id"] != "run-003"])
+    spec.run("--key", str(keys["trusted"] / "private.pem"), out="base")
+    base = spec.scorecard("base")
+    assert base["decision"] == "INCOMPLETE" and "CASE_MISSING" in codes(base)
+    assert "resolution:refund-outside-window" in {f["id"] for f in base["findings"]}
+    spec.write_runs([dict(r, output=dict(r["output"], reply=r["output"]["reply"].replace(
+        "thirty days", "30 days"))) for r in runs if r["id"] != "run-003"])
+    spec.run("--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
+             str(spec.root / "base" / "scorecard.json"), out="rerun")
+    card = spec.scorecard("rerun")
+    assert card["comparison"]["status"] == "incompatible"
+    assert fixes(card)["resolution:refund-outside-window"] == (
+        "not verifiable", "the comparison is not comparable: the baseline decision is "
+        "INCOMPLETE, not PASS or FAIL")
+
+
+def test_the_suites_declared_trials_bound_a_fix_even_where_the_baseline_ran_fewer() -> None:
+    # Defence in depth behind the INCOMPLETE baseline above: the count a fix needs is the
+    # larger of the baseline's trials and the suite's.
+    key = ("resolution", "refund-outside-window")
+    now = {key: ({"run-004"}, 0)}
+    before = {key: ({"run-004"}, 1)}
+    assert fixcheck._one(key, now, before, 2) == (
+        "not verifiable", "1 trials, fewer than the 2 the suite declares")
+    assert fixcheck._one(key, now, before, 1) == (
+        "verified", "every one of 1 trials passed (the baseline ran 1)")
+
+
+def test_the_comparison_names_the_baselines_signed_time_and_evaluation(
+        gate: Gate, keys: dict[str, Path]) -> None:
+    _, before, before_out = gate.run(refund.rows(fixed=False), "--key",
+                                     str(keys["trusted"] / "private.pem"))
+    _, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
+                          str(keys["trusted"] / "public.pem"), "--baseline",
+                          str(before_out / "scorecard.json"))
+    statement = json.loads(__import__("base64").b64decode(json.loads(
+        (before_out / "scorecard.intoto.jsonl").read_text().splitlines()[0])["payload"]))
+    chosen = card["comparison"]["baseline"]
+    assert chosen["generated_at"] == statement["predicate"]["generated_at"]
+    assert chosen["evaluation"] == before["evaluation"]["name"]
+    assert chosen["scorecard_sha256"] == sha(before_out)
+
+
+@pytest.mark.parametrize("plant", ["nested", "fifo", "nested-envelope"])
+def test_a_hostile_file_in_the_history_is_skipped_never_a_crash_or_a_hang(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path, plant: str) -> None:
+    # The history folder sits on the evaluated party's runner: what they put there can
+    # only be skipped, with its reason, beside the real labelled baseline.
+    sign = ["--key", str(keys["trusted"] / "private.pem"), "--label", "prod"]
+    history = tmp_path / "history"
+    _, _, out = gate.run(refund.rows(fixed=False), *sign)
+    shutil.copytree(out, history / "real")
+    (history / "planted").mkdir()
+    if plant == "nested":
+        (history / "planted" / "scorecard.json").write_text("[" * 200000 + "]" * 200000)
+    elif plant == "fifo":
+        os.mkfifo(history / "planted" / "scorecard.json")
+    else:  # a copy of the real run whose envelope nests too deep to parse
+        shutil.rmtree(history / "planted")
+        shutil.copytree(out, history / "planted")
+        (history / "planted" / "scorecard.intoto.jsonl").write_text(
+            "[" * 200000 + "]" * 200000)
+    code, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
+                             str(keys["trusted"] / "public.pem"), "--baseline-label",
+                             "prod", "--history", str(history))
+    assert code in (0, 1), code
+    assert card["comparison"]["status"] == "comparable"
+    assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(history / "real")
+    reasons = card["comparison"]["selection"]["skipped_reasons"]
+    want = {"nested": "NOT_CANONICAL", "fifo": "NOT_A_FILE", "nested-envelope": "BAD_ENVELOPE"}
+    assert [r.split(": ")[1] for r in reasons] == [want[plant]], reasons

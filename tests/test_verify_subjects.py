@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -302,3 +303,38 @@ def test_the_documented_commands_run(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "VALID: sha256" in done.stdout and "--trusted-key governance-signing" in script
+
+
+DEEP = "[" * 200000 + "]" * 200000
+
+
+@pytest.mark.parametrize("name, content, code", [
+    ("scorecard.intoto.jsonl", DEEP, "BAD_ENVELOPE"),
+    ("scorecard.json", DEEP, "NOT_CANONICAL"),
+    ("scorecard.intoto.jsonl", None, "NOT_A_FILE"),
+    ("scorecard.json.sig", None, "NOT_A_FILE"),
+])
+def test_a_hostile_signed_file_is_a_coded_failure_never_a_crash_or_a_hang(
+        tmp_path: Path, keys: Path, judge: Judge, monkeypatch: Any, capsys: Any, name: str,
+        content: str | None, code: str) -> None:
+    # Nesting deeper than Python's recursion limit, or a FIFO that would block a reader
+    # for ever, in place of a signed file.
+    out = plain(tmp_path, keys, judge, monkeypatch)
+    (out / name).unlink()
+    if content is None:
+        os.mkfifo(out / name)
+    else:
+        (out / name).write_text(content)
+    status, printed = verify(out, keys / "public.pem", capsys)
+    assert status == 1 and code in printed, printed
+
+
+def test_a_fifo_named_scorecard_json_under_a_folder_is_refused(
+        tmp_path: Path, keys: Path, judge: Judge, monkeypatch: Any, capsys: Any) -> None:
+    out = plain(tmp_path, keys, judge, monkeypatch)
+    (out / "planted").mkdir()
+    os.mkfifo(out / "planted" / "scorecard.json")
+    capsys.readouterr()
+    assert main(["verify", str(out), "--trusted-key", str(keys / "public.pem")]) == 1
+    printed = capsys.readouterr().out
+    assert "NOT_A_FILE" in printed and "1 valid" in printed, printed

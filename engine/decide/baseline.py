@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.decide import fixcheck
-from engine.errors import FormulaError, VerifyError
-from engine.evidence.verify import verify
+from engine.errors import EngineError, FormulaError, VerifyError
+from engine.evidence.verify import read_file, verify
 from engine.formula import evaluate
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
@@ -26,10 +26,26 @@ if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
 SCORED = ("PASS", "FAIL")
 
 
+def verified_card(path: Path, key: Ed25519PublicKey) -> dict[str, Any]:
+    """A scorecard that verifies with ``key``, read once more and checked to be the bytes
+    that verified; ``_verified`` carries its digest, signer, signed time and evaluation.
+    VerifyError (or OSError) when it does not."""
+    verified = verify(path, key)
+    data = read_file(path)
+    if hashlib.sha256(data).hexdigest() != verified.scorecard_sha256:
+        raise VerifyError("the scorecard changed while it was read", "DIGEST_MISMATCH")
+    card = json.loads(data)
+    card["_verified"] = {"scorecard_sha256": verified.scorecard_sha256,
+                         "signer": verified.signer, "generated_at": verified.generated_at,
+                         "evaluation": verified.evaluation}
+    return dict(card)
+
+
 def _baseline(path: Path | None, keys: list[Ed25519PublicKey]) -> tuple[str, list[str],
                                                                          dict[str, Any]]:
     """(status so far, reasons, baseline scorecard) for a baseline file; the scorecard
-    carries the digest and signer that verified under ``_verified``."""
+    carries the digest, signer, signed time and evaluation that verified under
+    ``_verified``."""
     if path is None or not path.is_file():
         return "missing", ["no baseline scorecard was found"], {}
     if not keys:
@@ -37,15 +53,8 @@ def _baseline(path: Path | None, keys: list[Ed25519PublicKey]) -> tuple[str, lis
     problems = []
     for key in keys:
         try:
-            verified = verify(path, key)
-            data = path.read_bytes()
-            if hashlib.sha256(data).hexdigest() != verified.scorecard_sha256:
-                raise VerifyError("the baseline changed while it was read", "DIGEST_MISMATCH")
-            card = json.loads(data)
-            card["_verified"] = {"scorecard_sha256": verified.scorecard_sha256,
-                                 "signer": verified.signer}
-            return "comparable", [], card
-        except VerifyError as exc:
+            return "comparable", [], verified_card(path, key)
+        except EngineError as exc:
             problems.append(f"{exc.code}: {exc}")
     return "untrusted", problems[:1], {}
 
@@ -59,6 +68,15 @@ def _compatibility(card: dict[str, Any], base: dict[str, Any]) -> list[str]:
         if card.get(key) != base.get(key):
             reasons.append(f"{key} differs")
     return reasons
+
+
+def _unverifiable(card: dict[str, Any], incompatible: list[str]) -> str:
+    """Why no fix can be verified against this baseline ("" when fixes can be)."""
+    if incompatible:
+        return "the comparison is not comparable: " + "; ".join(incompatible)
+    if card.get("judge_overridden"):
+        return "the judge was chosen on the command line, not by the Evaluation"
+    return ""
 
 
 def _metrics_decision(card: dict[str, Any]) -> Any:
@@ -138,10 +156,10 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
     if status != "comparable":
         return block
     block["baseline"] = {**base["_verified"], "decision": base["decision"]}
-    if baseline is not None:  # always so here: the baseline verified
-        block["fixes"] = fixcheck.check(rows, baseline.parent, card.get("suite_sha256") ==
-                                        base.get("suite_sha256"))
     incompatible = _compatibility(card, base)
+    if baseline is not None:  # always so here: the baseline verified
+        block["fixes"] = fixcheck.check(rows, baseline.parent, _unverifiable(card, incompatible),
+                                        card.get("trials", {}))
     if incompatible:
         block.update(status="incompatible", reasons=incompatible)
         return block

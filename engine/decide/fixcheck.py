@@ -1,8 +1,10 @@
 """Fix verification (agent-release-gate §9): is each of the baseline's findings fixed?
 
 A finding ``<dimension>:<case>`` of a verified baseline counts as fixed only when this run
-has the same suite digest, ran the case in that dimension at least as many times (trials)
-as the baseline did, and every one of those trials passed (case pass^k = 1). Each finding
+is comparable with the baseline (same suite, policy and judge digests, a judge the
+Evaluation chose), ran the case in that dimension at least as many times (trials) as the
+baseline did and as the suite declares, and every one of those trials passed (case pass^k
+= 1). Each finding
 is ``verified``, ``still failing`` or ``not verifiable``, with the reason. Findings that
 name no case (coverage, control and comparison blockers) are not listed.
 """
@@ -41,40 +43,46 @@ def _case_findings(findings: Path) -> Iterator[dict[str, Any]]:
                 yield finding
 
 
-def _one(key: tuple[str, str], now: Trials, before: Trials) -> tuple[str, str]:
+def _one(key: tuple[str, str], now: Trials, before: Trials,
+         declared: int) -> tuple[str, str]:
     units, bad = now.get(key, (set(), 0))
-    wanted = len(before.get(key, (set(), 0))[0])
+    ran = len(before.get(key, (set(), 0))[0])
     if not units:
         return "not verifiable", "the case was not run in this dimension"
     if bad:
         return "still failing", f"{bad} of its rows in {len(units)} trials did not pass"
-    if len(units) < wanted:
-        return "not verifiable", (f"{len(units)} trials, fewer than the baseline's {wanted}")
-    return "verified", f"every one of {len(units)} trials passed (the baseline ran {wanted})"
+    if len(units) < max(ran, declared):
+        whose = f"the baseline's {ran}" if ran >= declared else \
+            f"the {declared} the suite declares"
+        return "not verifiable", f"{len(units)} trials, fewer than {whose}"
+    return "verified", f"every one of {len(units)} trials passed (the baseline ran {ran})"
 
 
-def check(rows: Path, base_folder: Path, same_suite: bool) -> list[dict[str, Any]]:
-    """Each case finding of the baseline (in its order) with its status and reason; one
-    ``baseline`` entry saying why when the baseline's files went away or changed shape
-    after they verified."""
+def check(rows: Path, base_folder: Path, unverifiable: str,
+          trials: dict[str, int]) -> list[dict[str, Any]]:
+    """Each case finding of the baseline (in its order) with its status and reason (every
+    one ``not verifiable`` when ``unverifiable`` says why); ``trials``: the suite's declared
+    trials per case. One ``baseline`` entry saying why when the baseline's files went away
+    or changed shape after they verified."""
     try:
-        return _check(rows, base_folder, same_suite)
+        return _check(rows, base_folder, unverifiable, trials)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [{"id": "baseline", "status": "not verifiable",
                  "reason": f"the baseline's findings or rows could not be read ({exc})"}]
 
 
-def _check(rows: Path, base_folder: Path, same_suite: bool) -> list[dict[str, Any]]:
+def _check(rows: Path, base_folder: Path, unverifiable: str,
+           trials: dict[str, int]) -> list[dict[str, Any]]:
     found = list(_case_findings(base_folder / "findings.jsonl"))
     if not found:
         return []
-    if not same_suite:
-        return [{"id": f["id"], "status": "not verifiable",
-                 "reason": "the suite differs from the baseline's (suite_sha256)"}
+    if unverifiable:
+        return [{"id": f["id"], "status": "not verifiable", "reason": unverifiable}
                 for f in found]
     now, before = _trials(rows), _trials(base_folder / "rows.jsonl")
     out = []
     for finding in found:
-        status, reason = _one((finding["category"], finding["case"]), now, before)
+        status, reason = _one((finding["category"], finding["case"]), now, before,
+                              trials.get(finding["case"], 0))
         out.append({"id": finding["id"], "status": status, "reason": reason})
     return out

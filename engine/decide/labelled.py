@@ -11,14 +11,13 @@ configured), so a required comparison is INCOMPLETE exactly as for a missing --b
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.decide import baseline
-from engine.errors import EngineError, VerifyError
-from engine.evidence.verify import Verified, scorecards, verify
+from engine.errors import EngineError
+from engine.evidence.verify import read_file, scorecards
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -30,28 +29,23 @@ def _claims(path: Path, label: str) -> bool:
     """Whether the scorecard is worth verifying: it names the label, or cannot be read
     (so that nothing unreadable passes unnoticed)."""
     try:
-        card = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        card = json.loads(read_file(path))
+    except (EngineError, ValueError, RecursionError):
         return True
     return not isinstance(card, dict) or card.get("label") == label
 
 
-def _verified(path: Path,
-              keys: list[Ed25519PublicKey]) -> tuple[Verified, dict[str, Any]] | str:
-    """The scorecard verified by the first key it verifies with, and its signed value; or
-    why it verifies with none (the first key's reason)."""
+def _verified(path: Path, keys: list[Ed25519PublicKey]) -> dict[str, Any] | str:
+    """The scorecard verified by the first key it verifies with (``_verified`` says how);
+    or why it verifies with none (the first key's reason)."""
     problems: list[str] = []
     for key in keys:
         try:
-            found = verify(path, key)
-            data = path.read_bytes()
-            if hashlib.sha256(data).hexdigest() != found.scorecard_sha256:
-                raise VerifyError("the scorecard changed while it was read", "DIGEST_MISMATCH")
-            return found, json.loads(data)
+            return baseline.verified_card(path, key)
         except EngineError as exc:
             problems.append(f"{exc.code}: {exc}")
-        except OSError as exc:
-            problems.append(f"UNREADABLE: {exc.strerror}")
+        except (OSError, ValueError, RecursionError) as exc:
+            problems.append(f"UNREADABLE: {exc}")
     return problems[0]
 
 
@@ -62,25 +56,26 @@ def newest(folder: Path, label: str, keys: list[Ed25519PublicKey]) -> tuple[Path
     if not keys or not folder.is_dir():
         return None, []
     paths, refused = scorecards(folder)
-    skipped = [f"{f.path.relative_to(folder)}: {f.error}" for f in refused]
+    skipped = [f"{f.path.relative_to(folder)}: {f.error.code}: {f.error}" for f in refused
+               if f.error is not None]
     best: tuple[str, str, Path] | None = None
     for path in paths:
         if not _claims(path, label):
             continue
         where = path.relative_to(folder)
-        verified = _verified(path, keys)
-        if isinstance(verified, str):
-            skipped.append(f"{where}: {verified}")
+        card = _verified(path, keys)
+        if isinstance(card, str):
+            skipped.append(f"{where}: {card}")
             continue
-        found, card = verified
         if card.get("label") != label:
             continue  # its signed bytes carry another label: not a candidate, not skipped
-        if not found.generated_at:
+        found = card["_verified"]
+        if not found["generated_at"]:
             skipped.append(f"{where}: NO_SIGNED_TIME: the signed statement has no time")
             continue
         # Newest by signed time; within one second the larger digest, so the choice never
         # depends on how the files are named or in which order they are found.
-        candidate = (found.generated_at, found.scorecard_sha256, path)
+        candidate = (found["generated_at"], found["scorecard_sha256"], path)
         if best is None or candidate[:2] > best[:2]:
             best = candidate
     return (best[2] if best else None), skipped

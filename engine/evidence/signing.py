@@ -63,14 +63,22 @@ def load_private(path: Path) -> Ed25519PrivateKey:
 
 def load_public(path: Path) -> Ed25519PublicKey:
     """An Ed25519 public key from a PEM file, or a coded usage error."""
+    try:
+        return public_from_pem(path.read_bytes(), str(path))
+    except OSError as exc:
+        raise UsageError(f"{path}: not a readable PEM public key ({exc})", "BAD_KEY") from None
+
+
+def public_from_pem(data: bytes, where: str) -> Ed25519PublicKey:
+    """An Ed25519 public key from PEM bytes, or a coded usage error naming ``where``."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
-    except (OSError, ValueError, TypeError) as exc:
-        raise UsageError(f"{path}: not a readable PEM public key ({exc})", "BAD_KEY") from None
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{where}: not a readable PEM public key ({exc})", "BAD_KEY") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise UsageError(f"{path}: not an Ed25519 public key", "BAD_KEY")
+        raise UsageError(f"{where}: not an Ed25519 public key", "BAD_KEY")
     return key
 
 

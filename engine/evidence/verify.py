@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,11 +53,27 @@ class Verified:
     generated_at: str = ""           # the signed statement's time (YYYY-MM-DDTHH:MM:SSZ)
 
 
+def read_file(path: Path) -> bytes:
+    """A regular file's bytes; a FIFO, device or folder by that name is refused, never
+    waited on (whoever writes the evidence can put one there)."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise VerifyError(f"{path.name}: {exc.strerror}", "UNREADABLE") from None
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise VerifyError(f"{path.name} is not a regular file", "NOT_A_FILE")
+        try:
+            return file.read()
+        except OSError as exc:
+            raise VerifyError(f"{path.name}: {exc.strerror}", "UNREADABLE") from None
+
+
 def _canonical(data: bytes) -> dict[str, Any]:
     try:
         value = parse_jcs(data)
         canonical = rfc8785.dumps(value) == data and isinstance(value, dict)
-    except (ValueError, rfc8785.CanonicalizationError):
+    except (ValueError, RecursionError, rfc8785.CanonicalizationError):
         canonical = False
     if not canonical:
         raise VerifyError("the scorecard bytes are not RFC 8785 canonical JSON", "NOT_CANONICAL")
@@ -65,8 +82,8 @@ def _canonical(data: bytes) -> dict[str, Any]:
 
 def _envelope(envelope_file: Path) -> dict[str, Any]:
     try:
-        envelope = json.loads(envelope_file.read_text("utf-8").splitlines()[0])
-    except (OSError, ValueError, IndexError) as exc:
+        envelope = json.loads(read_file(envelope_file).decode("utf-8").splitlines()[0])
+    except (ValueError, IndexError, RecursionError) as exc:
         raise VerifyError(f"{envelope_file.name} is malformed ({exc})", "BAD_ENVELOPE") from None
     if not isinstance(envelope, dict):
         raise VerifyError(f"{envelope_file.name} is not a DSSE envelope", "BAD_ENVELOPE")
@@ -81,7 +98,7 @@ def _key(folder: Path, trusted: Ed25519PublicKey | None) -> Ed25519PublicKey:
     if not shipped.exists():
         raise VerifyError("no key to check the signature with (pin the signer's key with "
                           "--trusted-key)", "KEY_NOT_TRUSTED")
-    return signing.load_public(shipped)
+    return signing.public_from_pem(read_file(shipped), str(shipped))
 
 
 def _open(envelope: dict[str, Any], key: Ed25519PublicKey, pinned: bool) -> dict[str, Any]:
@@ -160,10 +177,7 @@ def _check_files(folder: Path, card: dict[str, Any],
 def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     """Verify a scorecard and the files beside it; raise VerifyError with a code if not."""
     from cryptography.exceptions import InvalidSignature
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise VerifyError(f"{path}: {exc.strerror}", "UNREADABLE") from None
+    data = read_file(path)
     card = _canonical(data)
     digest = hashlib.sha256(data).hexdigest()
     folder = path.parent
@@ -178,8 +192,8 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
         raise VerifyError("scorecard.json changed after signing (the signed statement names "
                           "another scorecard digest)", "DIGEST_MISMATCH")
     try:
-        key.verify(sig_file.read_bytes(), data)
-    except (InvalidSignature, OSError):
+        key.verify(read_file(sig_file), data)
+    except InvalidSignature:
         raise VerifyError("scorecard.json.sig does not verify over these bytes",
                           "BAD_SIGNATURE") from None
     checked, absent = _check_files(folder, card, subjects)
@@ -230,8 +244,13 @@ def scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
                     f"{Path(root) / name} is a symlink: evidence elsewhere is not this "
                     "folder's, so it is not checked", "SYMLINK")))
         dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
-        if "scorecard.json" in files and not (Path(root) / "scorecard.json").is_symlink():
-            paths.append(Path(root) / "scorecard.json")
+        found = Path(root) / "scorecard.json"
+        if "scorecard.json" in files and not found.is_symlink():
+            if found.is_file():
+                paths.append(found)
+            else:  # a FIFO or a device: reading it could wait for ever
+                refused.append(Found(found, error=VerifyError(
+                    f"{found.name} is not a regular file, so it is not checked", "NOT_A_FILE")))
     return paths, refused
 
 

@@ -132,7 +132,10 @@ def _decide(run: _Run) -> Decision:
         current = {"categories": outcome.categories, "decision": outcome.held_decision,
                    "suite_sha256": suite_digest(evaluation, tally),
                    "policy_sha256": evaluation.policy.sha256,
-                   "judge_sha256": judge["judge_sha256"] if judge else None}
+                   "judge_sha256": judge["judge_sha256"] if judge else None,
+                   # what fix verification needs beyond the digests
+                   "trials": evaluation.suite.trials,
+                   "judge_overridden": evaluation.judge_overridden}
         rows, policy = run.staging.path / "rows.jsonl", evaluation.policy
         block = labelled_compare(current, *labelled, run.keys, rows, policy.comparison_rules,
                                  policy.wilson_z) if labelled else \
