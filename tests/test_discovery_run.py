@@ -341,6 +341,12 @@ def test_the_run_manifest_is_copied_into_the_report(demo: Path) -> None:
     ({"track": "everything"}, "RUN_MANIFEST_INVALID"),
     ({"limit": 0}, "RUN_MANIFEST_INVALID"),
     ({"extra": 1}, "RUN_MANIFEST_INVALID"),
+    # claims the whole inventory ran while its effective digest is of another task list
+    ({"effective_tasks_sha256": "0" * 64}, "RUN_MANIFEST_MISMATCH"),
+    # one task ran, but the manifest keeps the whole inventory's digest as the effective one
+    ({"task_id": "amazon_beauty_group_difference_toy"}, "RUN_MANIFEST_MISMATCH"),
+    ({"limit": 1}, "RUN_MANIFEST_MISMATCH"),
+    ({"task_id": "no_such_task"}, "RUN_MANIFEST_MISMATCH"),
 ])
 def test_a_different_run_manifest_stops_the_report(demo: Path, capsys: Any,
                                                    change: dict[str, Any], code: str) -> None:
@@ -348,6 +354,25 @@ def test_a_different_run_manifest_stops_the_report(demo: Path, capsys: Any,
     exit_code, _, out = run(demo)
     err = capsys.readouterr().err
     assert exit_code == 2 and not out.exists() and code in err and "run.json" in err
+
+
+@pytest.mark.parametrize("select", [{"task_id": "amazon_beauty_temporal_change_toy"},
+                                    {"limit": 1}])
+def test_a_partial_runs_manifest_names_the_digest_of_what_it_ran(
+        demo: Path, select: dict[str, Any]) -> None:
+    # The effective digest (§12.4) is the SHA-256 of the JCS form of the tasks selected,
+    # worked out here from tasks.json: the one task of that id, or the first `limit`.
+    import hashlib
+
+    import rfc8785
+
+    tasks = json.loads((demo / "demo" / "tasks.json").read_text())
+    chosen = [t for t in tasks if t["task_id"] == select["task_id"]] \
+        if "task_id" in select else tasks[:select["limit"]]
+    manifest = _manifest(demo, **select, effective_tasks_sha256=hashlib.sha256(
+        rfc8785.dumps(chosen)).hexdigest())
+    code, card, _ = run(demo)
+    assert code == 0 and card["report"]["run"] == manifest
 
 
 def test_a_run_manifest_that_is_not_json_is_invalid(demo: Path, capsys: Any) -> None:

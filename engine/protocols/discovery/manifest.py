@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from engine.canonical import digest
 from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.names import task_file
 from engine.protocols.discovery.report import ReviewIntegrityError
@@ -79,8 +80,20 @@ def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, 
                                        "JUDGE_CONFIG_MISMATCH")
 
 
-def run_manifest(pkg: Package, tasks_sha256: str, folder: Path) -> dict[str, Any] | None:
-    """``folder/run.json`` checked against this inventory and profile, or None."""
+def effective(tasks: list[Any], task_id: Any, limit: Any) -> list[Any] | None:
+    """The tasks a run over ``tasks`` with this ``task_id`` and ``limit`` attempts (the
+    task of that id, else the first ``limit``, else all); None when the id is not one of
+    them."""
+    if task_id is not None:
+        chosen = [t for t in tasks if isinstance(t, dict) and t.get("task_id") == task_id]
+        return chosen[:1] or None
+    return tasks[:limit] if limit is not None else tasks
+
+
+def run_manifest(pkg: Package, tasks: list[Any], folder: Path) -> dict[str, Any] | None:
+    """``folder/run.json`` checked against this inventory and profile, or None: its
+    ``effective_tasks_sha256`` must be the digest of the tasks its ``task_id`` and ``limit``
+    select from this inventory."""
     path = folder / "run.json"
     if not path.exists():
         return None
@@ -94,7 +107,13 @@ def run_manifest(pkg: Package, tasks_sha256: str, folder: Path) -> dict[str, Any
     if wrong:
         raise ReviewIntegrityError(f"{path}: {', '.join(wrong)} of the wrong type or value",
                                    "RUN_MANIFEST_INVALID")
-    for key, want in (("difficulty", pkg.discovery.difficulty), ("tasks_sha256", tasks_sha256)):
+    chosen = effective(tasks, run["task_id"], run["limit"])
+    if chosen is None:
+        raise ReviewIntegrityError(f"{path}: task_id {run['task_id']!r} is not a task of "
+                                   "this inventory", "RUN_MANIFEST_MISMATCH")
+    for key, want in (("difficulty", pkg.discovery.difficulty),
+                      ("tasks_sha256", digest(tasks)),
+                      ("effective_tasks_sha256", digest(chosen))):
         if run[key] != want:
             raise ReviewIntegrityError(f"{path}: {key} is {run[key]!r}, this run's is "
                                        f"{want!r}", "RUN_MANIFEST_MISMATCH")

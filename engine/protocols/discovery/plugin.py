@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.canonical import digest
 from engine.errors import SpecErrors, UsageError
 from engine.protocols import Command, Protocol, Report
 from engine.protocols.discovery import inspection
@@ -89,7 +88,7 @@ def build_report(evaluation: Any, tally: Any) -> tuple[Any, list[tuple[str, byte
     reviews = evaluation.inputs.get(params.get("reviews") or "")
     value["reviewer"] = reviewer_identity(package, everything,
                                           reviews.path if reviews else None, records)
-    value["run"] = run_manifest(package, digest(everything),
+    value["run"] = run_manifest(package, everything,
                                 evaluation.inputs[params["submissions"]].path)
     return value, [("report.json", (json.dumps(value, indent=2, ensure_ascii=False)
                                     + "\n").encode()),
@@ -126,7 +125,7 @@ def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[
     tasks = list(loads(inputs[params["tasks"]].read_bytes()))
     budget = args.audit_documents or package.discovery.audit["budget"]
     try:
-        run_manifest(package, digest(tasks), inputs[params["submissions"]])
+        run_manifest(package, tasks, inputs[params["submissions"]])
     except ReviewIntegrityError as exc:
         raise UsageError(str(exc), exc.code) from None
     try:
