@@ -77,5 +77,21 @@ def test_diff_against_a_policy_from_git_history(spec: Spec, capsys: Any) -> None
     assert main(["diff", str(old), str(new)]) == 0
     text = capsys.readouterr().out
     assert "schemas/reply.schema.json not beside" in text
-    assert "  overall: score 0.983 -> 0.99, threshold 0.9 -> 0.99, met True -> False" in text
+    # rates and scores with three places, as scorecard.md writes them
+    assert "  overall: score 0.983 -> 0.990, threshold 0.9 -> 0.99, met True -> False" in text
+    assert "rate 0.969 -> 1.000" in text
     assert "  waiver W-1: status (none) -> active, rows_waived (none) -> 1" in text
+
+
+def test_diff_reports_a_changed_overall_formula_and_its_score(spec: Spec, capsys: Any) -> None:
+    old = spec.root.parent / "old-policy.yaml"
+    old.write_text((spec.dir / "policy.yaml").read_text())
+    spec.edit("policy.yaml", lambda d: d["spec"]["overall"].update(
+        formula="min(resolution, efficiency)"))
+    assert main(["diff", str(old), str(spec.dir / "policy.yaml")]) == 0
+    text = capsys.readouterr().out
+    # by hand: weighted 0.983 (above); min(47/48 = 0.97917, 31/32 = 0.96875) = 0.969
+    # the setting (absent before: the default) and its effect on the overall line
+    assert "  policy spec.overall.formula: (none) -> min(resolution, efficiency)" in text
+    assert "  overall: formula weighted -> min(resolution, efficiency), score 0.983 -> 0.969" \
+        in text

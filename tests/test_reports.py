@@ -212,6 +212,17 @@ def test_equals_and_formula_findings_show_observed_against_expected(spec: Spec) 
     assert ('<td class="value">{&#34;formula&#34;: &#34;cost &lt;= 0.02 and tokens &lt;= '
             '3000&#34;}</td><td class="value">{&#34;cost&#34;: 0.05, &#34;tokens&#34;: 900}'
             '</td>') in html
+    # junit.xml: the finding's test case carries the same checks in its text
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").iter("testcase")}
+    [text] = [(e.text or "") for e in cases["efficiency:card-on-file"]
+              if e.tag in ("skipped", "failure")] or [""]
+    assert "latency-budget (at_most) on run-011, FAIL: expected {\"at_most\": 4000}; observed" \
+        in text, text
+    [text] = [(e.text or "") for e in cases["resolution:refund-late-delivery"]
+              if e.tag in ("skipped", "failure")]
+    assert "marked-resolved (equals) on run-001, FAIL: expected true; observed false" in text
 
 
 def _chart(html: str, name: str) -> str:

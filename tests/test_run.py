@@ -524,6 +524,22 @@ def test_a_condition_dividing_by_zero_says_division_by_zero(spec: Spec) -> None:
                                  "zero at column 17 of 'failed_safety / failed_safety == 1'")
 
 
+def test_a_formula_inspection_dividing_by_zero_says_division_by_zero(spec: Spec) -> None:
+    # tokens - tokens is 0 on every row of specs/example; the divisor starts at column 9
+    # (c=1 ... "(" = 8, its first "t" = 9)
+    spec.edit("policy.yaml", lambda d: [i.update(formula="cost / (tokens - tokens) <= 1")
+                                        for i in d["spec"]["inspections"]
+                                        if i["id"] == "cost-budget"])
+    assert spec.run()[0] == 3
+    rows = [json.loads(line) for line in (spec.root / "out" / "rows.jsonl").read_text()
+            .splitlines()]
+    errors = [r for r in rows if r["inspection"] == "cost-budget"]
+    assert errors and {r["status"] for r in errors} == {"ERROR"}
+    assert {r["message"] for r in errors} == {
+        "the formula is null: division by zero at column 9 of "
+        "'cost / (tokens - tokens) <= 1'"}
+
+
 @pytest.mark.parametrize("redirect", [">&-", ">/dev/full"])
 def test_a_closed_or_full_stdout_keeps_the_exit_code(tmp_path: Path, redirect: str) -> None:
     # no stdout at all (sys.stdout is None), or a disk that is full: still the decision's

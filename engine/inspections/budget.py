@@ -7,7 +7,7 @@ from typing import Any
 
 from engine.canonical import MAX_INT
 from engine.errors import FormulaError
-from engine.formula import Z_KEY, evaluate
+from engine.formula import Z_KEY, evaluate, why_null
 from engine.inspections._base import (
     ERROR,
     MISSING,
@@ -77,8 +77,9 @@ def formula(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
         return Outcome(ERROR, observed=clip(env), code=exc.code, message=str(exc))
     shown = {k: clip(v) for k, v in env.items() if k != Z_KEY}
     if value is None:
+        why = why_null(params["formula"], env) or "some value it needs is missing"
         return Outcome(ERROR, observed=shown, code="FORMULA_NULL",
-                       message="the formula is null: some value it needs is missing")
+                       message=f"the formula is null: {why}")
     if not isinstance(value, bool):
         return Outcome(ERROR, observed=shown, code="FORMULA_TYPE",
                        message="the formula must give true or false")

@@ -19,6 +19,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from engine.reports.text import expected_observed
+
 # Category states that fail (or leave unresolved) a gate that is not PASS.
 _NOT_MET = "NOT_MET"
 _UNRESOLVED = frozenset({"UNRESOLVED", "MISSING"})
@@ -92,8 +94,10 @@ def _finding(suite: _Suite, f: dict[str, Any], state: str | None, red: bool) -> 
     case = suite.case("case", f["id"])
     fix = f.get("fix") or {}
     message = fix.get("action") or f.get("message") or _finding_message(f)
+    checks = [f"{c.get('inspection', '?')} ({c.get('type', '?')}) on {c.get('unit', '?')}, "
+              f"{c.get('status', '?')}: {expected_observed(c)}" for c in f.get("checks", [])]
     detail = "\n".join(filter(None, [fix.get("title"), fix.get("verification"),
-                                     *(f.get("evidence") or [])]))
+                                     *(f.get("evidence") or []), *checks]))
     if red and state in _UNRESOLVED:
         suite.outcome(case, "error", message, detail)
     elif red and (state == _NOT_MET or f.get("severity") == "blocker"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.reports.text import code, fmt, gated_on, md, value
+from engine.reports.text import code, expected_observed, fmt, gated_on, md
 
 Card = dict[str, Any]
 FINDINGS_SHOWN = 20
@@ -130,11 +130,9 @@ def check_lines(f: dict[str, Any]) -> list[str]:
     """Each check of a finding: the inspection, then what it expected and observed."""
     lines = []
     for c in f.get("checks", []):
-        seen = [f"expected {md(value(c['expected']))}" if "expected" in c else "",
-                f"observed {md(value(c['observed']))}" if "observed" in c else ""]
         lines.append(f"  - `{code(c.get('inspection', '?'))}` ({code(c.get('type', '?'))}) on "
                      f"{md(c.get('unit', '?'))}, {c.get('status', '?')}: "
-                     + ("; ".join(filter(None, seen)) or "no value recorded"))
+                     + expected_observed(c, md))
     return lines
 
 

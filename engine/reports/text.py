@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 SHOWN = 400  # characters of one expected/observed value a report shows (rows.jsonl has more)
@@ -59,3 +60,11 @@ def code(text: Any) -> str:
 
 _CODE = str.maketrans({"`": "'", "|": "\\|", **{chr(c): " " for c in range(32)},
                        **{c: " " for c in INVISIBLE}})
+
+
+def expected_observed(check: dict[str, Any], escape: Callable[[str], str] = str) -> str:
+    """'expected X; observed Y' for one check of a finding (each value compact JSON, cut to
+    SHOWN characters, then passed through ``escape``)."""
+    seen = [f"expected {escape(value(check['expected']))}" if "expected" in check else "",
+            f"observed {escape(value(check['observed']))}" if "observed" in check else ""]
+    return "; ".join(filter(None, seen)) or "no value recorded"

@@ -108,10 +108,11 @@ def lines(changes: dict[str, Any]) -> list[str]:
         for name, change in changes[section].items():
             label = {"categories": "", "conditions": "condition ", "waivers": "waiver "}[section]
             out.append(f"  {label}{name}: " + ", ".join(
-                f"{k} {_text(v['old'])} -> {_text(v['new'])}" for k, v in change.items()))
+                f"{k} {_text(v['old'], k)} -> {_text(v['new'], k)}" for k, v in change.items()))
     if changes["overall"]:
-        out.append("  overall: " + ", ".join(f"{k} {_text(v['old'])} -> {_text(v['new'])}"
-                                             for k, v in changes["overall"].items()))
+        out.append("  overall: " + ", ".join(
+            f"{k} {_text(v['old'], k)} -> {_text(v['new'], k)}"
+            for k, v in changes["overall"].items()))
     out += [f"  + {code}" for code in changes["reasons"]["added"]]
     out += [f"  - {code}" for code in changes["reasons"]["removed"]]
     if len(out) == 1:
@@ -119,5 +120,12 @@ def lines(changes: dict[str, Any]) -> list[str]:
     return out
 
 
-def _text(value: Any) -> str:
-    return "(none)" if value is None else str(value)
+def _text(value: Any, key: str = "") -> str:
+    """A value as the text shows it: rates and scores with three places, as scorecard.md
+    writes them (1.000, 0.890), so the two read alike."""
+    if value is None:
+        return "(none)"
+    if key in (*RATES, "score") and isinstance(value, int | float) and \
+            not isinstance(value, bool):
+        return f"{value:.{PLACES}f}"
+    return str(value)
