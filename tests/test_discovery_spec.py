@@ -165,6 +165,15 @@ def test_a_bad_judge_yaml_stops_engine_review(spec: Path, capsys: Any, tmp_path:
     assert code == 2 and f"{place(path, 'soon')}: BAD_TYPE: timeout_s: must be a number" in out
 
 
+def test_engine_validate_checks_judge_yaml_too(spec: Path, capsys: Any) -> None:
+    # found by the issue 13 audit: a bad judge.yaml passed validate, caught only by review
+    path = spec / "judge.yaml"
+    edit(path, "timeout_s: 180", "timeout_s: 180\nbogus_key: 1")
+    code, out = validate(spec, capsys)
+    assert code == 2 and "judge.yaml:" in out and "UNKNOWN_KEY" in out and "bogus_key" in out, \
+        out
+
+
 def test_a_task_of_a_kind_the_package_does_not_define(tmp_path: Path) -> None:
     rows = kit.corpus_rows()
     path, sha = kit.write_corpus(tmp_path, rows)

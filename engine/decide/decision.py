@@ -171,15 +171,17 @@ def _blockers(missing: list[str], tally: Tally | None) -> list[dict[str, Any]]:
 
 def _validation(evaluation: Evaluation, tally: Tally,
                 reasons: list[Reason]) -> dict[str, Any] | None:
-    """Row classes by dimension; in strict mode any non-LABELED row fails validation."""
-    if not evaluation.policy.validate or formats.of_units(evaluation).validate is None:
+    """Row classes, in all and by the format's group (``by_<group>``); in strict mode any
+    non-LABELED row fails validation."""
+    units = formats.of_units(evaluation)
+    if not evaluation.policy.validate or units.validate is None:
         return None
     policy, source = evaluation.policy, evaluation.inputs[evaluation.unit_input]
     classes = {k: sum(n for (_, klass), n in tally.validation.items() if klass == k)
                for k in ("LABELED", "UNLABELED", "INVALID")}
-    by_dimension: dict[str, dict[str, int]] = {}
-    for (dimension, klass), n in sorted(tally.validation.items()):
-        by_dimension.setdefault(dimension or "(none)", {})[klass] = n
+    by_group: dict[str, dict[str, int]] = {}
+    for (group, klass), n in sorted(tally.validation.items()):
+        by_group.setdefault(group or "(none)", {})[klass] = n
     bad = classes["INVALID"] + classes["UNLABELED"] + tally.capture_errors
     failed = policy.strict and bad > 0
     if failed:
@@ -188,7 +190,7 @@ def _validation(evaluation: Evaluation, tally: Tally,
                               f"UNLABELED rows, {tally.capture_errors} failed captures; strict "
                               "validation allows none (see validation.json)"))
     return {"strict": policy.strict, "failed": failed, "rows": classes,
-            "capture_errors": tally.capture_errors, "by_dimension": by_dimension}
+            "capture_errors": tally.capture_errors, f"by_{units.group}": by_group}
 
 
 def _controls(evaluation: Evaluation, tally: Tally,

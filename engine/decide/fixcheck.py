@@ -1,8 +1,8 @@
 """Fix verification (agent-release-gate §9): is each of the baseline's findings fixed?
 
-A finding ``<dimension>:<case>`` of a verified baseline counts as fixed only when this run
+A finding ``<category>:<case>`` of a verified baseline counts as fixed only when this run
 is comparable with the baseline (same suite, policy and judge digests, a judge the
-Evaluation chose), ran the case in that dimension at least as many times (trials) as the
+Evaluation chose), ran the case in that category at least as many times (trials) as the
 baseline did and as the suite declares, and every one of those trials passed (case pass^k
 = 1). Each finding
 is ``verified``, ``still failing`` or ``not verifiable``, with the reason. Findings that
@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-Trials = dict[tuple[str, str], tuple[set[str], int]]  # (dimension, case) -> (units, not PASS)
+Trials = dict[tuple[str, str], tuple[set[str], int]]  # (category, case) -> (units, not PASS)
 
 
 def _trials(rows: Path) -> Trials:
-    """Per (dimension, case) of the agent's rows: the trials (units) and the rows not PASS."""
+    """Per (category, case) of the agent's rows: the trials (units) and the rows not PASS."""
     out: Trials = {}
     with rows.open("rb") as handle:
         for line in handle:
@@ -48,7 +48,7 @@ def _one(key: tuple[str, str], now: Trials, before: Trials,
     units, bad = now.get(key, (set(), 0))
     ran = len(before.get(key, (set(), 0))[0])
     if not units:
-        return "not verifiable", "the case was not run in this dimension"
+        return "not verifiable", "the case was not run in this category"
     if bad:
         return "still failing", f"{bad} of its rows in {len(units)} trials did not pass"
     if len(units) < max(ran, declared):

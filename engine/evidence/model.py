@@ -152,7 +152,8 @@ class Scorecard(_Block):
     controls: dict[str, Any] | None
     """Known-fault controls and whether each was caught; null without controls (engine)."""
     validation: dict[str, Any] | None
-    """Record validation by class and dimension; null when not validated (evidence)."""
+    """Record validation by class, in all and by the input format's group
+    (``by_<group>``, e.g. ``by_dimension``); null when not validated (evidence)."""
     findings: list[dict[str, Any]]
     """Every finding; the JSON lists the first FINDINGS_LISTED, findings.jsonl all (engine)."""
     waivers: dict[str, Any] | None

@@ -132,6 +132,8 @@ class Format:
     ``"evidence"`` (the records are written by the evaluated party, so the derived suite is
     governance data only when the Evaluation pins its digest). ``suite_part`` is what of a
     record is suite (its inputs and assertions), for a suite derived from the evidence.
+    ``group`` names what the row validator groups rows by: each validation row's key for it
+    and the scorecard's ``validation.by_<group>``.
     """
 
     name: str
@@ -140,6 +142,7 @@ class Format:
     validate: Validator | None = None  # row validator, when the policy validates rows
     suite: str | None = None
     suite_part: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    group: str = "group"  # what the validator's Verdict.group is called in the evidence
 
     def part(self, record: dict[str, Any]) -> dict[str, Any]:
         """What of a record is suite data (default: all but keys starting with '_')."""

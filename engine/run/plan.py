@@ -2,11 +2,11 @@
 
 The loop visits categories in policy order and, in each, its inspections; an inspection
 with a ``when:`` guard applies only to the records it selects. Most policies guard their
-inspections by one field compared with a literal (the release gate: ``dimension ==
-'safety'``, one inspection per dimension). The plan reads that field once per record and
-looks the applicable steps up in a table, instead of evaluating nine guards; any other
+inspections by one field compared with a literal (``kind == 'safety'``, one inspection
+per kind). The plan reads that field once per record and looks the applicable steps up
+in a table, instead of evaluating one guard per inspection; any other
 guard is evaluated per record as before. Either way a record gets the same steps, in the
-same order, with the same outcome for each guard (tests/test_plan.py).
+same order, with the same outcome for each guard (tests/test_hot_path.py).
 """
 
 from __future__ import annotations

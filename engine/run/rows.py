@@ -102,7 +102,7 @@ class _Runner:
         """Classify the record; False when it is INVALID and must not be scored."""
         assert self.validator is not None
         verdict = self.validator(item.data, self.seen, self.policy.budgets)
-        # the record chose its group (for Assevra rows, the dimension): clip and mask it
+        # the record chose its group (the format names it): clip and mask it
         group = evidence(verdict.group, self.policy.mask) if verdict.group else ""
         self.tally.validation[group, verdict.klass] += 1
         if truthy(item.data.get("_capture_error")):
@@ -112,7 +112,7 @@ class _Runner:
         if verdict.messages:
             self.tally.validation_rows.append({
                 "line": item.line, "id": evidence(item.data.get("id"), self.policy.mask),
-                "dimension": group, "class": verdict.klass,
+                self.format.group: group, "class": verdict.klass,
                 "messages": evidence(verdict.messages, self.policy.mask)})
         if verdict.klass == INVALID:
             self.problem(item.line, verdict.code, verdict.messages[0]["message"],
@@ -125,7 +125,7 @@ class _Runner:
         if self.validator is not None:
             self.tally.validation["", "INVALID"] += 1
             self.tally.validation_rows.append({
-                "line": item.line, "id": None, "dimension": "", "class": "INVALID",
+                "line": item.line, "id": None, self.format.group: "", "class": "INVALID",
                 "messages": [{"level": "error", "code": item.code, "field": "",
                               "message": evidence(item.message, self.policy.mask),
                               "hint": ""}]})

@@ -49,6 +49,7 @@ def compile_package(site: Site, key: str, value: Any,
                     prop: Mapping[str, Any]) -> dict[str, Any]:
     """``x-discovery``: the protocol's spec package in a folder, every file it reads bound
     into the policy digest."""
+    from engine.protocols.discovery.judge_settings import judge_settings
     from engine.protocols.discovery.task import load_package
 
     folder = site.resolve(value, site.where)  # inside the spec root, or a problem
@@ -56,6 +57,8 @@ def compile_package(site: Site, key: str, value: Any,
         return {key: None}
     try:
         package = load_package(folder)
+        if (folder / "judge.yaml").exists():  # the review stage's: checked by validate too
+            judge_settings(folder)
     except SpecErrors as exc:  # located in the package's own files
         site.problems.extend(exc.problems)
         return {key: None}

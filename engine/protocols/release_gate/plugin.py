@@ -38,7 +38,7 @@ def validate(row: Any, seen: set[str], budgets: Any) -> Verdict:
 PROTOCOL = Protocol(
     name="agent-release-gate",
     formats=(Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
-                    suite="evidence", suite_part=suite_part),),
+                    suite="evidence", suite_part=suite_part, group="dimension"),),
     codes=CODES,
     commands=(Command("migrate-assevra", "convert an Assevra 0.6 config into a release-gate "
                       "spec folder", migrate.arguments, migrate.run),),
