@@ -157,6 +157,7 @@ RESERVED_FIELD: a record sets 'case', which the engine binds to the suite case
 UNKNOWN_CASE: a record names a case that is not in the suite
 MISSING_CASE_ID: a record names no case
 EXTRA_RUN: a run beyond the trials its suite case declares; refused, never scored
+BAD_UNIT_ID: a record's unit id is neither a string nor an integer; refused, never scored
 SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
 """)
 

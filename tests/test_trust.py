@@ -56,6 +56,18 @@ def test_a_run_copied_hundreds_of_times_is_refused_not_counted(spec: Spec) -> No
     assert "DUPLICATE_ID" in codes(card) and "BELOW_THRESHOLD" in codes(card)
 
 
+@pytest.mark.parametrize("bad_id", [["run-016"], {"id": "run-016"}, True, 1.5])
+def test_a_unit_id_that_is_not_a_string_or_integer_is_refused(spec: Spec, bad_id: Any) -> None:
+    # a list or object id would otherwise get a positional id and dodge DUPLICATE_ID
+    runs = failing(spec)
+    spec.write_runs(runs + [dict(runs[-1], id=bad_id)] * 3)
+    code, _ = spec.run()
+    card = spec.scorecard()
+    assert code == 3 and card["coverage"]["record_problems"] == {"BAD_UNIT_ID": 3}
+    resolution = card["categories"]["resolution"]
+    assert (resolution["passed"], resolution["n"]) == (41, 48)
+
+
 def test_runs_beyond_a_cases_trials_are_refused_not_counted(spec: Spec) -> None:
     runs = failing(spec)
     extra = []

@@ -217,7 +217,9 @@ class _Runner:
     def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
         """Why a unit may not be scored: its id was seen before, or its suite case already
         has every run it declares (extra runs would dilute the rates); None if it may."""
-        if self.validator is None and self.line_based and _is_id(unit_id):
+        if self.validator is None and self.line_based and unit_id is not None:
+            if not _is_id(unit_id):  # a list or an object would dodge the duplicate check
+                return "BAD_UNIT_ID", f"unit id {clip(unit_id)!r} is not a string or an integer"
             key = str(unit_id)
             if key in self.seen:
                 return "DUPLICATE_ID", f"unit id {clip(unit_id)!r} appears more than once"
