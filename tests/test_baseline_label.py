@@ -328,3 +328,27 @@ def test_a_hostile_file_in_the_history_is_skipped_never_a_crash_or_a_hang(
     reasons = card["comparison"]["selection"]["skipped_reasons"]
     want = {"nested": "NOT_CANONICAL", "fifo": "NOT_A_FILE", "nested-envelope": "BAD_ENVELOPE"}
     assert [r.split(": ")[1] for r in reasons] == [want[plant]], reasons
+
+
+def test_the_reports_show_the_chosen_baseline_and_each_fix(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    _, before, out = gate.run(refund.rows(fixed=False), "--key",
+                              str(keys["trusted"] / "private.pem"), "--label", "prod")
+    shutil.copytree(out, history / "v1")
+    _, card, now = gate.run(refund.rows(fixed=True), "--trusted-key",
+                            str(keys["trusted"] / "public.pem"), "--baseline-label", "prod",
+                            "--history", str(history))
+    chosen = card["comparison"]["baseline"]
+    assert chosen["label"] == "prod"
+    md = (now / "scorecard.md").read_text()
+    assert (f"Baseline `{sha(history / 'v1')}` of {before['evaluation']['name']}, label prod, "
+            f"signed {chosen['generated_at']}, decision FAIL") in md
+    assert "Chosen by label prod from the history folder; 0 scorecard(s) skipped." in md
+    # Markdown escapes the parentheses of the evidence's text
+    assert "| tool_call:over-limit | verified | every one of 3 trials passed \\(the baseline " \
+        "ran 3\\) |" in md, md
+    html = (now / "scorecard.html").read_text()
+    assert "<td>tool_call:over-limit</td><td>verified</td><td>every one of 3 trials passed " \
+        "(the baseline ran 3)</td>" in html
+    assert f"label prod, signed {chosen['generated_at']}" in html

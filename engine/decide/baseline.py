@@ -155,7 +155,8 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
                              "baseline": None, "categories": {}}
     if status != "comparable":
         return block
-    block["baseline"] = {**base["_verified"], "decision": base["decision"]}
+    block["baseline"] = {**base["_verified"], "decision": base["decision"],
+                         "label": base.get("label")}
     incompatible = _compatibility(card, base)
     if baseline is not None:  # always so here: the baseline verified
         block["fixes"] = fixcheck.check(rows, baseline.parent, _unverifiable(card, incompatible),

@@ -9,6 +9,8 @@ def root(context, missing=missing):
     cond_expr_undefined = Undefined
     if 0: yield None
     l_0_card = resolve('card')
+    l_0_b = resolve('b')
+    l_0_sel = resolve('sel')
     l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
@@ -266,13 +268,40 @@ def root(context, missing=missing):
         yield '\n'
         if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'baseline'):
             pass
+            l_0_b = environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'baseline')
+            context.vars['b'] = l_0_b
+            context.exported_vars.add('b')
             yield 'Baseline <code>'
-            yield escape(environment.finalize(environment.getattr(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'baseline'), 'scorecard_sha256')))
-            yield '</code>, decision '
-            yield escape(environment.finalize(environment.getattr(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'baseline'), 'decision')))
+            yield escape(environment.finalize(environment.getattr((undefined(name='b') if l_0_b is missing else l_0_b), 'scorecard_sha256')))
+            yield '</code> of '
+            yield escape(environment.finalize((context.call(environment.getattr((undefined(name='b') if l_0_b is missing else l_0_b), 'get'), 'evaluation') or '?')))
+            yield ', label '
+            yield escape(environment.finalize((context.call(environment.getattr((undefined(name='b') if l_0_b is missing else l_0_b), 'get'), 'label') or '–')))
+            yield ', signed '
+            yield escape(environment.finalize((context.call(environment.getattr((undefined(name='b') if l_0_b is missing else l_0_b), 'get'), 'generated_at') or '?')))
+            yield ', decision '
+            yield escape(environment.finalize(environment.getattr((undefined(name='b') if l_0_b is missing else l_0_b), 'decision')))
             yield ', signer <code>'
-            yield escape(environment.finalize(environment.getattr(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'baseline'), 'signer')))
+            yield escape(environment.finalize(environment.getattr((undefined(name='b') if l_0_b is missing else l_0_b), 'signer')))
             yield '</code>.'
+        yield '\n'
+        if context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'selection'):
+            pass
+            l_0_sel = environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'selection')
+            context.vars['sel'] = l_0_sel
+            context.exported_vars.add('sel')
+            yield 'Chosen by label '
+            yield escape(environment.finalize(environment.getattr((undefined(name='sel') if l_0_sel is missing else l_0_sel), 'label')))
+            yield ' from the history folder; '
+            yield escape(environment.finalize(environment.getattr((undefined(name='sel') if l_0_sel is missing else l_0_sel), 'skipped')))
+            yield ' scorecard(s) skipped'
+            for l_1_r in environment.getattr((undefined(name='sel') if l_0_sel is missing else l_0_sel), 'skipped_reasons'):
+                _loop_vars = {}
+                pass
+                yield '; '
+                yield escape(environment.finalize(l_1_r))
+            l_1_r = missing
+            yield '.'
         yield '</p>\n'
         if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'):
             pass
@@ -292,6 +321,22 @@ def root(context, missing=missing):
                 yield escape(environment.finalize((t_1(environment.getattr(environment.getattr(l_1_c, 'mcnemar'), 'p')) if context.call(environment.getattr(l_1_c, 'get'), 'mcnemar', _loop_vars=_loop_vars) else '')))
                 yield '</td></tr>\n'
             l_1_name = l_1_c = missing
+            yield '</table>'
+        yield '\n'
+        if context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'fixes'):
+            pass
+            yield "<p>Fixes of the baseline's findings:</p><table><tr><th>finding</th><th>fix</th><th>why</th></tr>\n"
+            for l_1_f in environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'fixes'):
+                _loop_vars = {}
+                pass
+                yield '<tr><td>'
+                yield escape(environment.finalize(environment.getattr(l_1_f, 'id')))
+                yield '</td><td>'
+                yield escape(environment.finalize(environment.getattr(l_1_f, 'status')))
+                yield '</td><td>'
+                yield escape(environment.finalize(environment.getattr(l_1_f, 'reason')))
+                yield '</td></tr>\n'
+            l_1_f = missing
             yield '</table>'
     yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'waivers'):
@@ -500,6 +545,6 @@ def root(context, missing=missing):
     yield '\n</table>\n<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=38&29=42&30=44&31=49&33=56&34=60&35=66&36=72&39=76&41=79&44=99&48=103&49=110&50=119&51=127&52=133&57=141&59=154&60=164&63=167&67=194&68=204&69=220&70=240&72=248&73=251&74=259&75=266&76=276&77=279&80=296&82=302&86=338&87=352&88=364&89=370&90=382&91=385&93=405&94=415&97=423&98=426&100=428&103=448&108=480&109=482&110=484&111=486&112=488'
-source_sha256 = '5ca4c9d7183a36f0e150d06e164f81755b4dfa9b878654ee3c72bbf4a593588f'
+debug_info = '6=40&29=44&30=46&31=51&33=58&34=62&35=68&36=74&39=78&41=81&44=101&48=105&49=112&50=121&51=129&52=135&57=143&59=156&60=166&63=169&67=196&68=206&69=222&70=242&72=250&73=253&74=261&75=268&76=287&77=305&78=308&80=325&81=328&84=341&86=347&90=383&91=397&92=409&93=415&94=427&95=430&97=450&98=460&101=468&102=471&104=473&107=493&112=525&113=527&114=529&115=531&116=533'
+source_sha256 = '1cc1387143cdf15301f9be167bb65ded96659d637a27ead07dcd9b50c21aa9a0'
 jinja2_version = '3.1.6'

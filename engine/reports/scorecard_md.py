@@ -101,13 +101,23 @@ def comparison(card: Card) -> list[str]:
              f"{fmt(c['regressed'])}." + "".join(f" {md(r)}." for r in c["reasons"])]
     if c.get("baseline"):
         b = c["baseline"]
-        lines[-1] += (f" Baseline `{code(b.get('scorecard_sha256'))}`, decision "
+        lines[-1] += (f" Baseline `{code(b.get('scorecard_sha256'))}` of "
+                      f"{md(b.get('evaluation') or '?')}, label {md(b.get('label') or '–')}, "
+                      f"signed {md(b.get('generated_at') or '?')}, decision "
                       f"{md(b.get('decision'))}, signer `{code(b.get('signer'))}`.")
+    if c.get("selection"):
+        sel = c["selection"]
+        lines[-1] += (f" Chosen by label {md(sel['label'])} from the history folder; "
+                      f"{sel['skipped']} scorecard(s) skipped"
+                      + "".join(f"; {md(r)}" for r in sel["skipped_reasons"]) + ".")
     rows = [[md(name), x["status"], fmt(x.get("rate")), fmt(x.get("baseline_rate")),
              fmt(x["mcnemar"]["p"]) if x.get("mcnemar") else ""]
             for name, x in c["categories"].items()]
+    fixes = [[md(f["id"]), f["status"], md(f["reason"])] for f in c.get("fixes") or []]
     return lines + (["", *_table(["category", "status", "rate", "baseline", "McNemar p"],
-                                 rows)] if rows else [])
+                                 rows)] if rows else []) + \
+        (["", "Fixes of the baseline's findings:", "",
+          *_table(["finding", "fix", "why"], fixes)] if fixes else [])
 
 
 def waivers(card: Card) -> list[str]:
