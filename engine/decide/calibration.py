@@ -63,6 +63,11 @@ def kappa(t: Table) -> float:
     pj = (t.tp + t.fp) / n
     ph = (t.tp + t.fn) / n
     pe = pj * ph + (1 - pj) * (1 - ph)
+    return agreement(po, pe)
+
+
+def agreement(po: float, pe: float) -> float:
+    """Kappa from observed and chance agreement; pe = 1 gives 1 if po = 1, else 0."""
     if pe == 1:
         return 1.0 if po == 1 else 0.0
     return (po - pe) / (1 - pe)
