@@ -9,7 +9,7 @@ def root(context, missing=missing):
     cond_expr_undefined = Undefined
     if 0: yield None
     l_0_card = resolve('card')
-    l_0_total = missing
+    l_0_cal = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
     except KeyError:
@@ -294,6 +294,66 @@ def root(context, missing=missing):
             l_1_name = l_1_c = missing
             yield '</table>'
     yield '\n\n'
+    l_0_cal = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'calibration')
+    context.vars['cal'] = l_0_cal
+    context.exported_vars.add('cal')
+    if (undefined(name='cal') if l_0_cal is missing else l_0_cal):
+        pass
+        yield '<h2>Judge calibration</h2>\n<p>Status <strong>'
+        yield escape(environment.finalize(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'status')))
+        yield '</strong>'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'required'):
+            pass
+            yield ' (required)'
+        yield ', min_kappa '
+        yield escape(environment.finalize(t_1(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'min_kappa'))))
+        yield '.'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'reason'):
+            pass
+            yield ' '
+            yield escape(environment.finalize(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'reason')))
+            yield '.'
+        yield '\n'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'):
+            pass
+            yield 'Artifact <code>'
+            yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'), 'sha256')))
+            yield '</code>, signer <code>'
+            yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'), 'signer')))
+            yield '</code>, signed '
+            yield escape(environment.finalize((environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'), 'generated_at') or 'at an unstated time')))
+            yield '.'
+        yield '</p>\n'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'categories'):
+            pass
+            yield '<table><tr><th>category</th><th class="num">n</th><th class="num">kappa</th><th class="num">accuracy</th><th class="num">sensitivity</th><th class="num">specificity</th><th>calibrated</th></tr>\n'
+            for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'categories'), 'items')):
+                _loop_vars = {}
+                pass
+                yield '<tr><td>'
+                yield escape(environment.finalize(l_1_name))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'n'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'kappa'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'accuracy'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'sensitivity'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'specificity'))))
+                yield '</td><td>'
+                if environment.getattr(l_1_c, 'calibrated'):
+                    pass
+                    yield 'yes'
+                else:
+                    pass
+                    yield 'no: '
+                    yield escape(environment.finalize(environment.getattr(l_1_c, 'why')))
+                yield '</td></tr>\n'
+            l_1_name = l_1_c = missing
+            yield '</table>'
+    yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'waivers'):
         pass
         yield '<h2>Waivers (as of '
@@ -500,6 +560,6 @@ def root(context, missing=missing):
     yield '\n</table>\n<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=38&29=42&30=44&31=49&33=56&34=60&35=66&36=72&39=76&41=79&44=99&48=103&49=110&50=119&51=127&52=133&57=141&59=154&60=164&63=167&67=194&68=204&69=220&70=240&72=248&73=251&74=259&75=266&76=276&77=279&80=296&82=302&86=338&87=352&88=364&89=370&90=382&91=385&93=405&94=415&97=423&98=426&100=428&103=448&108=480&109=482&110=484&111=486&112=488'
-source_sha256 = '5ca4c9d7183a36f0e150d06e164f81755b4dfa9b878654ee3c72bbf4a593588f'
+debug_info = '6=38&29=42&30=44&31=49&33=56&34=60&35=66&36=72&39=76&41=79&44=99&48=103&49=110&50=119&51=127&52=133&57=141&59=154&60=164&63=167&67=194&68=204&69=220&70=240&72=248&73=251&74=259&75=266&76=276&77=279&80=296&81=302&82=316&83=326&84=329&87=356&89=362&93=398&94=412&95=424&96=430&97=442&98=445&100=465&101=475&104=483&105=486&107=488&110=508&115=540&116=542&117=544&118=546&119=548'
+source_sha256 = '4e336d7d1c716cbb070a877b9d4a684280ce7a0615f1cb2bab59141bafbce690'
 jinja2_version = '3.1.6'
