@@ -238,7 +238,7 @@ BASELINE_INCOMPATIBLE: the baseline has another suite, policy or judge, or no PA
 SUITE_MISMATCH: the records' suite digest is not the one the Evaluation pins
 SUITE_NOT_PINNED: a release whose records carry their own cases pins no suite_sha256
 JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evaluation's
-CALIBRATION_MISSING: a judged category a required judge calibration does not cover (none named, not verified, another judge, changed inspections, kappa below min_kappa)
+CALIBRATION_MISSING: a judged category a required, verified judge calibration does not cover
 """)
 
 _block("decide", "1", "FAIL", """
@@ -272,7 +272,7 @@ NO_SIGNED_TIME: --baseline-label skipped a scorecard whose signed statement has 
 SYMLINK: a symlink under a verified folder: evidence elsewhere is not checked as this run's
 WRONG_FOLDER: a scorecard sits in the folder of another evaluation than the one it names
 DUPLICATE_SCORECARD: the same scorecard lies in more than one place under a folder
-WRONG_PREDICATE: a signed statement of another kind (a calibration artifact is not a scorecard, nor the reverse)
+WRONG_PREDICATE: a signed statement of another kind (a calibration is not a scorecard)
 UNEXPECTED_EVALUATION: a scorecard of an evaluation --expect does not name
 MISSING_EVALUATION: an evaluation --expect names has no verified scorecard under the folder
 """)

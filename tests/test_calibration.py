@@ -89,13 +89,22 @@ HUMAN_PASS = range(1, 11)         # rows g1..g10 the human passes, g11..g20 fail
 JUDGE_PASS = {1, 2, 3, 4, 5, 6, 7, 8, 11}  # tp=8 (g1-g8), fn=2 (g9,g10), fp=1 (g11), tn=9
 
 
+def answers(judge: Judge, passes: set[int] | range) -> None:
+    """The judge scores row g<i> 5 (pass_when score >= 4 holds) when i is in ``passes``,
+    else 2."""
+    def step(body: dict[str, Any]) -> dict[str, Any]:
+        found = re.search(r"A-(\d+) ships", json.dumps(body))
+        assert found is not None
+        score = 5 if int(found[1]) in passes else 2
+        return {"verdict": json.dumps({"score": score, "reason": "r"})}
+    judge.script["m1"] = step
+
+
 @pytest.fixture
 def judge(monkeypatch: Any) -> Iterator[Judge]:
     monkeypatch.setenv("SPECGATE_TEST_KEY", "k-123")
     server = Judge()
-    server.responder = lambda body: '{"score": %d, "reason": "r"}' % (
-        5 if int(re.search(r"A-(\d+) ships", json.dumps(body))[1]) in server.passes else 2)
-    server.passes = set(range(1, 21))  # type: ignore[attr-defined]
+    answers(server, range(1, 21))
     yield server
     server.close()
 
@@ -163,7 +172,7 @@ def reasons(card: dict[str, Any]) -> list[str]:
 def test_calibrate_writes_a_signed_artifact_and_the_gate_believes_it(
         gate: Gate, judge: Judge, keys: tuple[Path, Path], capsys: Any) -> None:
     configure(gate, judge)
-    judge.passes = set(JUDGE_PASS)  # type: ignore[attr-defined]
+    answers(judge, set(JUDGE_PASS))
     code, out = calibrate(gate, holdout(gate), keys[0])
     said = capsys.readouterr().out
     assert code == 1  # kappa 0.7 < min_kappa 0.85
@@ -205,10 +214,10 @@ def test_calibrate_writes_a_signed_artifact_and_the_gate_believes_it(
 def calibrated(gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> Path:
     """An artifact where the judge agrees with every label (kappa 1), signed by governance."""
     configure(gate, judge)
-    judge.passes = set(HUMAN_PASS)  # type: ignore[attr-defined]
+    answers(judge, set(HUMAN_PASS))
     code, out = calibrate(gate, holdout(gate), keys[0])
     assert code == 0
-    judge.passes = set(range(1, 21))  # type: ignore[attr-defined]
+    answers(judge, set(range(1, 21)))
     return out
 
 
@@ -349,7 +358,7 @@ def test_a_bad_label_is_located_and_nothing_is_written(
 def test_unlabelled_records_are_counted_and_not_in_the_hold_out(
         gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
     configure(gate, judge)
-    judge.passes = set(HUMAN_PASS)  # type: ignore[attr-defined]
+    answers(judge, set(HUMAN_PASS))
     code, out = calibrate(gate, holdout(gate, {19: None, 20: None}), None)
     value = json.loads((out / "calibration.json").read_bytes())
     assert code == 0 and value["unlabelled"] == 2

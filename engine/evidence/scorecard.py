@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import hashlib
-import json
 import os
 import shutil
 import socket

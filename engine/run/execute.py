@@ -15,9 +15,8 @@ from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
 from engine.decide.labelled import compare as labelled_compare
 from engine.decide.lattice import Decision
-from engine.evidence import calibration
+from engine.evidence import calibration, signing
 from engine.evidence import scorecard as evidence
-from engine.evidence import signing
 from engine.judge import Runtime
 from engine.judge._replay import bind as bind_replay
 from engine.reports import agentcard
