@@ -64,15 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder of earlier runs searched by --baseline-label")
     run.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
                      "default today; a release is never judged before today")
-    run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
-    run.add_argument("--judge-base-url", help="override the judge endpoint")
-    run.add_argument("--judge-model", help="override the judge model")
+    _judge_options(run)
     run.add_argument("--judge-replay", type=Path, metavar="SCORECARD",
                      help="replay the judgements of a signed scorecard.json (or its folder); "
                      "it must verify against a --trusted-key")
-    run.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
-                     help=f"judgement cache folder (default {DEFAULT_CACHE})")
-    run.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
     run.add_argument("--executor", choices=("local", "ray"), default="local",
                      help="score records in this process (default) or in shards on Ray "
                      "(a local instance, or the cluster in $RAY_ADDRESS)")
@@ -128,15 +123,18 @@ def _calibrate_parser(sub: Any) -> None:
                            help="output folder (must be new or empty)")
     calibrate.add_argument("--key", type=Path,
                            help=f"Ed25519 private key (or ${KEY_VARIABLE})")
-    calibrate.add_argument("--judge-provider", choices=PROVIDERS,
-                           help="override the judge provider")
-    calibrate.add_argument("--judge-base-url", help="override the judge endpoint")
-    calibrate.add_argument("--judge-model", help="override the judge model")
-    calibrate.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
-                           help=f"judgement cache folder (default {DEFAULT_CACHE})")
-    calibrate.add_argument("--no-judge-cache", action="store_true",
-                           help="neither read nor write it")
-    calibrate.set_defaults(judge_replay=None)
+    _judge_options(calibrate)
+    calibrate.set_defaults(judge_replay=None)  # a replay measures no judge: not offered
+
+
+def _judge_options(parser: argparse.ArgumentParser) -> None:
+    """The judge overrides and cache options ``engine run`` and ``engine calibrate`` share."""
+    parser.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
+    parser.add_argument("--judge-base-url", help="override the judge endpoint")
+    parser.add_argument("--judge-model", help="override the judge model")
+    parser.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
+                        help=f"judgement cache folder (default {DEFAULT_CACHE})")
+    parser.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
 
 
 def _overrides(pairs: list[str]) -> dict[str, Path]:

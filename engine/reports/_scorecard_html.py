@@ -353,7 +353,7 @@ def root(context, missing=missing):
                 yield '</td></tr>\n'
             l_1_name = l_1_c = missing
             yield '</table>'
-    yield '\n\n'
+        yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'waivers'):
         pass
         yield '<h2>Waivers (as of '
@@ -561,5 +561,5 @@ def root(context, missing=missing):
 
 blocks = {}
 debug_info = '6=38&29=42&30=44&31=49&33=56&34=60&35=66&36=72&39=76&41=79&44=99&48=103&49=110&50=119&51=127&52=133&57=141&59=154&60=164&63=167&67=194&68=204&69=220&70=240&72=248&73=251&74=259&75=266&76=276&77=279&80=296&81=302&82=316&83=326&84=329&87=356&89=362&93=398&94=412&95=424&96=430&97=442&98=445&100=465&101=475&104=483&105=486&107=488&110=508&115=540&116=542&117=544&118=546&119=548'
-source_sha256 = '4e336d7d1c716cbb070a877b9d4a684280ce7a0615f1cb2bab59141bafbce690'
+source_sha256 = 'd2967125de8551f207652b1a59c99e8e8bc9cf60e339cbb690afe85205c3ddd9'
 jinja2_version = '3.1.6'
