@@ -20,6 +20,7 @@ import yaml
 from engine.cli import main
 from engine.decide.calibration import Table, agreement, kappa, label, statistics
 from engine.evidence import signing
+from engine.evidence.verify import MAX_SIGNED_BYTES
 
 from . import refund
 from .conftest import Gate, need_tool
@@ -314,12 +315,20 @@ def test_unreadable_artifacts_are_a_status_not_a_crash(gate: Gate, calibrated: P
     (deep / "calibration.intoto.jsonl").write_bytes(b"{}\n")
     fifo = gate.dir / "fifo"
     fifo.mkdir()
-    os.mkfifo(fifo / "calibration.json")
-    for artifact in ("deep/calibration.json", "fifo/calibration.json", "absent.json"):
+    os.mkfifo(fifo / "calibration.json")  # reading it would block: it is never opened
+    huge = gate.dir / "huge"
+    huge.mkdir()
+    with (huge / "calibration.json").open("wb") as handle:  # sparse: no disk is used
+        handle.truncate(MAX_SIGNED_BYTES + 1)
+    (gate.dir / "bad").mkdir()
+    (gate.dir / "bad" / "calibration.json").write_bytes(b'{"calibration_version": ')
+    for artifact in ("deep/calibration.json", "fifo/calibration.json", "huge/calibration.json",
+                     "bad/calibration.json", "absent.json"):
         require(gate, artifact=artifact)
         code, card = gate_run(gate, keys[0])
         assert code == 3 and "CALIBRATION_MISSING" in reasons(card), artifact
         assert card["calibration"]["status"] in ("untrusted", "missing"), artifact
+        assert card["calibration"]["reason"], artifact
 
 
 def test_without_calibration_configured_the_scorecard_is_unchanged(

@@ -18,7 +18,7 @@ from engine.canonical import digest
 from engine.errors import VerifyError
 from engine.evidence import signing
 from engine.evidence.verify import open_signed, signed_time
-from engine.spec.evaluation import Evaluation, display
+from engine.spec.evaluation import Evaluation
 from engine.spec.schema import validator
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
@@ -53,7 +53,8 @@ def _artifact(path: Path | None,
     except (OSError, ValueError):
         present = False
     if not present:
-        return "missing", f"{display(path)} does not exist", None, None
+        return "missing", f"the artifact {WHERE} names ({path.name}) does not exist", \
+            None, None
     if not keys:
         return "untrusted", ("no trusted key is configured to verify the calibration "
                              "(history.trusted_keys or --trusted-key)"), None, None
