@@ -23,7 +23,7 @@ from engine.evidence import signing
 from engine.evidence.verify import MAX_SIGNED_BYTES
 
 from . import refund
-from .conftest import Gate, need_tool
+from .conftest import ROOT, Gate, need_tool
 from .judge_server import Judge
 from .test_judge import FAST, cache_key, grounding  # noqa: F401 - cache_key: autouse fixture
 
@@ -334,13 +334,17 @@ def test_unreadable_artifacts_are_a_status_not_a_crash(gate: Gate, calibrated: P
 def test_without_calibration_configured_the_scorecard_is_unchanged(
         gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
     configure(gate, judge)
-    code, card = gate_run(gate, keys[0])
-    first = (gate.root / f"out-{gate.runs}" / "scorecard.json").read_bytes()
+    code, before = gate_run(gate, keys[0])
     gate.policy(lambda spec: spec.setdefault("judge", {}).update(
         calibration={"required": False}))
-    code, card = gate_run(gate, keys[0])
-    assert code == 0 and "calibration" not in card
-    assert b'"calibration"' not in first
+    code, after = gate_run(gate, keys[0])
+    assert code == 0 and "calibration" not in after and "calibration" not in before
+    # only the policy's own bytes differ (it now says required: false), and the judge
+    # block's judgements digest (answers record their latency); nothing is added
+    policy = {"policy_sha256", "policy_document", "judge"}
+    assert after["judge_sha256"] == before["judge_sha256"]
+    assert {k: v for k, v in after.items() if k not in policy} == \
+        {k: v for k, v in before.items() if k not in policy}
 
 
 def test_judge_errors_on_labelled_rows_leave_the_calibration_incomplete(
@@ -385,3 +389,5 @@ def test_a_non_empty_out_and_a_missing_judge_are_usage_errors(
     code, _ = calibrate(gate, holdout(gate), keys[0], "--judge-provider", "none",
                         out="again")
     assert code == 2 and "CALIBRATION_NO_JUDGE" in capsys.readouterr().err
+    everything = main(["calibrate", str(ROOT / "specs"), "--out", str(gate.root / "x")])
+    assert everything == 2 and "exactly one Evaluation" in capsys.readouterr().err
