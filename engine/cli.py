@@ -64,15 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder of earlier runs searched by --baseline-label")
     run.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
                      "default today; a release is never judged before today")
-    run.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
-    run.add_argument("--judge-base-url", help="override the judge endpoint")
-    run.add_argument("--judge-model", help="override the judge model")
+    _judge_options(run)
     run.add_argument("--judge-replay", type=Path, metavar="SCORECARD",
                      help="replay the judgements of a signed scorecard.json (or its folder); "
                      "it must verify against a --trusted-key")
-    run.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
-                     help=f"judgement cache folder (default {DEFAULT_CACHE})")
-    run.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
     run.add_argument("--executor", choices=("local", "ray"), default="local",
                      help="score records in this process (default) or in shards on Ray "
                      "(a local instance, or the cluster in $RAY_ADDRESS)")
@@ -82,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", metavar="N|auto",
                      help="score a large line-based input (1 MiB or more) in N processes of "
                      "this machine (default auto: one per CPU; 1: this process only)")
+    _calibrate_parser(sub)
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
@@ -115,6 +111,30 @@ def _parser() -> argparse.ArgumentParser:
         added.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
         command.add(added)
     return parser
+
+
+def _calibrate_parser(sub: Any) -> None:
+    calibrate = sub.add_parser("calibrate", help="measure the judge against human labels on "
+                               "a hold-out set and write a signed calibration artifact")
+    calibrate.add_argument("path", type=Path, help="one Evaluation (its file or folder)")
+    calibrate.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                           help="rebind an input to the labelled hold-out records")
+    calibrate.add_argument("--out", type=Path, required=True,
+                           help="output folder (must be new or empty)")
+    calibrate.add_argument("--key", type=Path,
+                           help=f"Ed25519 private key (or ${KEY_VARIABLE})")
+    _judge_options(calibrate)
+    calibrate.set_defaults(judge_replay=None)  # a replay measures no judge: not offered
+
+
+def _judge_options(parser: argparse.ArgumentParser) -> None:
+    """The judge overrides and cache options ``engine run`` and ``engine calibrate`` share."""
+    parser.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
+    parser.add_argument("--judge-base-url", help="override the judge endpoint")
+    parser.add_argument("--judge-model", help="override the judge model")
+    parser.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,
+                        help=f"judgement cache folder (default {DEFAULT_CACHE})")
+    parser.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
 
 
 def _overrides(pairs: list[str]) -> dict[str, Path]:
@@ -160,9 +180,7 @@ def _destinations(evaluations: list[spec.Evaluation], out: Path | None) -> list[
 
 def cmd_run(args: argparse.Namespace) -> int:
     overrides = _overrides(args.input)
-    key_file = args.key or (Path(os.environ[KEY_VARIABLE]) if os.environ.get(KEY_VARIABLE)
-                            else None)
-    key = signing.load_private(key_file) if key_file else None
+    key = _signing_key(args)
     evaluations = spec.load(args.paths, overrides)
     if not evaluations:
         raise UsageError("no Evaluation found under " + ", ".join(map(str, args.paths)),
@@ -209,6 +227,55 @@ def cmd_run(args: argparse.Namespace) -> int:
         for result in results:
             _print_result(result, key is not None)
     return worst
+
+
+def _signing_key(args: argparse.Namespace) -> Any:
+    """--key, else the key file ${KEY_VARIABLE} names, else None (unsigned)."""
+    key_file = args.key or (Path(os.environ[KEY_VARIABLE]) if os.environ.get(KEY_VARIABLE)
+                            else None)
+    return signing.load_private(key_file) if key_file else None
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from engine.run.calibrate import Incomplete, calibrate
+
+    key = _signing_key(args)
+    evaluations = spec.load([args.path], _overrides(args.input))
+    if len(evaluations) != 1:
+        raise UsageError(f"engine calibrate needs exactly one Evaluation under {args.path}, "
+                         f"found {len(evaluations)}", "NO_EVALUATION")
+    evaluation = evaluations[0]
+    unknown = set(_overrides(args.input)) - set(evaluation.inputs)
+    if unknown:
+        raise UsageError(f"--input {sorted(unknown)[0]}: the Evaluation declares no such "
+                         "input", "UNKNOWN_INPUT")
+    evaluation.judge = _judge_overrides(evaluation.judge, args)
+    evaluation.as_of = evaluation.as_of_requested = dt.datetime.now(dt.UTC).strftime(
+        "%Y-%m-%d")
+    cache = None if args.no_judge_cache else args.judge_cache
+    progress = _progress if sys.stderr.isatty() else None
+    try:
+        result = calibrate(evaluation, args.out, key, cache, progress)
+    except Incomplete as exc:
+        print(f"engine: {exc.code}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    value = result.value
+    print(f"{evaluation.name}: judge calibration against '{value['label_field']}' "
+          f"(min_kappa {value['min_kappa']:g})")
+    print(f"  {'category':<24} {'n':>5} {'accuracy':>9} {'kappa':>7} {'sensitivity':>12} "
+          f"{'specificity':>12}  met")
+    for name, row in [*value["categories"].items(), ("(overall)", value["overall"])]:
+        print(f"  {name:<24} {row['n']:>5} {_ratio(row['accuracy']):>9} "
+              f"{_ratio(row['kappa']):>7} {_ratio(row['sensitivity']):>12} "
+              f"{_ratio(row['specificity']):>12}  {'yes' if row['met'] else 'NO'}")
+    print(f"  {value['unlabelled']} record(s) without a label (not in the hold-out)")
+    print(f"  calibration: {spec.display(result.out.resolve())}"
+          f"{' (signed)' if key is not None else ' (unsigned: pass --key to sign)'}")
+    return result.exit_code
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _execute(evaluation: spec.Evaluation, dest: Path, options: RunOptions) -> Result:
@@ -575,7 +642,8 @@ def cmd_hash(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "verify": cmd_verify,
+COMMANDS = {"run": cmd_run, "calibrate": cmd_calibrate, "validate": cmd_validate,
+            "verify": cmd_verify,
             "keygen": cmd_keygen, "hash": cmd_hash, "init": cmd_init,
             "test": cmd_test, "diff": cmd_diff}
 

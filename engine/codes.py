@@ -239,6 +239,7 @@ BASELINE_INCOMPATIBLE: the baseline has another suite, policy or judge, or no PA
 SUITE_MISMATCH: the records' suite digest is not the one the Evaluation pins
 SUITE_NOT_PINNED: a release whose records carry their own cases pins no suite_sha256
 JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evaluation's
+CALIBRATION_MISSING: a judged category a required, verified judge calibration does not cover
 """)
 
 _block("decide", "1", "FAIL", """
@@ -273,6 +274,7 @@ NO_SIGNED_TIME: --baseline-label skipped a scorecard whose signed statement has 
 SYMLINK: a symlink under a verified folder: evidence elsewhere is not checked as this run's
 WRONG_FOLDER: a scorecard sits in the folder of another evaluation than the one it names
 DUPLICATE_SCORECARD: the same scorecard lies in more than one place under a folder
+WRONG_PREDICATE: a signed statement of another kind (a calibration is not a scorecard)
 UNEXPECTED_EVALUATION: a scorecard of an evaluation --expect does not name
 MISSING_EVALUATION: an evaluation --expect names has no verified scorecard under the folder
 """)
@@ -297,6 +299,15 @@ NO_TESTS: engine test found no PolicyTest
 IO_ERROR: the operating system refused a read or write; nothing partial is kept
 USAGE: a command line or input that cannot be used, without a more precise code
 ENGINE_ERROR: an engine error without a more precise code (fallback)
+""")
+
+_block("cli", "2", "nothing written (engine calibrate)", """
+BAD_HUMAN_LABEL: a hold-out record's label field is not true/false, pass/fail or yes/no
+CALIBRATION_NO_JUDGE: engine calibrate on an Evaluation that asks no live judge
+""")
+
+_block("cli", "3", "nothing written (engine calibrate)", """
+CALIBRATION_INCOMPLETE: a labelled row of a judged category got no verdict, or none is labelled
 """)
 
 _block("cli", "3", "no decision", """

@@ -109,7 +109,8 @@ def test_a_required_dimension_the_data_lacks_is_incomplete(tmp_path: Path) -> No
 
 
 def test_every_key_is_accounted_for_in_migration_md(tmp_path: Path) -> None:
-    config = TEAM + ("history: {path: h.jsonl, baseline: v1}\ncalibration: {kappa_bar: 0.9}\n"
+    config = TEAM + ("history: {path: h.jsonl, baseline: v1}\n"
+                     "calibration: {kappa_bar: 0.9, label_field: gold}\n"
                      "telemetry: true\nbudgets: {cost_usd: 0.05, currency: EUR}\n")
     code, out = migrate(tmp_path, config)
     assert code == 0
@@ -117,15 +118,18 @@ def test_every_key_is_accounted_for_in_migration_md(tmp_path: Path) -> None:
     unknown = text.split("## Unknown keys")[1].split("## Next steps")[0]
     assert re.findall(r"^\| `([^`]+)` \|", unknown, re.M) == ["telemetry", "budgets.currency"]
     dropped = text.split("## Not carried over")[1].split("## Unknown keys")[0]
-    for key in ("version", "gate.enabled", "history.path", "history.baseline",
-                "calibration.kappa_bar"):
+    for key in ("version", "gate.enabled", "history.path", "history.baseline"):
         assert f"| `{key}` |" in dropped
+    assert "calibration" not in dropped
     carried = text.split("## Carried over")[1].split("## Shipped settings")[0]
     for key in ("judge", "gate.required_dimensions", "thresholds.tool_call",
-                "thresholds.action_correctness", "budgets.cost_usd"):
+                "thresholds.action_correctness", "budgets.cost_usd", "calibration.kappa_bar",
+                "calibration.label_field"):
         assert f"| `{key}` |" in carried
     policy = yaml.safe_load((out / "policy.yaml").read_text())["spec"]
     assert policy["budgets"]["cost_usd"] == 0.05
+    # §11: Assevra's kappa bar and label field are the policy's judge calibration settings
+    assert policy["judge"]["calibration"] == {"min_kappa": 0.9, "label_field": "gold"}
 
 
 def test_a_json_config_as_assevras_reference_writes_it(tmp_path: Path) -> None:

@@ -18,8 +18,10 @@ Hold = Callable[[str, str, str, str], None]  # (decision, code, spec path, messa
 
 
 def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
-             error_codes: Any, measures: Any, reasons: list[Reason]) -> dict[str, Any]:
-    """One category's result (counts, rate, bounds, state, met), holding its reasons."""
+             error_codes: Any, measures: Any, reasons: list[Reason],
+             uncalibrated: str | None = None) -> dict[str, Any]:
+    """One category's result (counts, rate, bounds, state, met), holding its reasons;
+    ``uncalibrated`` says why a required judge calibration does not cover it."""
     cat = evaluation.policy.categories[name]
     n = counts.n
     rate = counts.passed / n if n else None
@@ -29,7 +31,8 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
     def hold(decision: str, code: str, where: str, message: str) -> None:
         reasons.append(Reason(decision, code, where, message, name))
 
-    state, met = _state(cat, counts, cases, error_codes.get((name, "NO_JUDGE"), 0), hold)
+    state, met = _state(cat, counts, cases, error_codes.get((name, "NO_JUDGE"), 0), hold,
+                        uncalibrated)
     # Misses are reported even when the category is unresolved (the reason list shows
     # every condition that holds); only a resolved category's state becomes NOT_MET.
     if _misses(cat, lower if cat.gate_on == "wilson_lower" else rate, rate, hold) and \
@@ -47,8 +50,8 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
     }
 
 
-def _state(cat: Category, counts: Counts, cases: int, no_judge: int,
-           hold: Hold) -> tuple[str, bool | None]:
+def _state(cat: Category, counts: Counts, cases: int, no_judge: int, hold: Hold,
+           uncalibrated: str | None = None) -> tuple[str, bool | None]:
     """MISSING, NOT_INCLUDED, SKIPPED, UNRESOLVED or MET, holding why it is not resolved."""
     name, n, path = cat.name, counts.n, cat.spec_path
     if counts.attempted == 0:
@@ -64,8 +67,11 @@ def _state(cat: Category, counts: Counts, cases: int, no_judge: int,
         hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
              f"no row of '{name}' can be verified without a judge")
         return "SKIPPED", None
-    if not (n == 0 or counts.errors or counts.abstained or n < cat.min_n
-            or cases < cat.min_cases):
+    if uncalibrated is not None:
+        hold(INCOMPLETE, "CALIBRATION_MISSING", "policy:spec.judge.calibration",
+             f"'{name}' is judged without a verified calibration: {uncalibrated}")
+    elif not (n == 0 or counts.errors or counts.abstained or n < cat.min_n
+              or cases < cat.min_cases):
         return "MET", True
     if cases < cat.min_cases:
         hold(INCOMPLETE, "BELOW_MIN_CASES", f"{path}.min_cases",

@@ -20,9 +20,10 @@ MAX_ROWS = 50  # control rows listed in the scorecard (all are in rows.jsonl)
 _PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "PURPOSE_TRIAGE")}
 
 
-def decide(evaluation: Evaluation, tally: Tally,
-           judge: dict[str, Any] | None = None) -> Decision:
-    """Categories, overall score, conditions, reasons and the decision for one tally."""
+def decide(evaluation: Evaluation, tally: Tally, judge: dict[str, Any] | None = None,
+           calibration: dict[str, Any] | None = None) -> Decision:
+    """Categories, overall score, conditions, reasons and the decision for one tally; a
+    required ``calibration`` block leaves each judged category it does not cover UNRESOLVED."""
     policy, reasons = evaluation.policy, []
     suite_sha = suite_digest(evaluation, tally)
     if evaluation.suite_pin is not None and suite_sha != evaluation.suite_pin:
@@ -41,11 +42,14 @@ def decide(evaluation: Evaluation, tally: Tally,
                               f"purpose is {policy.purpose}: this run can never PASS"))
     validation = _validation(evaluation, tally, reasons)
     if validation is not None and validation["failed"]:
-        return _result(evaluation, reasons, validation=validation, judge=judge)  # no metrics
+        return _result(evaluation, reasons, validation=validation, judge=judge,
+                       calibration=calibration)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
+    uncalibrated = {name: entry["why"] for name, entry in calibration["categories"].items()
+                    if not entry["calibrated"]} if calibration and calibration["required"] else {}
     categories = {name: category(evaluation, name, tally.categories.get(name, Counts()),
                                   tally.cases.count(name), tally.error_codes,
-                                  tally.measures.get(name), reasons)
+                                  tally.measures.get(name), reasons, uncalibrated.get(name))
                   for name in policy.categories}
     included = [name for name, c in categories.items() if c["attempted"]]
     if not included:
@@ -61,7 +65,8 @@ def decide(evaluation: Evaluation, tally: Tally,
                                policy.fixes)
     return _result(evaluation, reasons, validation=validation, categories=categories,
                    overall=overall, conditions=conditions, controls=controls,
-                   reliability=reliability, findings=found, tally=tally, judge=judge)
+                   reliability=reliability, findings=found, tally=tally, judge=judge,
+                   calibration=calibration)
 
 
 def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> Decision:

@@ -107,6 +107,8 @@ class Decision:
     """The judge block (identity, digests, replay source); None when no judge ran."""
     comparison: dict[str, Any] | None = None
     """The comparison with the baseline; None when no comparison was made."""
+    calibration: dict[str, Any] | None = None
+    """The judge calibration check; None when none is configured or required."""
 
     @classmethod
     def of(cls, held: Iterable[Reason], blockers: Iterable[Reason] = (),

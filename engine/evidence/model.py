@@ -21,7 +21,7 @@ from engine.canonical import canonical
 SCORECARD_VERSION = "specgate.scorecard/v1"
 FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
 # names absent (not null) from the JSON when they have no value
-OMIT_WHEN_NONE = {"report", "label"}
+OMIT_WHEN_NONE = {"report", "label", "calibration"}
 
 
 def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
@@ -182,6 +182,13 @@ class Scorecard(_Block):
     label: str | None = None
     """The run's label (``engine run --label``), by which a later run names it as its
     baseline; absent without one (governance, from the command line)."""
+    calibration: dict[str, Any] | None = None
+    """The judge calibration check (agent-release-gate §11): required, min_kappa (governance,
+    from the policy), the artifact that verified (sha256, signer keyid, signed time; its
+    labels are governance's), status verified/missing/untrusted/mismatch with the reason,
+    and per judged category its kappa, n, accuracy, sensitivity, specificity and whether it
+    is calibrated, with why not (engine). Absent unless the Evaluation names an artifact or
+    the policy requires calibration, and a judge ran."""
     scorecard_version: str = SCORECARD_VERSION
     """The version of this format (engine)."""
 

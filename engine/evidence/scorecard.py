@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import hashlib
-import json
 import os
 import shutil
 import socket
@@ -92,7 +91,7 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
         inputs=inputs, statistics=Statistics(policy.wilson_z), judge=outcome.judge,
         judge_sha256=outcome.judge["judge_sha256"] if outcome.judge else None,
         comparison=outcome.comparison, rows_sha256=rows_sha256, report=report,
-        label=label).as_json()
+        label=label, calibration=outcome.calibration).as_json()
 
 
 def _coverage(evaluation: Evaluation, tally: Tally) -> Coverage:
@@ -178,23 +177,20 @@ def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
     staging.write("scorecard.json", data)
     if key is None:
         return digest
-    staging.write("scorecard.json.sig", key.sign(data))
-    staging.write("signer.pub.pem", signing.public_pem(key.public_key()))
-    statement = {
-        "_type": signing.STATEMENT_TYPE,
-        "subject": [{"name": name, "digest": {"sha256": sha}}
-                    for name, sha in {"scorecard.json": digest, **subjects}.items()],
-        "predicateType": signing.PREDICATE_TYPE,
-        "predicate": {
-            "decision": card["decision"], "overall_pass": card["overall_pass"],
-            "purpose": card["purpose"], "policy_sha256": card["policy_sha256"],
-            "suite_sha256": card["suite_sha256"], "scorecard_sha256": digest,
-            "rows_sha256": card["rows_sha256"], "engine_version": __version__,
-            "scoring_version": card["policy"]["scoring_version"],
-            "generated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "generated_at_note": "asserted by the signer",
-        },
+    predicate = {
+        "decision": card["decision"], "overall_pass": card["overall_pass"],
+        "purpose": card["purpose"], "policy_sha256": card["policy_sha256"],
+        "suite_sha256": card["suite_sha256"], "scorecard_sha256": digest,
+        "rows_sha256": card["rows_sha256"], "engine_version": __version__,
+        "scoring_version": card["policy"]["scoring_version"],
+        "generated_at": signed_now(), "generated_at_note": "asserted by the signer",
     }
-    line = json.dumps(signing.envelope(key, statement), sort_keys=True) + "\n"
-    staging.write("scorecard.intoto.jsonl", line.encode())
+    for name, signed in signing.signed_files(key, "scorecard.json", data, subjects,
+                                             signing.PREDICATE_TYPE, predicate).items():
+        staging.write(name, signed)
     return digest
+
+
+def signed_now() -> str:
+    """The time a signer asserts, UTC to the second."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://specgate.dev/scorecard/v1"
+CALIBRATION_PREDICATE_TYPE = "https://specgate.dev/calibration/v1"  # never a scorecard's
 
 
 def keygen(out_dir: Path) -> tuple[Path, Path]:
@@ -130,3 +131,21 @@ def open_envelope(data: dict[str, Any], key: Ed25519PublicKey) -> dict[str, Any]
             raise VerifyError("the signed payload is not an in-toto statement", "BAD_ENVELOPE")
         return statement
     raise VerifyError("no signature on the DSSE envelope verifies with the key", "BAD_SIGNATURE")
+
+
+def signed_files(key: Ed25519PrivateKey, name: str, data: bytes, subjects: dict[str, str],
+                 predicate_type: str, predicate: dict[str, Any]) -> dict[str, bytes]:
+    """The files that sign ``name`` (whose bytes are ``data``): the raw ``<name>.sig``,
+    ``signer.pub.pem`` and ``<stem>.intoto.jsonl``, a DSSE envelope over an in-toto
+    statement whose subjects are ``name`` and then ``subjects``."""
+    sha = hashlib.sha256(data).hexdigest()
+    statement = {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": n, "digest": {"sha256": d}}
+                    for n, d in {name: sha, **subjects}.items()],
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }
+    line = json.dumps(envelope(key, statement), sort_keys=True) + "\n"
+    return {name + ".sig": key.sign(data), "signer.pub.pem": public_pem(key.public_key()),
+            name.removesuffix(".json") + ".intoto.jsonl": line.encode()}

@@ -35,6 +35,7 @@ BOUND = {"rows.jsonl": "rows_sha256", "findings.jsonl": "findings_sha256"}
 # absence is reported but not an error (CI often keeps only some of them).
 PROJECTIONS = frozenset({"scorecard.md", "scorecard.html", "junit.xml"})
 SIGNED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
+MAX_SIGNED_BYTES = 256 * 1024 * 1024  # a signed JSON file or envelope read whole
 INPUTS = "inputs/"  # digests of the run's inputs, which live elsewhere; never looked for here
 
 
@@ -53,30 +54,37 @@ class Verified:
     generated_at: str = ""           # the signed statement's time (YYYY-MM-DDTHH:MM:SSZ)
 
 
-def read_file(path: Path) -> bytes:
-    """A regular file's bytes; a FIFO, device or folder by that name is refused, never
-    waited on (whoever writes the evidence can put one there)."""
+def read_file(path: Path, limit: int = MAX_SIGNED_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes. A FIFO, device or folder by
+    that name is NOT_A_FILE, never waited on (whoever writes the evidence can put one
+    there); missing, too large or unreadable is UNREADABLE."""
     try:
         handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise VerifyError(f"{path.name}: {exc.strerror}", "UNREADABLE") from None
+        raise VerifyError(f"{path.name}: {exc.strerror or exc}", "UNREADABLE") from None
     with os.fdopen(handle, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise VerifyError(f"{path.name} is not a regular file", "NOT_A_FILE")
+        if info.st_size > limit:
+            raise VerifyError(f"{path.name} is larger than {limit} bytes", "UNREADABLE")
         try:
-            return file.read()
+            data = file.read(limit + 1)
         except OSError as exc:
-            raise VerifyError(f"{path.name}: {exc.strerror}", "UNREADABLE") from None
+            raise VerifyError(f"{path.name}: {exc.strerror or exc}", "UNREADABLE") from None
+    if len(data) > limit:
+        raise VerifyError(f"{path.name} is larger than {limit} bytes", "UNREADABLE")
+    return data
 
 
-def _canonical(data: bytes) -> dict[str, Any]:
+def _canonical(data: bytes, name: str = "scorecard") -> dict[str, Any]:
     try:
         value = parse_jcs(data)
         canonical = rfc8785.dumps(value) == data and isinstance(value, dict)
     except (ValueError, RecursionError, rfc8785.CanonicalizationError):
         canonical = False
     if not canonical:
-        raise VerifyError("the scorecard bytes are not RFC 8785 canonical JSON", "NOT_CANONICAL")
+        raise VerifyError(f"the {name} bytes are not RFC 8785 canonical JSON", "NOT_CANONICAL")
     return dict(value)
 
 
@@ -174,41 +182,67 @@ def _check_files(folder: Path, card: dict[str, Any],
     return checked, absent
 
 
-def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
-    """Verify a scorecard and the files beside it; raise VerifyError with a code if not."""
+@dataclass(frozen=True)
+class Signed:
+    """A signed JSON file whose signatures verify with ``key``: its bytes and value, and the
+    statement's subjects (every other subject is still to be compared with its file)."""
+
+    data: bytes
+    value: dict[str, Any]
+    sha256: str
+    statement: dict[str, Any]
+    subjects: dict[str, str]
+    signer: str  # keyid (hex SHA-256 of the raw public key) that verified
+
+
+def open_signed(path: Path, trusted: Ed25519PublicKey | None, predicate_type: str) -> Signed:
+    """Canonical bytes, the DSSE statement (``<stem>.intoto.jsonl`` beside it) opened with
+    the key and of ``predicate_type``, its digest of this file, then the raw ``.sig``."""
     from cryptography.exceptions import InvalidSignature
     data = read_file(path)
-    card = _canonical(data)
+    value = _canonical(data, path.name)
     digest = hashlib.sha256(data).hexdigest()
     folder = path.parent
-    sig_file, envelope_file = path.with_name(path.name + ".sig"), folder / "scorecard.intoto.jsonl"
+    sig_file = path.with_name(path.name + ".sig")
+    envelope_file = folder / (path.name.removesuffix(".json") + ".intoto.jsonl")
     if not sig_file.exists() or not envelope_file.exists():
-        raise VerifyError("the scorecard is not signed (no .sig or attestation beside it)",
+        raise VerifyError(f"{path.name} is not signed (no .sig or attestation beside it)",
                           "UNSIGNED")
     key = _key(folder, trusted)
     statement = _open(_envelope(envelope_file), key, trusted is not None)
+    if statement.get("predicateType") != predicate_type:
+        raise VerifyError(f"the signed statement is a {str(statement.get('predicateType'))[:80]}"
+                          f", not a {predicate_type}", "WRONG_PREDICATE")
     subjects = _subjects(statement)
-    if subjects.get("scorecard.json") != digest:
-        raise VerifyError("scorecard.json changed after signing (the signed statement names "
-                          "another scorecard digest)", "DIGEST_MISMATCH")
+    if subjects.get(path.name) != digest:
+        raise VerifyError(f"{path.name} changed after signing (the signed statement names "
+                          "another digest)", "DIGEST_MISMATCH")
     try:
-        key.verify(read_file(sig_file), data)
+        key.verify(read_file(sig_file, 1024), data)  # NOT_A_FILE, UNREADABLE pass through
     except InvalidSignature:
-        raise VerifyError("scorecard.json.sig does not verify over these bytes",
+        raise VerifyError(f"{sig_file.name} does not verify over these bytes",
                           "BAD_SIGNATURE") from None
+    return Signed(data, value, digest, statement, subjects,
+                  hashlib.sha256(signing.raw_public(key)).hexdigest())
+
+
+def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
+    """Verify a scorecard and the files beside it; raise VerifyError with a code if not."""
+    signed = open_signed(path, trusted, signing.PREDICATE_TYPE)
+    card, subjects, folder = signed.value, signed.subjects, path.parent
     checked, absent = _check_files(folder, card, subjects)
     covered = set(subjects) | SIGNATURE_FILES | {path.name}
     unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                       if p.name not in covered)
     named = card.get("evaluation")
-    return Verified(digest, str(card.get("decision")), trusted is not None,
+    return Verified(signed.sha256, str(card.get("decision")), trusted is not None,
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
-                    hashlib.sha256(signing.raw_public(key)).hexdigest(),
+                    signed.signer,
                     str(named.get("name", "")) if isinstance(named, dict) else "",
-                    _signed_time(statement))
+                    signed_time(signed.statement))
 
 
-def _signed_time(statement: dict[str, Any]) -> str:
+def signed_time(statement: dict[str, Any]) -> str:
     """The statement's ``generated_at`` when it is a UTC time to the second, else ""."""
     predicate = statement.get("predicate")
     value = predicate.get("generated_at") if isinstance(predicate, dict) else None

@@ -11,7 +11,7 @@ def root(context, missing=missing):
     l_0_card = resolve('card')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
-    l_0_total = missing
+    l_0_cal = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
     except KeyError:
@@ -339,6 +339,66 @@ def root(context, missing=missing):
             l_1_f = missing
             yield '</table>'
     yield '\n\n'
+    l_0_cal = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'calibration')
+    context.vars['cal'] = l_0_cal
+    context.exported_vars.add('cal')
+    if (undefined(name='cal') if l_0_cal is missing else l_0_cal):
+        pass
+        yield '<h2>Judge calibration</h2>\n<p>Status <strong>'
+        yield escape(environment.finalize(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'status')))
+        yield '</strong>'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'required'):
+            pass
+            yield ' (required)'
+        yield ', min_kappa '
+        yield escape(environment.finalize(t_1(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'min_kappa'))))
+        yield '.'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'reason'):
+            pass
+            yield ' '
+            yield escape(environment.finalize(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'reason')))
+            yield '.'
+        yield '\n'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'):
+            pass
+            yield 'Artifact <code>'
+            yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'), 'sha256')))
+            yield '</code>, signer <code>'
+            yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'), 'signer')))
+            yield '</code>, signed '
+            yield escape(environment.finalize((environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'artifact'), 'generated_at') or 'at an unstated time')))
+            yield '.'
+        yield '</p>\n'
+        if environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'categories'):
+            pass
+            yield '<table><tr><th>category</th><th class="num">n</th><th class="num">kappa</th><th class="num">accuracy</th><th class="num">sensitivity</th><th class="num">specificity</th><th>calibrated</th></tr>\n'
+            for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='cal') if l_0_cal is missing else l_0_cal), 'categories'), 'items')):
+                _loop_vars = {}
+                pass
+                yield '<tr><td>'
+                yield escape(environment.finalize(l_1_name))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'n'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'kappa'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'accuracy'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'sensitivity'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'specificity'))))
+                yield '</td><td>'
+                if environment.getattr(l_1_c, 'calibrated'):
+                    pass
+                    yield 'yes'
+                else:
+                    pass
+                    yield 'no: '
+                    yield escape(environment.finalize(environment.getattr(l_1_c, 'why')))
+                yield '</td></tr>\n'
+            l_1_name = l_1_c = missing
+            yield '</table>'
+        yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'waivers'):
         pass
         yield '<h2>Waivers (as of '
@@ -545,6 +605,6 @@ def root(context, missing=missing):
     yield '\n</table>\n<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=40&29=44&30=46&31=51&33=58&34=62&35=68&36=74&39=78&41=81&44=101&48=105&49=112&50=121&51=129&52=135&57=143&59=156&60=166&63=169&67=196&68=206&69=222&70=242&72=250&73=253&74=261&75=268&76=287&77=305&78=308&80=325&81=328&84=341&86=347&90=383&91=397&92=409&93=415&94=427&95=430&97=450&98=460&101=468&102=471&104=473&107=493&112=525&113=527&114=529&115=531&116=533'
-source_sha256 = '1cc1387143cdf15301f9be167bb65ded96659d637a27ead07dcd9b50c21aa9a0'
+debug_info = '6=40&29=44&30=46&31=51&33=58&34=62&35=68&36=74&39=78&41=81&44=101&48=105&49=112&50=121&51=129&52=135&57=143&59=156&60=166&63=169&67=196&68=206&69=222&70=242&72=250&73=253&74=261&75=268&76=287&77=305&78=308&80=325&81=328&84=341&85=347&86=361&87=371&88=374&91=401&93=407&97=443&98=457&99=469&100=475&101=487&102=490&104=510&105=520&108=528&109=531&111=533&114=553&119=585&120=587&121=589&122=591&123=593'
+source_sha256 = '4b3b905d29665a8f0004c876792ecf844dbb19bfedeedfbdf2dea7441161ecc5'
 jinja2_version = '3.1.6'

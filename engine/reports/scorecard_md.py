@@ -120,6 +120,24 @@ def comparison(card: Card) -> list[str]:
           *_table(["finding", "fix", "why"], fixes)] if fixes else [])
 
 
+def calibration(card: Card) -> list[str]:
+    c = card.get("calibration")
+    if not c:
+        return []
+    lines = ["### Judge calibration", "",
+             f"Status **{c['status']}**{' (required)' if c['required'] else ''}, min_kappa "
+             f"{fmt(c['min_kappa'])}." + (f" {md(c['reason'])}." if c["reason"] else "")]
+    if c.get("artifact"):
+        a = c["artifact"]
+        lines[-1] += (f" Artifact `{code(a.get('sha256'))}`, signer `{code(a.get('signer'))}`"
+                      f", signed {md(a.get('generated_at') or 'at an unstated time')}.")
+    rows = [[md(name), fmt(x["n"]), fmt(x["kappa"]), fmt(x["accuracy"]), fmt(x["sensitivity"]),
+             fmt(x["specificity"]), "yes" if x["calibrated"] else f"no: {md(x['why'])}"]
+            for name, x in c["categories"].items()]
+    return lines + (["", *_table(["category", "n", "kappa", "accuracy", "sensitivity",
+                                  "specificity", "calibrated"], rows)] if rows else [])
+
+
 def waivers(card: Card) -> list[str]:
     w = card.get("waivers")
     if not w:
@@ -190,7 +208,8 @@ def foot(card: Card) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Card], list[str]], ...] = (
-    head, categories, reasons, reliability, evidence_checks, comparison, waivers, findings,
+    head, categories, reasons, reliability, evidence_checks, comparison, calibration, waivers,
+    findings,
     agent_card, foot)
 
 

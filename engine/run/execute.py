@@ -15,8 +15,8 @@ from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
 from engine.decide.labelled import compare as labelled_compare
 from engine.decide.lattice import Decision
+from engine.evidence import calibration, signing
 from engine.evidence import scorecard as evidence
-from engine.evidence import signing
 from engine.judge import Runtime
 from engine.judge._replay import bind as bind_replay
 from engine.reports import agentcard
@@ -125,7 +125,7 @@ def _decide(run: _Run) -> Decision:
     """The protocol report, the decision, and the comparison with a baseline."""
     evaluation, tally, judge = run.evaluation, run.tally, run.judge
     run.report = _protocol_report(evaluation, tally)
-    outcome = decide(evaluation, tally, judge)
+    outcome = decide(evaluation, tally, judge, calibration.check(evaluation, judge, run.keys))
     baseline = run.options.baseline or evaluation.baseline
     labelled = run.options.history
     if baseline is not None or labelled or run.keys or evaluation.policy.comparison_required:

@@ -103,6 +103,9 @@ class Evaluation:
     """The ``--input`` overrides it was loaded with, for the same reason."""
     warnings: list[Problem] = field(default_factory=list)
     """What ``engine validate`` warns about (an even-sized judge panel); never an error."""
+    calibration: Path | None = None
+    """``judge.calibration``: the signed calibration.json the judge is held to (it may not
+    exist yet: a missing artifact is a status, not an error)."""
 
 
 def display(path: Path) -> str:
@@ -329,6 +332,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                                "PATH_ESCAPES_ROOT",
                                                f"'{history['baseline']}' leads outside the "
                                                "spec root", "use --baseline for other places"))
+    calibration = _calibration(loader, doc, spec.get("judge") or {})
     keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
     judge, warnings = _judge_config(loader, doc, spec.get("judge"))
@@ -353,7 +357,21 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
                       [k for k in keys if k is not None], judge,
-                      suite_pin=spec.get("suite_sha256"), warnings=warnings)
+                      suite_pin=spec.get("suite_sha256"), warnings=warnings,
+                      calibration=calibration)
+
+
+def _calibration(loader: _Loader, doc: _yaml.Document, block: dict[str, Any]) -> Path | None:
+    """``judge.calibration``, resolved like ``history.baseline``: relative to the file,
+    inside the spec root, and allowed not to exist yet."""
+    if "calibration" not in block:
+        return None
+    path = (Path(doc.file).resolve().parent / block["calibration"]).resolve()
+    if not path.is_relative_to(loader.root):
+        loader.problems.append(doc.problem(("spec", "judge", "calibration"), "PATH_ESCAPES_ROOT",
+                                           f"'{block['calibration']}' leads outside the spec "
+                                           "root"))
+    return path
 
 
 def _exists(path: Path) -> bool:

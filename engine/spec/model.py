@@ -136,5 +136,12 @@ class Policy:
     """Waivers as written: id, scope, justification, approver, expiry."""
     catalogues: list[dict[str, Any]] = field(default_factory=list)
     """Agent Card catalogues, each with its digest."""
+    calibration_required: bool = False
+    """``judge.calibration.required``: a judged category needs a verified calibration whose
+    kappa reaches ``min_kappa``, else it is UNRESOLVED (CALIBRATION_MISSING)."""
+    min_kappa: float = 0.85
+    """``judge.calibration.min_kappa``: the Cohen's kappa a calibration must reach."""
+    label_field: str = "human_label"
+    """``judge.calibration.label_field``: the record field holding the human label."""
     card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """Evidence item or category -> catalogue entries it evidences, ``full`` / ``partial``."""

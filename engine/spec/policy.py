@@ -122,6 +122,7 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
     """Assemble a Policy from its compiled parts and the document's plain settings."""
     spec, meta = doc.data["spec"], doc.data["metadata"]
     gate, validation = spec.get("gate", {}), spec.get("validation", {})
+    calibration = spec.get("judge", {}).get("calibration", {})
     purpose = gate.get("purpose", "release")
     document = {"policy": doc.data, "scoring_data": files.digests(files.scoring),
                 "scoring_version": SCORING_VERSION}
@@ -143,7 +144,10 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   comparison_rules=parts.comparison_rules, document=document,
                   report=spec.get("report"), waivers=spec.get("waivers", []),
                   catalogues=parts.agent_card[0], card_mappings=parts.agent_card[1],
-                  presentation_digests=files.digests(files.presentation))
+                  presentation_digests=files.digests(files.presentation),
+                  calibration_required=calibration.get("required", False),
+                  min_kappa=calibration.get("min_kappa", 0.85),
+                  label_field=calibration.get("label_field", "human_label"))
 
 
 def _categories(loader: _Loader, doc: _yaml.Document,

@@ -48,6 +48,16 @@ def rate_check(value: Any) -> str | None:
     return "must be a rate between 0 and 1"
 
 
+def kappa_check(value: Any) -> str | None:
+    return None if is_number(value) and -1 <= value <= 1 else \
+        "must be a Cohen's kappa between -1 and 1"
+
+
+def field_name(value: Any) -> str | None:
+    return None if isinstance(value, str) and value.strip() else \
+        "must be the name of a record field"
+
+
 def one_of(*choices: str) -> Check:
     def check(value: Any) -> str | None:
         return None if value in choices else "must be one of " + ", ".join(choices)
@@ -64,6 +74,9 @@ POLICY: dict[Key, tuple[Key, Check]] = {
     ("budgets", "latency_ms"): (("budgets", "latency_ms"), amount),
     ("budgets", "price", "input_per_mtok"): (("budgets", "price", "input_per_mtok"), amount),
     ("budgets", "price", "output_per_mtok"): (("budgets", "price", "output_per_mtok"), amount),
+    # §11: the judge is held to a signed calibration over these (engine calibrate)
+    ("calibration", "kappa_bar"): (("judge", "calibration", "min_kappa"), kappa_check),
+    ("calibration", "label_field"): (("judge", "calibration", "label_field"), field_name),
     # specgate's gate extensions (§7.4): not Assevra 0.6 keys, taken in specgate's words.
     ("gate", "gate_on"): (("gate", "gate_on"), one_of("point", "wilson_lower")),
     ("gate", "min_n"): (("gate", "min_n"), whole),
@@ -95,10 +108,6 @@ DROPPED: dict[Key, str] = {
                         "a spec",
     ("signing", "public_key"): "pin the signer's public key with --trusted-key (or copy it "
                                "into the spec and list it under history.trusted_keys)",
-    ("calibration", "label_field"): "specgate has no judge calibration setting yet; "
-                                    "calibrated judges are not gated on",
-    ("calibration", "kappa_bar"): "specgate has no judge calibration setting yet; "
-                                  "calibrated judges are not gated on",
 }
 
 SECTIONS = {"judge", "gate", "validate", "thresholds", "budgets", "reliability", "history",
