@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,9 +161,21 @@ def require(gate: Gate, artifact: str | None = "calibration/calibration.json",
 
 
 def gate_run(gate: Gate, trusted: Path | None, *extra: str) -> tuple[int, dict[str, Any]]:
+    """A gated run whose Evaluation trusts ``trusted`` (governance's key, in
+    history.trusted_keys; none when None)."""
+    path = gate.dir / "evaluation.yaml"
+    data = yaml.safe_load(path.read_text())
+    history = data["spec"].setdefault("history", {})
+    history.pop("trusted_keys", None)
+    if trusted is not None:
+        (gate.dir / "keys").mkdir(exist_ok=True)
+        shutil.copy(trusted / "public.pem", gate.dir / "keys" / f"{trusted.name}.pub.pem")
+        history["trusted_keys"] = [f"keys/{trusted.name}.pub.pem"]
+    if not history:
+        data["spec"].pop("history")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     rows = refund.rows(fixed=True) + [grounding(1), grounding(2)]
-    trust = ["--trusted-key", str(trusted / "public.pem")] if trusted else []
-    code, card, _ = gate.run(rows, "--no-judge-cache", *trust, *extra)
+    code, card, _ = gate.run(rows, "--no-judge-cache", *extra)
     return code, card
 
 
@@ -391,3 +404,17 @@ def test_a_non_empty_out_and_a_missing_judge_are_usage_errors(
     assert code == 2 and "CALIBRATION_NO_JUDGE" in capsys.readouterr().err
     everything = main(["calibrate", str(ROOT / "specs"), "--out", str(gate.root / "x")])
     assert everything == 2 and "exactly one Evaluation" in capsys.readouterr().err
+
+
+def test_a_key_on_the_command_line_cannot_vouch_for_a_calibration(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    # The evaluated party signs its own artifact (a perfect judge) with its own key and
+    # hands the gate that key on the command line: the calibration is not believed.
+    configure(gate, judge)
+    answers(judge, set(JUDGE_PASS))
+    code, _ = calibrate(gate, holdout(gate), keys[1])
+    require(gate, min_kappa=0.5)
+    code, card = gate_run(gate, None, "--trusted-key", str(keys[1] / "public.pem"))
+    assert card["calibration"]["status"] == "untrusted"
+    assert "history.trusted_keys" in card["calibration"]["reason"]
+    assert "CALIBRATION_MISSING" in reasons(card) and card["decision"] != "PASS"

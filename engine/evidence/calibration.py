@@ -3,7 +3,8 @@ and what ``engine run`` believes of it.
 
 The hold-out set, its human labels and the artifact are governance's; the run records, the
 CI runner and perhaps the command line are the evaluated party's. So an artifact counts only
-when it verifies against a trusted key (never the ``signer.pub.pem`` beside it), is a
+when it verifies against a key the Evaluation trusts (``history.trusted_keys``; never a
+``--trusted-key`` of the command line, never the ``signer.pub.pem`` beside it), is a
 calibration statement (a scorecard is not), names the judge identity of this run, and was
 made over the same judged inspection definitions, each category's kappa reaching the
 policy's *current* ``min_kappa``. Anything else is a status with a reason, never a crash.
@@ -56,8 +57,9 @@ def _artifact(path: Path | None,
         return "missing", f"the artifact {WHERE} names ({path.name}) does not exist", \
             None, None
     if not keys:
-        return "untrusted", ("no trusted key is configured to verify the calibration "
-                             "(history.trusted_keys or --trusted-key)"), None, None
+        return "untrusted", ("no key in the Evaluation's history.trusted_keys to verify the "
+                             "calibration with (a --trusted-key on the command line does not "
+                             "vouch for governance's calibration)"), None, None
     problems = []
     for key in keys:
         try:

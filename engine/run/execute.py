@@ -125,7 +125,10 @@ def _decide(run: _Run) -> Decision:
     """The protocol report, the decision, and the comparison with a baseline."""
     evaluation, tally, judge = run.evaluation, run.tally, run.judge
     run.report = _protocol_report(evaluation, tally)
-    outcome = decide(evaluation, tally, judge, calibration.check(evaluation, judge, run.keys))
+    # governance's calibration is vouched for by governance's keys (the Evaluation's), never
+    # by a key the command line adds: whoever runs CI could sign their own artifact
+    governance = run.keys[:len(evaluation.trusted_keys)]
+    outcome = decide(evaluation, tally, judge, calibration.check(evaluation, judge, governance))
     baseline = run.options.baseline or evaluation.baseline
     labelled = run.options.history
     if baseline is not None or labelled or run.keys or evaluation.policy.comparison_required:
