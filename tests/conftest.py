@@ -31,6 +31,23 @@ def need_tool(*names: str) -> str:
     if os.environ.get(REQUIRE_TOOLS) == "1":
         pytest.fail(f"{reason}; {REQUIRE_TOOLS}=1 says the tools are installed")
     pytest.skip(reason)
+
+
+def need_module(name: str, install: str) -> Any:
+    """The Python module ``name`` (an evaluation tool a test produces data with), imported;
+    skipped with the reason when it is not installed, failed instead under
+    SPECGATE_REQUIRE_TOOLS=1 (as .ci/run sets, after installing it)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        reason = f"needs the Python package {install} (pip install {install})"
+        if os.environ.get(REQUIRE_TOOLS) == "1":
+            pytest.fail(f"{reason}; {REQUIRE_TOOLS}=1 says the tools are installed")
+        pytest.skip(reason)
+
+
 EXAMPLE = ROOT / "specs" / "example"
 GATE = ROOT / "specs" / "agent-release-gate"
 

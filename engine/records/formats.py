@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -151,8 +152,23 @@ class Format:
         return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
+def _imported(module: str) -> Reader:
+    """The ``read`` of ``module``, imported on first use: a tool's log format costs
+    nothing to a run that does not read one."""
+    def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+        reader: Reader = importlib.import_module(module).read
+        return reader(path, digest)
+    return read
+
+
 GENERIC = {"jsonl": Format("jsonl", read_jsonl, line_based=True),
-           "folder": Format("folder", None)}
+           "folder": Format("folder", None),
+           # the logs of evaluation tools teams already run (docs/inspect.md,
+           # docs/promptfoo.md, docs/otel.md)
+           "inspect-log": Format("inspect-log", _imported("engine.records.inspect_log")),
+           "promptfoo-results": Format("promptfoo-results",
+                                       _imported("engine.records.promptfoo")),
+           "otel-genai": Format("otel-genai", _imported("engine.records.otel_genai"))}
 
 
 def named(name: str) -> Format:
