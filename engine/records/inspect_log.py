@@ -1,0 +1,454 @@
+"""inspect_ai eval logs -> one record per sample and epoch (docs/inspect.md).
+
+inspect_ai writes a log in one of two forms, told apart here by their first bytes:
+
+- ``.eval``: a zip whose ``samples/<id>_epoch_<n>.json`` entries each hold one sample, with
+  ``header.json`` (or, for a run still going, ``_journal/start.json``) naming the task and
+  model. The file's raw bytes are hashed first, then each sample entry is read alone
+  (stored, deflate, or zstd, as inspect_ai writes it), so memory is bounded by one sample.
+- ``.json``: one JSON document whose ``samples`` array holds the samples. It is framed
+  element by element from a sliding buffer, never loaded whole.
+
+Each sample is decoded by the strict record reader (NaN, duplicate keys, lone surrogates
+and deep nesting are coded problems) and mapped to a record with ``id`` (``<sample
+id>#<epoch>``), ``case_id`` (the sample id), ``trial`` (the epoch) and the sample's own data
+under documented names. The reader only maps: a scorer's value stays the tool's value
+(``"C"``, ``"I"``, a number ...) for an inspection to gate on.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import re
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from engine.records.formats import BadRecord, Record, parse_line
+
+CHUNK = 1 << 16
+MAX_SAMPLE = 256 << 20  # one sample's JSON text, decompressed
+ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP = b"PK\x05\x06"
+STORED, DEFLATED, ZSTD = 0, 8, 93
+_NOT_WS = re.compile(r"[^ \t\n\r]")
+_FRAME = json.JSONDecoder()  # finds where a value ends; the strict reader decodes it
+TRUNCATED = "INSPECT_LOG_TRUNCATED"
+MALFORMED = "INSPECT_LOG_MALFORMED"
+
+
+def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+    """Stream the samples of an inspect_ai log (``.eval`` zip or ``.json``) as records."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+        handle.seek(0)
+        if head in (ZIP_MAGIC, EMPTY_ZIP) or (head[:2] == b"PK" and len(head) < 4):
+            yield from _read_zip(handle, digest)
+        else:
+            stream = _Stream(handle, digest)
+            try:
+                yield from _read_json(stream)
+            finally:
+                stream.drain()  # the input digest is always the whole file's
+
+
+# ---------------------------------------------------------------- the .eval (zip) form
+
+
+def _read_zip(handle: IO[bytes], digest: Any) -> Iterator[Record | BadRecord]:
+    for chunk in iter(lambda: handle.read(CHUNK), b""):
+        if digest is not None:
+            digest.update(chunk)
+    handle.seek(0)
+    try:
+        archive = zipfile.ZipFile(handle)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        yield BadRecord(1, TRUNCATED, "the .eval zip has no readable central directory: "
+                        f"truncated or damaged ({exc})")
+        return
+    with archive:
+        infos = archive.infolist()
+        samples = [i for i in infos if i.filename.startswith("samples/")
+                   and i.filename.endswith(".json") and not i.is_dir()]
+        if not samples:
+            yield BadRecord(1, MALFORMED, "the .eval zip holds no samples/*.json entry: "
+                            "not an inspect_ai log, or one written without samples")
+            return
+        names = {i.filename: i for i in infos}
+        context: dict[str, Any] = {}
+        for name in ("header.json", "_journal/start.json"):
+            if name in names:
+                raw, problem = _entry(archive, handle, names[name])
+                parsed = parse_line(raw, 0) if problem is None else None
+                if problem is not None or not isinstance(parsed, Record):
+                    why = problem or (parsed.message if isinstance(parsed, BadRecord) else "")
+                    yield BadRecord(1, MALFORMED, f"{name}: {why}")
+                    return
+                context = _context(parsed.data)
+                break
+        for index, info in enumerate(samples, start=1):
+            raw, problem = _entry(archive, handle, info)
+            if problem is not None:
+                yield BadRecord(index, MALFORMED if "compression" in problem else TRUNCATED,
+                                f"{info.filename}: {problem}")
+                continue
+            yield _unit(parse_line(raw, index), context, info.filename)
+
+
+def _entry(archive: zipfile.ZipFile, handle: IO[bytes],
+           info: zipfile.ZipInfo) -> tuple[bytes, str | None]:
+    """One entry's bytes, or why they cannot be read."""
+    if info.file_size > MAX_SAMPLE:
+        return b"", f"larger than {MAX_SAMPLE >> 20} MiB"
+    try:
+        if info.compress_type == ZSTD:
+            raw = _zstd(handle, info)
+        elif info.compress_type in (STORED, DEFLATED):
+            with archive.open(info) as member:
+                raw = member.read(MAX_SAMPLE + 1)
+        else:
+            return b"", f"compression method {info.compress_type} is not one inspect_ai writes"
+    except _Unsupported as exc:
+        return b"", str(exc)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError,
+            NotImplementedError, struct.error) as exc:
+        return b"", f"cannot be read: truncated or damaged ({type(exc).__name__}: {exc})"
+    if len(raw) > MAX_SAMPLE:
+        return b"", f"larger than {MAX_SAMPLE >> 20} MiB"
+    return raw, None
+
+
+class _Unsupported(Exception):
+    """An entry the reader cannot decompress here (zstd without the zstandard package)."""
+
+
+def _zstd(handle: IO[bytes], info: zipfile.ZipInfo) -> bytes:
+    """A zstd-compressed entry (method 93, inspect_ai's default), from its raw bytes."""
+    try:
+        import zstandard
+    except ImportError:
+        raise _Unsupported("zstd compression needs the zstandard package "
+                           "(pip install zstandard)") from None
+    handle.seek(info.header_offset)
+    local = handle.read(30)
+    if len(local) < 30 or local[:4] != ZIP_MAGIC:
+        raise zipfile.BadZipFile("bad local file header")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    handle.seek(info.header_offset + 30 + name_len + extra_len)
+    packed = handle.read(info.compress_size)
+    if len(packed) < info.compress_size:
+        raise EOFError("the entry's data ends early")
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed),
+                                                            read_across_frames=True)
+        raw = reader.read(MAX_SAMPLE + 1)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"zstd: {exc}") from None
+    if len(raw) <= MAX_SAMPLE and (zlib.crc32(raw) != info.CRC or len(raw) != info.file_size):
+        raise zipfile.BadZipFile("CRC or size mismatch")
+    return raw
+
+
+# ---------------------------------------------------------------- the .json form
+
+
+class _Cut(Exception):
+    """The text ends before the value being read does."""
+
+
+class _Bad(Exception):
+    """The text is not what an inspect_ai .json log holds here."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Stream:
+    """A sliding window of the file's text: reads (and hashes) only what framing needs."""
+
+    def __init__(self, handle: IO[bytes], digest: Any) -> None:
+        self.handle, self.digest = handle, digest
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.buf, self.pos, self.eof = "", 0, False
+        self.offset = 0  # bytes read so far
+
+    def more(self, at_least: int = CHUNK) -> bool:
+        """Append at least ``at_least`` more bytes' text; False at the end of the file."""
+        if self.eof:
+            return False
+        raw = self.handle.read(max(CHUNK, at_least))
+        if self.digest is not None and raw:
+            self.digest.update(raw)
+        first = self.offset == 0
+        self.offset += len(raw)
+        if first and raw.startswith(b"\xef\xbb\xbf"):
+            raise _Bad("BYTE_ORDER_MARK", "the log starts with a byte-order mark")
+        try:
+            text = self.decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            raise _Bad("NOT_UTF8", f"not UTF-8 (near byte {self.offset - len(raw) + exc.start})"
+                       ) from None
+        self.eof = not raw
+        self.buf = self.buf[self.pos:] + text
+        self.pos = 0
+        return True
+
+    def peek(self) -> str | None:
+        """The next character that is not JSON whitespace (not consumed); None at the end."""
+        while True:
+            found = _NOT_WS.search(self.buf, self.pos)
+            if found:
+                self.pos = found.start()
+                return self.buf[self.pos]
+            self.pos = len(self.buf)
+            if not self.more():
+                return None
+
+    def expect(self, chars: str, what: str) -> str:
+        """Consume one of ``chars`` as the next character."""
+        char = self.peek()
+        if char is None:
+            raise _Cut(f"the log ends where {what} should be")
+        if char not in chars:
+            raise _Bad(MALFORMED, f"expected {what}, found {char!r}")
+        self.pos += 1
+        return char
+
+    def value(self) -> str:
+        """The JSON text of the next value (framed, not yet decoded strictly)."""
+        if self.peek() is None:
+            raise _Cut("the log ends where a value should be")
+        while True:
+            try:
+                _, end = _FRAME.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.pending() > MAX_SAMPLE:
+                    raise _Bad(MALFORMED, f"a value larger than {MAX_SAMPLE >> 20} MiB, or "
+                               f"not JSON ({exc.msg})") from None
+                if self.more(self.pending()):
+                    continue
+                if exc.msg.startswith("Unterminated") or \
+                        exc.pos >= len(self.buf.rstrip(" \t\n\r")):
+                    raise _Cut("the log ends inside a value") from None
+                raise _Bad("INVALID_JSON", f"not JSON: {exc.msg}") from None
+            except RecursionError:
+                raise _Bad("NESTED_TOO_DEEP", "a value nests too deeply to be read") from None
+            if end == len(self.buf) and self.more():
+                continue  # a number may go on in the next chunk
+            text = self.buf[self.pos:end]
+            self.pos = end
+            return text
+
+    def pending(self) -> int:
+        return len(self.buf) - self.pos
+
+    def drain(self) -> None:
+        """Hash the rest of the file (a refused log is still bound whole)."""
+        if self.digest is None:
+            return
+        for chunk in iter(lambda: self.handle.read(CHUNK), b""):
+            self.digest.update(chunk)
+
+
+def _read_json(stream: _Stream) -> Iterator[Record | BadRecord]:
+    index = 0  # samples framed so far
+    try:
+        opened = stream.peek()
+        if opened is None:
+            raise _Cut("the log is empty")
+        if opened != "{":
+            raise _Bad(MALFORMED, "not an inspect_ai log: neither a .eval zip nor a JSON "
+                       "object")
+        stream.pos += 1
+        context: dict[str, Any] = {}
+        seen_samples, first = False, True
+        while True:
+            if stream.expect("}," if not first else '}"', "a member or '}'") == "}":
+                break
+            if not first:
+                stream.expect('"', "a member name")
+            first = False
+            stream.pos -= 1  # the name's opening quote
+            key = stream.value()[1:-1]  # a member name, as written (inspect_ai's are plain)
+            stream.expect(":", "':'")
+            if key == "samples":
+                seen_samples = True
+                for item in _samples(stream, context):
+                    index += 1
+                    yield item
+            else:
+                text = stream.value()
+                if key in ("eval", "status") and not seen_samples:
+                    parsed = parse_line(f'{{"{key}": {text}}}'.encode(), 0)
+                    if isinstance(parsed, Record):
+                        context.update(_context(parsed.data))
+        if stream.peek() is not None:
+            raise _Bad(MALFORMED, "extra data after the log's JSON object")
+        if not seen_samples:
+            yield BadRecord(1, MALFORMED, "the log holds no samples array (written with "
+                            "log_samples=False?): no sample can be gated")
+    except _Cut as exc:
+        yield BadRecord(index + 1, TRUNCATED, f"{exc}: the log is cut short "
+                        f"(after {index} samples)")
+    except _Bad as exc:
+        yield BadRecord(index + 1, exc.code, f"after {index} samples: {exc}")
+
+
+def _samples(stream: _Stream, context: dict[str, Any]) -> Iterator[Record | BadRecord]:
+    stream.expect("[", "the samples array")
+    index = 0
+    if stream.peek() == "]":
+        stream.pos += 1
+        return
+    while True:
+        text = stream.value()
+        index += 1
+        yield _unit(parse_line(text.encode("utf-8", "surrogatepass"), index), context,
+                    f"sample {index}")
+        if stream.expect("],", "',' or ']' in the samples array") == "]":
+            return
+
+
+# ---------------------------------------------------------------- one sample -> one record
+
+
+def _context(log: dict[str, Any]) -> dict[str, Any]:
+    """What of the log's header each record carries: task, model, run id, status."""
+    spec = log.get("eval") if isinstance(log.get("eval"), dict) else {}
+    out: dict[str, Any] = {}
+    for name, key in (("task", "task"), ("model", "model"), ("run_id", "run_id"),
+                      ("eval_id", "eval_id")):
+        if isinstance(spec.get(key), str):
+            out[name] = spec[key]
+    if isinstance(log.get("status"), str):
+        out["log_status"] = log["status"]
+    return out
+
+
+def _unit(parsed: Record | BadRecord, context: dict[str, Any],
+          where: str) -> Record | BadRecord:
+    if isinstance(parsed, BadRecord):
+        return BadRecord(parsed.line, parsed.code, f"{where}: {parsed.message}")
+    sample, line = parsed.data, parsed.line
+    sample_id, epoch = sample.get("id"), sample.get("epoch")
+    if isinstance(sample_id, bool) or not isinstance(sample_id, str | int):
+        return BadRecord(line, "BAD_VALUE", f"{where}: its id is not a string or an integer")
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        return BadRecord(line, "BAD_VALUE", f"{where}: its epoch is not an integer >= 1")
+    output = _dict(sample.get("output"))
+    choices = output.get("choices")
+    choice = _dict(choices[0]) if isinstance(choices, list) and choices else {}
+    total, working = sample.get("total_time"), sample.get("working_time")
+    error = sample.get("error")
+    record = {
+        "id": f"{sample_id}#{epoch}",
+        "case_id": str(sample_id),
+        "trial": epoch,
+        "sample_id": sample_id,
+        "epoch": epoch,
+        "task": context.get("task"),
+        "model": output.get("model") if isinstance(output.get("model"), str)
+        else context.get("model"),
+        "input": sample.get("input"),
+        "input_text": _text(sample.get("input")),
+        "target": sample.get("target"),
+        "output": _completion(output, choice),
+        "stop_reason": choice.get("stop_reason"),
+        "scores": _scores(sample.get("scores")),
+        "usage": _usage(sample.get("model_usage"), output.get("usage")),
+        "model_usage": sample.get("model_usage"),
+        "latency_s": total if _number(total) else None,
+        "latency_ms": round(total * 1000, 3) if _number(total) else None,
+        "working_time_s": working if _number(working) else None,
+        "tool_calls": _tool_calls(sample.get("messages")),
+        "error": (error.get("message") if isinstance(error, dict) else error)
+        if error is not None else None,
+        "limit": sample.get("limit"),
+        "metadata": sample.get("metadata"),
+        "run_id": context.get("run_id"),
+        "log_status": context.get("log_status"),
+    }
+    return Record(line, record)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(content: Any) -> str | None:
+    """Text of a message's content, or of a list of messages (inspect_ai's input)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts = []
+    for item in content:
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, dict):
+            if item.get("type") == "text" and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            elif "role" in item:  # a chat message
+                text = _text(item.get("content"))
+                if text:
+                    parts.append(text)
+    return "\n".join(parts)
+
+
+def _completion(output: dict[str, Any], choice: dict[str, Any]) -> str | None:
+    if isinstance(output.get("completion"), str):
+        return str(output["completion"])
+    return _text(_dict(choice.get("message")).get("content"))
+
+
+def _scores(scores: Any) -> dict[str, Any]:
+    """Each scorer's value as the tool recorded it, with its answer and explanation."""
+    if not isinstance(scores, dict):
+        return {}
+    return {name: {key: score.get(key) for key in ("value", "answer", "explanation")}
+            for name, score in scores.items() if isinstance(score, dict)}
+
+
+TOKENS = ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_read",
+          "input_tokens_cache_write", "reasoning_tokens")
+
+
+def _usage(model_usage: Any, output_usage: Any) -> dict[str, Any] | None:
+    """Tokens summed over every model the sample called (``model_usage``), else the final
+    output's ``usage``; ``cost_usd`` from inspect_ai's ``total_cost`` where it has one."""
+    usages = [u for u in model_usage.values() if isinstance(u, dict)] \
+        if isinstance(model_usage, dict) and model_usage else \
+        [output_usage] if isinstance(output_usage, dict) else []
+    if not usages:
+        return None
+    out: dict[str, Any] = {}
+    for name in (*TOKENS, "total_cost"):
+        values = [u[name] for u in usages if _number(u.get(name))]
+        if values:
+            out["cost_usd" if name == "total_cost" else name] = sum(values)
+    return out
+
+
+def _tool_calls(messages: Any) -> list[dict[str, Any]]:
+    """The tool calls of the sample's assistant messages, in order: name, arguments, id."""
+    calls: list[dict[str, Any]] = []
+    if not isinstance(messages, list):
+        return calls
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                calls.append({"id": call.get("id"), "name": call.get("function"),
+                              "arguments": call.get("arguments")})
+    return calls
