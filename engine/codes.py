@@ -159,6 +159,8 @@ MISSING_CASE_ID: a record names no case
 EXTRA_RUN: a run beyond the trials its suite case declares; refused, never scored
 BAD_UNIT_ID: a record's unit id is neither a string nor an integer; refused, never scored
 SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
+INSPECT_LOG_TRUNCATED: an inspect_ai log ends early (a .json cut short, a .eval zip or entry cut)
+INSPECT_LOG_MALFORMED: an inspect_ai log lacks what inspect_ai writes (no samples, unreadable entry)
 """)
 
 _block("inspection", "-", "ERROR row", """
