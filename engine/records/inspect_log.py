@@ -34,7 +34,6 @@ from engine.records.formats import BadRecord, Record, parse_line
 CHUNK = 1 << 16
 MAX_SAMPLE = 256 << 20  # one sample's JSON text, decompressed
 ZIP_MAGIC = b"PK\x03\x04"
-EMPTY_ZIP = b"PK\x05\x06"
 STORED, DEFLATED, ZSTD = 0, 8, 93
 _NOT_WS = re.compile(r"[^ \t\n\r]")
 _FRAME = json.JSONDecoder()  # finds where a value ends; the strict reader decodes it
@@ -45,12 +44,16 @@ MALFORMED = "INSPECT_LOG_MALFORMED"
 def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     """Stream the samples of an inspect_ai log (``.eval`` zip or ``.json``) as records."""
     with path.open("rb") as handle:
-        head = handle.read(4)
-        handle.seek(0)
-        if head in (ZIP_MAGIC, EMPTY_ZIP) or (head[:2] == b"PK" and len(head) < 4):
-            yield from _read_zip(handle, digest)
+        head = b""
+        while len(head) < 4:  # enough to tell a zip from JSON (a pipe may give less)
+            more = handle.read1(4 - len(head))
+            if not more:
+                break
+            head += more
+        if head[:2] == b"PK":
+            yield from _read_zip(handle, head, digest)
         else:
-            stream = _Stream(handle, digest)
+            stream = _Stream(handle, digest, head)
             try:
                 yield from _read_json(stream)
             finally:
@@ -60,12 +63,14 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
 # ---------------------------------------------------------------- the .eval (zip) form
 
 
-def _read_zip(handle: IO[bytes], digest: Any) -> Iterator[Record | BadRecord]:
+def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRecord]:
+    if digest is not None:
+        digest.update(head)
     for chunk in iter(lambda: handle.read(CHUNK), b""):
         if digest is not None:
             digest.update(chunk)
-    handle.seek(0)
     try:
+        handle.seek(0)
         archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         yield BadRecord(1, TRUNCATED, "the .eval zip has no readable central directory: "
@@ -172,8 +177,8 @@ class _Bad(Exception):
 class _Stream:
     """A sliding window of the file's text: reads (and hashes) only what framing needs."""
 
-    def __init__(self, handle: IO[bytes], digest: Any) -> None:
-        self.handle, self.digest = handle, digest
+    def __init__(self, handle: Any, digest: Any, head: bytes) -> None:
+        self.handle, self.digest, self.head = handle, digest, head
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.buf, self.pos, self.eof = "", 0, False
         self.offset = 0  # bytes read so far
@@ -182,7 +187,9 @@ class _Stream:
         """Append at least ``at_least`` more bytes' text; False at the end of the file."""
         if self.eof:
             return False
-        raw = self.handle.read(max(CHUNK, at_least))
+        # read1: what is there now, so a pipe's first sample is yielded before its end
+        raw = self.head + self.handle.read1(max(CHUNK, at_least))
+        self.head = b""
         if self.digest is not None and raw:
             self.digest.update(raw)
         first = self.offset == 0
@@ -320,12 +327,11 @@ def _samples(stream: _Stream, context: dict[str, Any]) -> Iterator[Record | BadR
 
 def _context(log: dict[str, Any]) -> dict[str, Any]:
     """What of the log's header each record carries: task, model, run id, status."""
-    spec = log.get("eval") if isinstance(log.get("eval"), dict) else {}
+    spec = _dict(log.get("eval"))
     out: dict[str, Any] = {}
-    for name, key in (("task", "task"), ("model", "model"), ("run_id", "run_id"),
-                      ("eval_id", "eval_id")):
+    for key in ("task", "model", "run_id"):
         if isinstance(spec.get(key), str):
-            out[name] = spec[key]
+            out[key] = spec[key]
     if isinstance(log.get("status"), str):
         out["log_status"] = log["status"]
     return out
