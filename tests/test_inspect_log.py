@@ -1,0 +1,323 @@
+"""The inspect-log format: logs written by inspect_ai itself, gated by the shipped spec.
+
+inspect_ai runs offline here (its mock model answers from the test's script, each output
+with its usage, so no tokenizer is downloaded); the counts expected are worked out from
+that script. Malformed and truncated logs of both forms give coded record problems.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+from engine.records.formats import BadRecord, Record
+from engine.records.inspect_log import read
+
+from .conftest import ROOT, need_module
+
+SHIPPED = ROOT / "specs" / "inspect-example"
+SHIPPED_EVAL = SHIPPED / "data" / "inspect-example.eval"
+SHIPPED_JSON = SHIPPED / "data" / "inspect-example.json"
+QUESTIONS = [("add-small", "What is 2 + 3?", "5"), ("add-carry", "What is 17 + 25?", "42"),
+             ("multiply", "What is 6 * 7?", "42"), ("subtract", "What is 100 - 37?", "63"),
+             ("divide", "What is 81 / 9?", "9"), ("square", "What is 12 squared?", "144")]
+# what the mock model answers to each question in epoch 1 and epoch 2
+EIGHT_RIGHT = {"add-small": ("5", "6"), "add-carry": ("42", "42"), "multiply": ("42", "42"),
+               "subtract": ("63", "63"), "divide": ("8", "9"), "square": ("12", "13")}
+SIX_RIGHT = {**EIGHT_RIGHT, "multiply": ("48", "42"), "subtract": ("63", "36")}
+
+
+def right(answers: dict[str, tuple[str, str]]) -> int:
+    """How many of the answers match their target (what match() should score C)."""
+    return sum(a == target for sid, _, target in QUESTIONS for a in answers[sid])
+
+
+def script(answers: dict[str, tuple[str, str]]) -> list[tuple[str, str, str, str, str]]:
+    return [(sid, q, t, *answers[sid]) for sid, q, t in QUESTIONS]
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
+    """Fresh logs written by inspect_ai: 8 of 12 right, and 6 of 12 right."""
+    need_module("inspect_ai", "inspect-ai==0.3.285")
+    folder = tmp_path_factory.mktemp("inspect-logs")
+    out = {}
+    for name, answers in (("eight", EIGHT_RIGHT), ("six", SIX_RIGHT)):
+        # in a process of its own: inspect_ai's event loop and its streams stay there
+        code = ("import json, sys; from pathlib import Path; "
+                "from bench.make_inspect_example import run; "
+                "run(Path(sys.argv[1]), [tuple(s) for s in json.loads(sys.argv[2])], 2, "
+                "sys.argv[3])")
+        done = subprocess.run([sys.executable, "-c", code, str(folder),
+                               json.dumps(script(answers)), name], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out[name] = (folder / f"{name}.eval", folder / f"{name}.json")
+    return out
+
+
+def gate(tmp_path: Path, log: Path, out: str = "out") -> tuple[int, dict[str, Any],
+                                                                list[dict[str, Any]]]:
+    """Run a copy of the shipped spec on ``log``: exit code, scorecard, rows."""
+    spec = tmp_path / "spec"
+    if not spec.exists():
+        shutil.copytree(SHIPPED, spec)
+    dest = tmp_path / out
+    code = main(["run", str(spec), "--input", f"samples={log}", "--out", str(dest)])
+    card = json.loads((dest / "scorecard.json").read_bytes())
+    rows = [json.loads(line) for line in (dest / "rows.jsonl").read_text().splitlines()]
+    return code, card, rows
+
+
+def correct(rows: list[dict[str, Any]]) -> int:
+    return sum(r["inspection"] == "scored-correct" and r["status"] == "PASS" for r in rows)
+
+
+def units(rows: list[dict[str, Any]]) -> set[str]:
+    return {r["unit"] for r in rows if r["inspection"] == "scored-correct"}
+
+
+ALL_UNITS = {f"{sid}#{epoch}" for sid, _, _ in QUESTIONS for epoch in (1, 2)}
+
+
+def test_a_log_written_by_inspect_ai_is_gated_with_a_row_per_sample_and_epoch(
+        logs: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
+    assert right(EIGHT_RIGHT) == 8
+    eval_log, json_log = logs["eight"]
+    code, card, rows = gate(tmp_path, eval_log, "eval")
+    assert (code, card["decision"]) == (0, "PASS")  # 8/12 >= the policy's 0.6
+    assert units(rows) == ALL_UNITS
+    assert correct(rows) == 8
+    assert (card["categories"]["correctness"]["n"],
+            card["categories"]["correctness"]["passed"]) == (12, 8)
+    # the same run's .json form: the same rows and the same decision
+    code_j, card_j, rows_j = gate(tmp_path, json_log, "json")
+    assert (code_j, card_j["decision"]) == (0, "PASS")
+    assert card_j["categories"] == card["categories"]
+
+    def same(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted((r["unit"], r["inspection"], r["status"], json.dumps(r.get("observed")))
+                      for r in found)
+    assert same(rows_j) == same(rows)
+
+
+def test_fewer_right_answers_fail_the_gate(logs: dict[str, tuple[Path, Path]],
+                                           tmp_path: Path) -> None:
+    assert right(SIX_RIGHT) == 6
+    for log in logs["six"]:
+        code, card, rows = gate(tmp_path, log, log.suffix[1:])
+        assert (code, card["decision"]) == (1, "FAIL")  # 6/12 < 0.6
+        assert units(rows) == ALL_UNITS and correct(rows) == 6
+
+
+def test_records_carry_the_samples_data(logs: dict[str, tuple[Path, Path]]) -> None:
+    for log in logs["eight"]:
+        found = {r.data["id"]: r.data for r in read(log) if isinstance(r, Record)}
+        assert set(found) == ALL_UNITS
+        one = found["divide#1"]
+        assert (one["case_id"], one["trial"], one["epoch"]) == ("divide", 1, 1)
+        assert one["input"] == "What is 81 / 9?" and one["target"] == "9"
+        assert one["output"] == "The answer is 8"
+        assert one["scores"]["match"]["value"] == "I"
+        assert found["divide#2"]["scores"]["match"]["value"] == "C"
+        assert one["model"] == "mockllm/model" and one["log_status"] == "success"
+        # usage as the script gave it: 10 + words of the question in, 4 out
+        assert one["usage"] == {"input_tokens": 15, "output_tokens": 4, "total_tokens": 19}
+        assert isinstance(one["latency_s"], float) and one["error"] is None
+
+
+def test_the_shipped_example_passes(tmp_path: Path) -> None:
+    dest = tmp_path / "out"
+    assert main(["run", str(SHIPPED), "--out", str(dest)]) == 0
+    card = json.loads((dest / "scorecard.json").read_bytes())
+    assert card["decision"] == "PASS"
+    assert (card["categories"]["correctness"]["n"],
+            card["categories"]["correctness"]["passed"]) == (12, 8)
+    code, card_j, rows = gate(tmp_path, SHIPPED_JSON, "json")
+    assert code == 0 and card_j["categories"] == card["categories"] and units(rows) == ALL_UNITS
+
+
+def test_the_digest_is_the_whole_files_even_when_reading_stops(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(SHIPPED_JSON.read_bytes()[:50_000])
+    for path in (SHIPPED_EVAL, SHIPPED_JSON, cut):
+        digest = hashlib.sha256()
+        list(read(path, digest))
+        assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- malformed logs
+
+
+def _document() -> dict[str, Any]:
+    return json.loads(SHIPPED_JSON.read_bytes())
+
+
+def _with_sample(index: int, value: Any) -> bytes:
+    doc = _document()
+    doc["samples"][index] = value
+    return json.dumps(doc, indent=2).encode()
+
+
+def _entries() -> Iterator[tuple[str, bytes]]:
+    """The shipped .eval's entries, decompressed."""
+    import zstandard
+
+    with zipfile.ZipFile(SHIPPED_EVAL) as archive, SHIPPED_EVAL.open("rb") as handle:
+        for info in archive.infolist():
+            handle.seek(info.header_offset)
+            local = handle.read(30)
+            skip = sum(struct.unpack("<HH", local[26:30]))
+            handle.seek(info.header_offset + 30 + skip)
+            packed = handle.read(info.compress_size)
+            yield info.filename, zstandard.ZstdDecompressor().stream_reader(
+                io.BytesIO(packed), read_across_frames=True).read()
+
+
+def _zip(entries: list[tuple[str, bytes]]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def _sample_entry(change: Any) -> bytes:
+    entries = list(_entries())
+    name, data = next((n, d) for n, d in entries if n.startswith("samples/"))
+    entries = [(n, d) for n, d in entries if n != name] + [(name, change(data))]
+    return _zip(entries)
+
+
+def _damaged_zstd() -> bytes:
+    raw = bytearray(SHIPPED_EVAL.read_bytes())
+    with zipfile.ZipFile(SHIPPED_EVAL) as archive:
+        info = next(i for i in archive.infolist() if i.filename.startswith("samples/"))
+    skip = sum(struct.unpack("<HH", bytes(raw[info.header_offset + 26:
+                                              info.header_offset + 30])))
+    start = info.header_offset + 30 + skip
+    for at in range(start + 8, start + info.compress_size - 4):
+        raw[at] ^= 0x5A
+    return bytes(raw)
+
+
+def _no_epoch(data: bytes) -> bytes:
+    sample = json.loads(data)
+    del sample["epoch"]
+    return json.dumps(sample).encode()
+
+
+MALFORMED: dict[str, tuple[Any, str, str]] = {
+    # name: (bytes of the file, suffix, the code it must give)
+    "eval-truncated": (lambda: SHIPPED_EVAL.read_bytes()[:15_000], "eval",
+                       "INSPECT_LOG_TRUNCATED"),
+    "eval-without-samples": (lambda: _zip([("hello.txt", b"hi")]), "eval",
+                             "INSPECT_LOG_MALFORMED"),
+    "eval-damaged-entry": (_damaged_zstd, "eval", "INSPECT_LOG_TRUNCATED"),
+    "eval-sample-not-an-object": (lambda: _sample_entry(lambda d: b"[1, 2]"), "eval",
+                                  "NOT_AN_OBJECT"),
+    "eval-sample-with-nan": (lambda: _sample_entry(
+        lambda d: d.replace(b'"total_time":', b'"total_time":NaN,"x":', 1)), "eval",
+        "NON_FINITE_NUMBER"),
+    "eval-sample-without-epoch": (lambda: _sample_entry(_no_epoch), "eval", "BAD_VALUE"),
+    "eval-bad-header": (lambda: _zip([("header.json", b"{oops"),
+                                      *[e for e in _entries() if e[0] != "header.json"]]),
+                        "eval", "INSPECT_LOG_MALFORMED"),
+    "json-cut-mid-array": (lambda: SHIPPED_JSON.read_bytes()[:60_000], "json",
+                           "INSPECT_LOG_TRUNCATED"),
+    "json-sample-with-nan": (lambda: _with_sample(3, {**_document()["samples"][3],
+                                                      "total_time": float("nan")}),
+                             "json", "NON_FINITE_NUMBER"),
+    "json-sample-not-an-object": (lambda: _with_sample(0, "oops"), "json", "NOT_AN_OBJECT"),
+    "json-duplicate-key": (lambda: SHIPPED_JSON.read_bytes().replace(
+        b'"epoch": 1,', b'"epoch": 1, "epoch": 2,', 1), "json", "DUPLICATE_KEY"),
+    "json-not-a-log": (lambda: b'["not", "a", "log"]', "json", "INSPECT_LOG_MALFORMED"),
+    "json-without-samples": (lambda: json.dumps({k: v for k, v in _document().items()
+                                                 if k != "samples"}).encode(), "json",
+                             "INSPECT_LOG_MALFORMED"),
+    "json-empty": (lambda: b"", "json", "INSPECT_LOG_TRUNCATED"),
+    "json-syntax-error": (lambda: SHIPPED_JSON.read_bytes().replace(b'"target":', b'"target"',
+                                                                    1), "json",
+                          "INVALID_JSON"),
+    "json-extra-data": (lambda: SHIPPED_JSON.read_bytes() + b"{}", "json",
+                        "INSPECT_LOG_MALFORMED"),
+    "json-byte-order-mark": (lambda: b"\xef\xbb\xbf" + SHIPPED_JSON.read_bytes(), "json",
+                             "BYTE_ORDER_MARK"),
+    "json-not-utf8": (lambda: SHIPPED_JSON.read_bytes().replace(b"What is", b"Wh\xff is", 1),
+                      "json", "NOT_UTF8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_a_malformed_log_is_a_coded_problem_never_a_crash(name: str, tmp_path: Path) -> None:
+    make, suffix, want = MALFORMED[name]
+    log = tmp_path / f"log.{suffix}"
+    log.write_bytes(make())
+    problems = [r for r in read(log) if isinstance(r, BadRecord)]
+    assert want in {p.code for p in problems}, problems
+    code, card, _ = gate(tmp_path, log)
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert want in card["coverage"]["record_problems"]
+    assert "INTERNAL_ERROR" not in json.dumps(card)
+
+
+def test_a_cut_json_log_keeps_the_samples_before_the_cut(tmp_path: Path) -> None:
+    log = tmp_path / "cut.json"
+    log.write_bytes(SHIPPED_JSON.read_bytes()[:60_000])
+    found = list(read(log))
+    assert isinstance(found[-1], BadRecord) and found[-1].code == "INSPECT_LOG_TRUNCATED"
+    assert found[:-1] and all(isinstance(r, Record) for r in found[:-1])
+
+
+def test_a_deflate_eval_zip_reads_like_inspects_zstd_one(tmp_path: Path) -> None:
+    log = tmp_path / "deflate.eval"
+    log.write_bytes(_zip(list(_entries())))
+
+    def data(path: Path) -> list[Any]:
+        return sorted((r.data for r in read(path) if isinstance(r, Record)),
+                      key=lambda d: d["id"])
+    assert data(log) == data(SHIPPED_EVAL) and len(data(log)) == 12
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_the_first_sample_is_read_before_the_log_ends(tmp_path: Path) -> None:
+    doc = _document()
+    samples = doc.pop("samples")
+    head = json.dumps(doc)[:-1] + ', "samples": [' + json.dumps(samples[0]) + ","
+    rest = ",".join(json.dumps(s) for s in samples[1:]) + "]}"
+    fifo = tmp_path / "log.json"
+    os.mkfifo(fifo)
+    first_read = threading.Event()
+    early: list[bool] = []
+
+    def write() -> None:
+        with fifo.open("w") as pipe:
+            pipe.write(head)
+            pipe.flush()
+            early.append(first_read.wait(timeout=20))
+            pipe.write(rest)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    records = read(fifo)
+    first = next(records)
+    first_read.set()
+    remaining = list(records)
+    writer.join()
+    assert early == [True]  # the first record came while the log was still being written
+    assert isinstance(first, Record) and first.data["id"] == f"{samples[0]['id']}#1"
+    assert len(remaining) == len(samples) - 1
