@@ -321,3 +321,25 @@ def test_the_first_sample_is_read_before_the_log_ends(tmp_path: Path) -> None:
     assert early == [True]  # the first record came while the log was still being written
     assert isinstance(first, Record) and first.data["id"] == f"{samples[0]['id']}#1"
     assert len(remaining) == len(samples) - 1
+
+
+def test_tool_calls_errors_and_costs_map_to_their_fields(tmp_path: Path) -> None:
+    doc = _document()
+    sample = doc["samples"][0]
+    sample["messages"].append({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call-1", "function": "calculator", "arguments": {"expression": "17+25"},
+         "type": "function"}]})
+    sample["error"] = {"message": "RuntimeError: boom", "traceback": "...",
+                       "traceback_ansi": "..."}
+    sample["model_usage"] = {"a/one": {"input_tokens": 3, "output_tokens": 2,
+                                       "total_tokens": 5, "total_cost": 0.25},
+                             "b/two": {"input_tokens": 1, "output_tokens": 1,
+                                       "total_tokens": 2, "total_cost": 0.5}}
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(doc))
+    first = next(r for r in read(log) if isinstance(r, Record))
+    assert first.data["tool_calls"] == [{"id": "call-1", "name": "calculator",
+                                         "arguments": {"expression": "17+25"}}]
+    assert first.data["error"] == "RuntimeError: boom"
+    assert first.data["usage"] == {"input_tokens": 4, "output_tokens": 3, "total_tokens": 7,
+                                   "cost_usd": 0.75}
