@@ -159,6 +159,9 @@ MISSING_CASE_ID: a record names no case
 EXTRA_RUN: a run beyond the trials its suite case declares; refused, never scored
 BAD_UNIT_ID: a record's unit id is neither a string nor an integer; refused, never scored
 SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
+PROMPTFOO_TRUNCATED: a promptfoo results file ends before its JSON document does
+PROMPTFOO_NOT_RESULTS: the file holds no results.results list of promptfoo eval -o results.json
+PROMPTFOO_FIELD: a promptfoo result lacks testIdx, promptIdx or success, or has one of a wrong type
 """)
 
 _block("inspection", "-", "ERROR row", """
