@@ -180,6 +180,12 @@ def test_each_malformed_shape_is_coded(tmp_path: Path) -> None:
                             (6, "NOT_AN_OBJECT")]
     assert _good(path) == 9
 
+    doc = _doc()
+    doc["results"]["results"][2]["testIdx"] = 0  # a copy of result 1's id
+    doc["results"]["results"].append(doc["results"]["results"][0])
+    path = _write(tmp_path, doc)
+    assert _codes(path) == [(3, "DUPLICATE_ID"), (13, "DUPLICATE_ID")] and _good(path) == 11
+
     path = tmp_path / "results.json"
     text = DATA.read_text()
     path.write_text(text.replace('"latencyMs": ', '"latencyMs": NaN, "x": ', 1))

@@ -350,6 +350,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             ranks.setdefault(_group(value), []).append(value["testIdx"])
     for indexes in ranks.values():
         indexes.sort()
+    seen: set[tuple[int, int]] = set()
     for index, value, code, message in _frame(path, None):
         if code is not None:
             yield BadRecord(abs(index), code, message)
@@ -358,6 +359,12 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
         if problem is not None:
             yield BadRecord(index, *problem)
             continue
+        pair = value["testIdx"], value["promptIdx"]
+        if pair in seen:  # one result per test and prompt: a copy must not count twice
+            yield BadRecord(index, "DUPLICATE_ID", f"a second result for testIdx {pair[0]}, "
+                            f"promptIdx {pair[1]}")
+            continue
+        seen.add(pair)
         group = ranks.get(_group(value), [])
         trial = bisect_left(group, value["testIdx"]) + 1
         yield Record(index, unit(value, trial))
