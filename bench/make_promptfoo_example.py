@@ -34,7 +34,8 @@ def binary() -> str | None:
     return os.environ.get("SPECGATE_PROMPTFOO") or shutil.which("promptfoo")
 
 
-def run(promptfoo: str, config: Path, out: Path, repeat: int = 2) -> subprocess.CompletedProcess[str]:
+def run(promptfoo: str, config: Path, out: Path,
+        repeat: int = 2) -> subprocess.CompletedProcess[str]:
     """``promptfoo eval`` of ``config`` offline, its results written to ``out``."""
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, **QUIET, "HOME": home,
