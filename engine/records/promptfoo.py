@@ -348,8 +348,8 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     for _, value, code, _ in _frame(path, digest):  # first pass: hashes, collects ranks
         if code is None and _problem(value) is None:
             ranks.setdefault(_group(value), []).append(value["testIdx"])
-    for indexes in ranks.values():
-        indexes.sort()
+    for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
+        ranks[group] = sorted(set(indexes))
     seen: set[tuple[int, int]] = set()
     for index, value, code, message in _frame(path, None):
         if code is not None:
