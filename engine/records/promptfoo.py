@@ -365,6 +365,6 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                             f"promptIdx {pair[1]}")
             continue
         seen.add(pair)
-        group = ranks.get(_group(value), [])
-        trial = bisect_left(group, value["testIdx"]) + 1
+        taken = ranks.get(_group(value), [])
+        trial = bisect_left(taken, value["testIdx"]) + 1
         yield Record(index, unit(value, trial))
