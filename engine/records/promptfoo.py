@@ -40,7 +40,7 @@ _WS = " \t\n\r"
 
 
 class _Stop(Exception):
-    """The document cannot be framed further: ``code`` and a message, at element ``at``."""
+    """The document cannot be framed further: a code and a message."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
