@@ -48,6 +48,15 @@ def need_module(name: str, install: str) -> Any:
         pytest.skip(reason)
 
 
+def _shipped() -> tuple[str, ...]:
+    """The names of the Evaluations under specs/, in the order engine run takes them."""
+    names = []
+    for path in sorted((ROOT / "specs").glob("*/evaluation.yaml")):
+        names.append(yaml.safe_load(path.read_text())["metadata"]["name"])
+    return tuple(names)
+
+
+SHIPPED = _shipped()  # every shipped Evaluation's name (its folder under --out)
 EXAMPLE = ROOT / "specs" / "example"
 GATE = ROOT / "specs" / "agent-release-gate"
 

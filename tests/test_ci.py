@@ -20,9 +20,8 @@ import yaml
 from engine.cli import main
 from engine.reports.junit import junit
 
-from .conftest import ROOT, Spec
+from .conftest import ROOT, SHIPPED, Spec
 
-SHIPPED = ("agent-release-gate", "support-agent", "finding-quality-discovery")
 BIN = Path(sys.executable).parent  # where `pip install .` put the `engine` command
 
 
