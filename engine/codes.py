@@ -159,6 +159,10 @@ MISSING_CASE_ID: a record names no case
 EXTRA_RUN: a run beyond the trials its suite case declares; refused, never scored
 BAD_UNIT_ID: a record's unit id is neither a string nor an integer; refused, never scored
 SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
+OTEL_NOT_OTLP: an otel-genai line or document is not an OTLP trace export (no resourceSpans list)
+OTEL_BAD_SPAN: an OTLP span with a bad name, time, status or attribute; the span is dropped
+OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64, or is all zeros
+OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
 """)
 
 _block("inspection", "-", "ERROR row", """
