@@ -467,7 +467,7 @@ def _text(messages: Any, role: str) -> Any:
         if isinstance(message, dict) and message.get("role") == role:
             parts = message.get("parts")
             if isinstance(parts, list):
-                texts = [p.get("content") for p in parts if isinstance(p, dict)
+                texts = [str(p["content"]) for p in parts if isinstance(p, dict)
                          and p.get("type") == "text" and isinstance(p.get("content"), str)]
                 return "\n".join(texts)
             content = message.get("content")
