@@ -42,8 +42,11 @@ from engine.records.strict_json import (
 CHUNK = 1 << 16
 MAX_VALUE = 64 << 20  # one span (or one scope / resource object) of a pretty document
 HEX = re.compile(r"[0-9a-fA-F]+")
-STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET",
-          "STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"}
+# OTLP's Status.code enum: 0 unset, 1 ok, 2 error, or its names (STATUS_CODE_<NAME>); a
+# record says the name, as the SDK's StatusCode does
+_STATUS_NAMES = ("unset", "ok", "error")
+STATUS: dict[Any, str] = {**{i: n.upper() for i, n in enumerate(_STATUS_NAMES)},
+                          **{f"status_code_{n}".upper(): n.upper() for n in _STATUS_NAMES}}
 INFERENCE = ("chat", "text_completion", "generate_content")
 CASE_KEYS = ("specgate.case_id", "gen_ai.conversation.id")
 
