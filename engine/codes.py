@@ -164,6 +164,10 @@ INSPECT_LOG_MALFORMED: an inspect_ai log lacks what inspect_ai writes (no sample
 PROMPTFOO_TRUNCATED: a promptfoo results file ends before its JSON document does
 PROMPTFOO_NOT_RESULTS: the file holds no results.results list of promptfoo eval -o results.json
 PROMPTFOO_FIELD: a promptfoo result lacks testIdx, promptIdx or success, or has one of a wrong type
+OTEL_NOT_OTLP: an otel-genai line or document is not an OTLP trace export (no resourceSpans list)
+OTEL_BAD_SPAN: an OTLP span with a bad name, time, status or attribute; the span is dropped
+OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64, or is all zeros
+OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
 """)
 
 _block("inspection", "-", "ERROR row", """

@@ -1,0 +1,625 @@
+"""``otel-genai``: OTLP/JSON trace exports whose spans follow the OpenTelemetry GenAI
+semantic conventions, as one record per agent run (docs/otel.md).
+
+Input: JSON Lines, each line one ExportTraceServiceRequest
+(``{"resourceSpans": [{"resource", "scopeSpans": [{"scope", "spans": [...]}]}]}``), as
+the OTLP file exporter writes; or one pretty-printed request (a file whose first
+non-blank line is a lone ``{``), whose spans are framed one by one (never the whole
+document in memory). Ids are hex (OTLP/JSON) or base64 (protobuf's own JSON mapping).
+
+A unit is each ``invoke_agent`` span, and the root span of a trace that has none. Tool
+calls (``execute_tool`` spans) and token usage (spans with ``gen_ai.usage.*``) belong to
+the nearest unit span above them. Spans of one trace may be spread over lines, so the
+reader keeps a compact summary of every span (ids, times, status, the attributes it
+maps) until the end of the file and then yields the units: memory grows with the number
+of spans, not with the bytes of the file (events, links and unmapped attributes of
+non-unit spans are dropped as soon as a span is read).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.canonical import MAX_INT
+from engine.records.formats import BadRecord, Record, parse_line
+from engine.records.strict_json import (
+    DEEP,
+    RECORD_DECODER,
+    JsonError,
+    has_lone_surrogate,
+    too_deep,
+)
+
+CHUNK = 1 << 16
+MAX_VALUE = 64 << 20  # one span (or one scope / resource object) of a pretty document
+HEX = re.compile(r"[0-9a-fA-F]+")
+# OTLP's Status.code enum: 0 unset, 1 ok, 2 error, or its names (STATUS_CODE_<NAME>); a
+# record says the name, as the SDK's StatusCode does
+_STATUS_NAMES = ("unset", "ok", "error")
+STATUS: dict[Any, str] = {**{i: n.upper() for i, n in enumerate(_STATUS_NAMES)},
+                          **{f"status_code_{n}".upper(): n.upper() for n in _STATUS_NAMES}}
+INFERENCE = ("chat", "text_completion", "generate_content")
+CASE_KEYS = ("specgate.case_id", "gen_ai.conversation.id")
+
+
+class Malformed(Exception):
+    """A request, scope or span that is not of OTLP's shape (``code`` says how)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(eq=False)
+class Span:
+    """What the reader keeps of one span."""
+
+    line: int
+    trace: str
+    span: str
+    parent: str
+    name: str
+    start: int
+    end: int
+    status: str
+    status_message: str
+    attrs: dict[str, Any]
+    service: Any = None
+    children: list[Span] = field(default_factory=list)
+
+    @property
+    def operation(self) -> Any:
+        return self.attrs.get("gen_ai.operation.name")
+
+
+# --- OTLP/JSON values -------------------------------------------------------------------
+
+def _id(value: Any, size: int, what: str, optional: bool = False) -> str:
+    """A trace (16 bytes) or span (8 bytes) id as lowercase hex: given as hex (OTLP/JSON)
+    or as base64 (protobuf's JSON mapping of ``bytes``)."""
+    if optional and value in (None, ""):
+        return ""
+    if not isinstance(value, str):
+        raise Malformed("OTEL_BAD_ID", f"{what} is not a string")
+    if len(value) == 2 * size and HEX.fullmatch(value):
+        raw = bytes.fromhex(value)
+    else:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != size:
+            raise Malformed("OTEL_BAD_ID", f"{what} {value[:40]!r} is not {size} bytes in hex "
+                            f"({2 * size} digits) or base64")
+    if not any(raw):
+        raise Malformed("OTEL_BAD_ID", f"{what} is all zeros")
+    return raw.hex()
+
+
+def _nanos(value: Any, what: str) -> int:
+    """A fixed64 time: a decimal string (OTLP/JSON) or a number."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if value is None:
+        return 0
+    raise Malformed("OTEL_BAD_SPAN", f"{what} is not a time in nanoseconds")
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP AnyValue as plain JSON: int64 strings become integers (kept as strings
+    beyond 2**53-1), non-finite doubles stay strings, arrays and kvlists nest."""
+    if not isinstance(value, dict):
+        raise Malformed("OTEL_BAD_SPAN", "an attribute value is not an object")
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return value["boolValue"]
+    if "intValue" in value:
+        number = value["intValue"]
+        if isinstance(number, str) and re.fullmatch(r"-?[0-9]{1,20}", number):
+            return int(number) if abs(int(number)) <= MAX_INT else number
+        if isinstance(number, int) and not isinstance(number, bool):
+            return number
+        raise Malformed("OTEL_BAD_SPAN", "an intValue is not an integer")
+    if "doubleValue" in value:
+        number = value["doubleValue"]
+        if isinstance(number, str):
+            try:
+                as_float = float(number)
+            except ValueError:
+                raise Malformed("OTEL_BAD_SPAN", "a doubleValue is not a number") from None
+            return as_float if math.isfinite(as_float) else number
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            return number
+        raise Malformed("OTEL_BAD_SPAN", "a doubleValue is not a number")
+    if "arrayValue" in value:
+        items = (value["arrayValue"] or {}).get("values", []) \
+            if isinstance(value["arrayValue"], dict) else None
+        if not isinstance(items, list):
+            raise Malformed("OTEL_BAD_SPAN", "an arrayValue holds no values list")
+        return [any_value(v) for v in items]
+    if "kvlistValue" in value:
+        pairs = value["kvlistValue"].get("values", []) \
+            if isinstance(value["kvlistValue"], dict) else None
+        return attributes(pairs)
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None  # an empty AnyValue
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    """``[{key, value}]`` as a dict (a key given twice keeps its last value, as the SDK)."""
+    if pairs is None:
+        return {}
+    if not isinstance(pairs, list):
+        raise Malformed("OTEL_BAD_SPAN", "attributes is not a list")
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if not isinstance(pair, dict) or not isinstance(pair.get("key"), str):
+            raise Malformed("OTEL_BAD_SPAN", "an attribute is not {key, value}")
+        out[pair["key"]] = any_value(pair.get("value", {}))
+    return out
+
+
+def span_of(data: Any, line: int, service: Any) -> Span:
+    """One OTLP span object, summarised."""
+    if not isinstance(data, dict):
+        raise Malformed("NOT_AN_OBJECT", "a span is not a JSON object")
+    status = data.get("status") or {}
+    if not isinstance(status, dict):
+        raise Malformed("OTEL_BAD_SPAN", "status is not an object")
+    code = STATUS.get(status.get("code", 0))
+    if code is None:
+        raise Malformed("OTEL_BAD_SPAN", f"status code {str(status.get('code'))[:40]} is "
+                        "not 0, 1 or 2")
+    name = data.get("name", "")
+    if not isinstance(name, str):
+        raise Malformed("OTEL_BAD_SPAN", "name is not a string")
+    message = status.get("message", "")
+    return Span(line, _id(data.get("traceId"), 16, "traceId"),
+                _id(data.get("spanId"), 8, "spanId"),
+                _id(data.get("parentSpanId"), 8, "parentSpanId", optional=True), name,
+                _nanos(data.get("startTimeUnixNano"), "startTimeUnixNano"),
+                _nanos(data.get("endTimeUnixNano"), "endTimeUnixNano"), code,
+                message if isinstance(message, str) else "",
+                attributes(data.get("attributes")), service)
+
+
+def _list(container: Any, key: str, what: str) -> list[Any]:
+    if not isinstance(container, dict):
+        raise Malformed("OTEL_NOT_OTLP", f"{what} is not a JSON object")
+    value = container.get(key, [])
+    if not isinstance(value, list):
+        raise Malformed("OTEL_NOT_OTLP", f"{what}.{key} is not a list")
+    return value
+
+
+def spans_of_request(request: Any, line: int) -> Iterator[Span | BadRecord]:
+    """The spans of one ExportTraceServiceRequest (a bad span is a problem of its own)."""
+    try:
+        resources = _list(request, "resourceSpans", "the request")
+        if "resourceSpans" not in request:
+            raise Malformed("OTEL_NOT_OTLP", "no resourceSpans: not an OTLP trace export")
+    except Malformed as exc:
+        yield BadRecord(line, exc.code, str(exc))
+        return
+    for resource_spans in resources:
+        try:
+            scopes = _list(resource_spans, "scopeSpans", "a resourceSpans entry")
+            resource = resource_spans.get("resource") or {}
+            service = attributes(resource.get("attributes") if isinstance(resource, dict)
+                                 else None).get("service.name")
+        except Malformed as exc:
+            yield BadRecord(line, exc.code, str(exc))
+            continue
+        for scope_spans in scopes:
+            try:
+                spans = _list(scope_spans, "spans", "a scopeSpans entry")
+            except Malformed as exc:
+                yield BadRecord(line, exc.code, str(exc))
+                continue
+            for data in spans:
+                try:
+                    yield span_of(data, line, service)
+                except Malformed as exc:
+                    yield BadRecord(line, exc.code, str(exc))
+
+
+# --- framing ------------------------------------------------------------------------------
+
+class Pull:
+    """A pull parser over one pretty-printed JSON document: structure is walked here, each
+    leaf value of interest (a span, a resource, a scope) is decoded whole by the strict
+    decoder from a sliding buffer. Every byte read goes through ``digest``."""
+
+    def __init__(self, handle: Any, digest: Any, head: bytes) -> None:
+        self.handle, self.digest = handle, digest
+        self.utf8 = codecs.getincrementaldecoder("utf-8")()  # a character may straddle chunks
+        self.buf, self.pos, self.line, self.eof = "", 0, 1, False
+        self._decode(head, final=False)
+
+    def _decode(self, raw: bytes, final: bool) -> None:
+        try:
+            self.buf += self.utf8.decode(raw, final)
+        except UnicodeDecodeError:
+            raise Malformed("NOT_UTF8", "the file is not UTF-8") from None
+
+    def more(self) -> bool:
+        """Read a chunk; False at the end of the file."""
+        if self.eof:
+            return False
+        chunk = self.handle.read(CHUNK)
+        if self.digest is not None and chunk:
+            self.digest.update(chunk)
+        if not chunk:
+            self.eof = True
+            self._decode(b"", final=True)
+            return False
+        # drop what is consumed, counting its lines
+        self.line += self.buf.count("\n", 0, self.pos)
+        self.buf, self.pos = self.buf[self.pos:], 0
+        self._decode(chunk, final=False)
+        return True
+
+    def peek(self) -> str:
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def here(self) -> int:
+        return self.line + self.buf.count("\n", 0, self.pos)
+
+    def expect(self, chars: str) -> str:
+        found = self.peek()
+        if not found or found not in chars:
+            what = repr(found) if found else "the end of the file (truncated)"
+            raise Malformed("INVALID_JSON", f"expected {' or '.join(map(repr, chars))}, "
+                            f"found {what}")
+        self.pos += 1
+        return found
+
+    def value(self) -> Any:
+        """The next JSON value, decoded strictly (refilling the buffer until it is whole)."""
+        self.peek()
+        while True:
+            try:
+                value, end = RECORD_DECODER.raw_decode(self.buf, self.pos)
+            except JsonError as exc:
+                raise Malformed(exc.record_code, str(exc)) from None
+            except RecursionError:
+                raise Malformed("NESTED_TOO_DEEP", DEEP) from None
+            except json.JSONDecodeError as exc:
+                if len(self.buf) - self.pos > MAX_VALUE:
+                    raise Malformed("INVALID_JSON", f"a value larger than {MAX_VALUE} "
+                                    "characters, or not JSON") from None
+                if self.more():
+                    continue
+                raise Malformed("INVALID_JSON", f"not JSON (or truncated): {exc.msg}"
+                                ) from None
+            if end == len(self.buf) and not self.eof and self.more():
+                continue  # a number may go on in the next chunk
+            if too_deep(value):
+                raise Malformed("NESTED_TOO_DEEP", DEEP)
+            if has_lone_surrogate(value):
+                raise Malformed("LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
+            self.pos = end
+            return value
+
+    def members(self) -> Iterator[str]:
+        """The keys of an object, positioned before each value."""
+        self.expect("{")
+        if self.peek() == "}":
+            self.pos += 1
+            return
+        while True:
+            key = self.value()
+            if not isinstance(key, str):
+                raise Malformed("INVALID_JSON", "an object key is not a string")
+            self.expect(":")
+            yield key
+            if self.expect(",}") == "}":
+                return
+
+    def items(self) -> Iterator[None]:
+        """Each element of an array, positioned before it."""
+        self.expect("[")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            yield None
+            if self.expect(",]") == "]":
+                return
+
+
+def _document(pull: Pull) -> Iterator[Span | BadRecord]:
+    """The spans of one pretty-printed request, each framed on its own."""
+    if pull.peek() != "{":
+        raise Malformed("NOT_AN_OBJECT", "the document is not a JSON object")
+    seen = False
+    for key in pull.members():
+        if key != "resourceSpans":
+            pull.value()
+            continue
+        seen = True
+        if pull.peek() != "[":
+            raise Malformed("OTEL_NOT_OTLP", "resourceSpans is not a list")
+        for _ in pull.items():
+            if pull.peek() != "{":
+                raise Malformed("OTEL_NOT_OTLP", "a resourceSpans entry is not an object")
+            held: list[Span] = []
+            service: Any = None
+            for rkey in pull.members():
+                if rkey == "resource":
+                    resource = pull.value()
+                    if isinstance(resource, dict):
+                        service = attributes(resource.get("attributes")).get("service.name")
+                elif rkey == "scopeSpans":
+                    if pull.peek() != "[":
+                        raise Malformed("OTEL_NOT_OTLP", "scopeSpans is not a list")
+                    for _ in pull.items():
+                        yield from _scope(pull, held)
+                else:
+                    pull.value()
+            for span in held:  # the resource may follow its spans
+                span.service = service
+                yield span
+    if pull.peek():
+        raise Malformed("INVALID_JSON", "extra data after the JSON document")
+    if not seen:
+        raise Malformed("OTEL_NOT_OTLP", "no resourceSpans: not an OTLP trace export")
+
+
+def _scope(pull: Pull, held: list[Span]) -> Iterator[BadRecord]:
+    if pull.peek() != "{":
+        raise Malformed("OTEL_NOT_OTLP", "a scopeSpans entry is not an object")
+    for key in pull.members():
+        if key != "spans":
+            pull.value()
+            continue
+        if pull.peek() != "[":
+            raise Malformed("OTEL_NOT_OTLP", "spans is not a list")
+        for _ in pull.items():
+            line = pull.here()
+            data = pull.value()
+            try:
+                held.append(span_of(data, line, None))
+            except Malformed as exc:
+                yield BadRecord(line, exc.code, str(exc))
+
+
+def spans(path: Path, digest: Any = None) -> Iterator[Span | BadRecord]:
+    """Every span of the file, in file order, or a located problem."""
+    with path.open("rb") as handle:
+        head = b""
+        while not head.strip():
+            chunk = handle.readline()
+            if digest is not None:
+                digest.update(chunk)
+            if not chunk:
+                return
+            head += chunk
+        if head.strip() == b"{":  # a pretty-printed single document
+            pull = Pull(handle, digest, head)
+            try:
+                yield from _document(pull)
+            except Malformed as exc:
+                yield BadRecord(pull.here(), exc.code, str(exc))
+                for chunk in iter(lambda: handle.read(CHUNK), b""):
+                    if digest is not None:  # the digest covers every byte
+                        digest.update(chunk)
+            return
+        number = head[:-1].count(b"\n") + 1
+        raw = head
+        while raw:
+            if raw.strip():
+                parsed = parse_line(raw, number)
+                if isinstance(parsed, BadRecord):
+                    yield parsed
+                else:
+                    yield from spans_of_request(parsed.data, number)
+            raw = handle.readline()
+            if digest is not None:
+                digest.update(raw)
+            number += 1
+
+
+# --- units --------------------------------------------------------------------------------
+
+def _messages(value: Any) -> Any:
+    """A ``gen_ai.*.messages`` attribute: JSON text parsed (strictly), else as recorded."""
+    if isinstance(value, str):
+        parsed = _json_text(value)
+        return parsed if parsed is not None else value
+    return value
+
+
+def _json_text(text: str) -> Any:
+    try:
+        value, end = RECORD_DECODER.raw_decode(text.strip())
+    except (JsonError, json.JSONDecodeError, RecursionError):
+        return None
+    if end != len(text.strip()) or too_deep(value) or has_lone_surrogate(value):
+        return None
+    return value
+
+
+def _text(messages: Any, role: str) -> Any:
+    """The text parts of the last message of ``role`` joined by newlines; a plain string
+    as it is; None when there is none."""
+    if isinstance(messages, str):
+        return messages
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == role:
+            parts = message.get("parts")
+            if isinstance(parts, list):
+                texts = [str(p["content"]) for p in parts if isinstance(p, dict)
+                         and p.get("type") == "text" and isinstance(p.get("content"), str)]
+                return "\n".join(texts)
+            content = message.get("content")
+            return content if isinstance(content, str) else None
+    return None
+
+
+def _tool_call(span: Span) -> dict[str, Any]:
+    attrs = span.attrs
+    call: dict[str, Any] = {"name": attrs.get("gen_ai.tool.name", span.name),
+                            "id": attrs.get("gen_ai.tool.call.id"),
+                            "status": span.status}
+    if "gen_ai.tool.call.arguments" in attrs:
+        arguments = attrs["gen_ai.tool.call.arguments"]
+        parsed = _json_text(arguments) if isinstance(arguments, str) else arguments
+        call["arguments"] = parsed if isinstance(parsed, dict) else arguments
+    if "gen_ai.tool.call.result" in attrs:
+        call["result"] = _messages(attrs["gen_ai.tool.call.result"])
+    if "gen_ai.tool.type" in attrs:
+        call["type"] = attrs["gen_ai.tool.type"]
+    if span.status == "ERROR" or "error.type" in attrs:
+        call["error"] = attrs.get("error.type") or span.status_message or "error"
+    call["duration_ms"] = (span.end - span.start) / 1e6
+    call["span_id"] = span.span
+    return call
+
+
+def _usage(owner: Span, inference: list[Span]) -> dict[str, Any]:
+    """Token usage summed over the run's inference spans, else the run span's own."""
+    sources = [s for s in inference if any(k.startswith("gen_ai.usage.") for k in s.attrs)]
+    sources = sources or [owner]
+    usage: dict[str, Any] = {}
+    for key in ("input_tokens", "output_tokens"):
+        values = [s.attrs[f"gen_ai.usage.{key}"] for s in sources
+                  if isinstance(s.attrs.get(f"gen_ai.usage.{key}"), int)]
+        if values:
+            usage[key] = sum(values)
+    if "input_tokens" in usage or "output_tokens" in usage:
+        usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    return usage
+
+
+def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any]:
+    """The record of one agent run."""
+    attrs = owner.attrs
+    ident = f"{owner.trace}-{owner.span}"
+    case = next((attrs[k] for k in CASE_KEYS if isinstance(attrs.get(k), str | int)
+                 and not isinstance(attrs.get(k), bool)), ident)
+    trial = attrs.get("specgate.trial", 1)
+    model = attrs.get("gen_ai.request.model") or next(
+        (s.attrs["gen_ai.request.model"] for s in inference
+         if "gen_ai.request.model" in s.attrs), None)
+    inputs = _messages(attrs.get("gen_ai.input.messages"))
+    outputs = _messages(attrs.get("gen_ai.output.messages"))
+    if inputs is None and inference:
+        inputs = _messages(inference[0].attrs.get("gen_ai.input.messages"))
+    if outputs is None and inference:
+        outputs = _messages(inference[-1].attrs.get("gen_ai.output.messages"))
+    record: dict[str, Any] = {
+        "id": ident, "case_id": case,
+        "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else 1,
+        "trace_id": owner.trace, "span_id": owner.span, "name": owner.name,
+        "operation": owner.operation, "agent_name": attrs.get("gen_ai.agent.name"),
+        "agent_id": attrs.get("gen_ai.agent.id"), "service": owner.service,
+        "model": model,
+        "response_model": attrs.get("gen_ai.response.model") or next(
+            (s.attrs["gen_ai.response.model"] for s in reversed(inference)
+             if "gen_ai.response.model" in s.attrs), None),
+        "input": _text(inputs, "user"), "output": _text(outputs, "assistant"),
+        "tool_calls": [_tool_call(s) for s in tools],
+        "usage": _usage(owner, inference), "inference_calls": len(inference),
+        "latency_ms": (owner.end - owner.start) / 1e6,
+        "status": owner.status, "error": owner.status == "ERROR",
+        "error_type": attrs.get("error.type"),
+        "status_message": owner.status_message or None,
+        "attributes": attrs,
+    }
+    if inputs is not None:
+        record["input_messages"] = inputs
+    if outputs is not None:
+        record["output_messages"] = outputs
+    return record
+
+
+def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
+    """The units of one trace, in start order, or why a span cannot be placed."""
+    roots: list[Span] = []
+    for span in spans_by_id.values():
+        parent = spans_by_id.get(span.parent) if span.parent else None
+        if parent is not None:
+            parent.children.append(span)
+        elif span.parent and span.operation != "invoke_agent":
+            yield BadRecord(span.line, "OTEL_ORPHAN_SPAN",
+                            f"span {span.span} of trace {span.trace} names parent "
+                            f"{span.parent}, which is not in the file")
+        else:
+            roots.append(span)  # an agent run may start under a span exported elsewhere
+    agents = any(s.operation == "invoke_agent" for s in spans_by_id.values())
+    found: list[tuple[Span, list[Span], list[Span]]] = []
+
+    def walk(span: Span, owner: tuple[Span, list[Span], list[Span]] | None) -> None:
+        stack = [(span, owner)]
+        while stack:
+            node, current = stack.pop()
+            if node.operation == "invoke_agent" or (not agents and node in roots):
+                current = (node, [], [])
+                found.append(current)
+            elif current is not None:
+                if node.operation == "execute_tool":
+                    current[1].append(node)
+                elif node.operation in INFERENCE or any(
+                        k.startswith("gen_ai.usage.") for k in node.attrs):
+                    current[2].append(node)
+            stack.extend((c, current) for c in reversed(node.children))
+
+    for root in roots:
+        walk(root, None)
+    reached: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        reached.add(id(node))
+        stack.extend(node.children)
+    for span in spans_by_id.values():
+        if id(span) not in reached and span.parent in spans_by_id:
+            yield BadRecord(span.line, "OTEL_ORPHAN_SPAN", f"span {span.span} of trace "
+                            f"{span.trace} is not below any root span (its parents form a "
+                            "cycle)")
+    for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
+        tools.sort(key=lambda s: s.start)
+        inference.sort(key=lambda s: s.start)
+        yield Record(owner.line, unit(owner, tools, inference))
+
+
+def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+    """The agent runs of an OTLP/JSON trace export (see the module docstring)."""
+    traces: dict[str, dict[str, Span]] = {}
+    for item in spans(path, digest):
+        if isinstance(item, BadRecord):
+            yield item
+            continue
+        held = traces.setdefault(item.trace, {})
+        if item.span in held:
+            yield BadRecord(item.line, "DUPLICATE_ID", f"span {item.span} of trace "
+                            f"{item.trace} appears twice (first on line {held[item.span].line})")
+            continue
+        if item.parent and item.operation != "invoke_agent":  # keep what a unit maps
+            item.attrs = {k: v for k, v in item.attrs.items()
+                          if k.startswith("gen_ai.") or k == "error.type"}
+        held[item.span] = item
+    for trace in sorted(traces.values(), key=lambda t: min(s.line for s in t.values())):
+        yield from _trace_units(trace)
