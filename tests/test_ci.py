@@ -158,7 +158,8 @@ def test_the_gitlab_recipe_prints_every_shipped_evaluation(tmp_path: Path) -> No
     for name in SHIPPED:
         assert f"| {name} | **PASS** | 0 |" in log
         assert (work / "gate-out" / name / "scorecard.json.sig").exists()  # signed
-    assert sorted(p.name for p in (work / "gate-out").glob("**/junit.xml")) == ["junit.xml"] * 3
+    assert sorted(p.name for p in (work / "gate-out").glob("**/junit.xml")) == \
+        ["junit.xml"] * len(SHIPPED)
 
 
 def leak(example: Path) -> None:
@@ -260,7 +261,8 @@ def test_test_names_are_unique_across_a_run(tmp_path: Path) -> None:
     assert main(["run", str(ROOT / "specs"), "--out", str(out)]) == 0
     keys = [(c.get("classname"), c.get("name")) for path in sorted(out.glob("*/junit.xml"))
             for c in junit_cases(path)]
-    assert len(keys) == len(set(keys)) == 6 + 10 + 3  # with their gate tests
+    assert len(keys) == len(set(keys)) >= 6 + 10 + 3  # the first three, with gate tests
+    assert {c.split(".")[0] for c, _ in keys} == set(SHIPPED)
     assert ("support-agent.category", "safety") in keys
     assert ("agent-release-gate.category", "safety") in keys
 
