@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,15 @@ import pytest
 import yaml
 
 from engine.cli import main
-from engine.decide.calibration import Table, agreement, kappa, label, statistics
+from engine.decide.calibration import (
+    Table,
+    agreement,
+    exact_kappa,
+    kappa,
+    label,
+    meets,
+    statistics,
+)
 from engine.evidence import signing
 from engine.evidence.verify import MAX_SIGNED_BYTES
 
@@ -418,3 +427,118 @@ def test_a_key_on_the_command_line_cannot_vouch_for_a_calibration(
     assert card["calibration"]["status"] == "untrusted"
     assert "history.trusted_keys" in card["calibration"]["reason"]
     assert "CALIBRATION_MISSING" in reasons(card) and card["decision"] != "PASS"
+
+
+# ------------------------------------------------ hostile review (calibration), regressions
+
+def genuine_calibration(gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    """Governance's genuine artifact for judge m1 (it agrees with every label: kappa 1),
+    calibration required, governance's key in the Evaluation's trusted keys."""
+    configure(gate, judge)
+    answers(judge, set(HUMAN_PASS))
+    assert calibrate(gate, holdout(gate), keys[0])[0] == 0
+    require(gate)
+
+
+def test_a_replay_of_answers_from_another_endpoint_never_passes(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path], tmp_path: Path) -> None:
+    # The evaluated party runs once against its own endpoint (same model name), signs that
+    # run with its own key, then replays it trusting that key on the command line.
+    genuine_calibration(gate, judge, keys)
+    answers(judge, set())  # the declared judge fails the agent's grounding rows
+    code, card = gate_run(gate, keys[0])
+    assert card["decision"] == "FAIL"
+    evil = Judge()
+    answers(evil, range(1, 100))
+    try:
+        code, card = gate_run(gate, keys[0], "--judge-base-url", f"{evil.url}/v1",
+                              "--key", str(keys[1] / "private.pem"))
+    finally:
+        evil.close()
+    assert "JUDGE_OVERRIDDEN" in reasons(card)
+    source = sorted(gate.root.glob("out-*"))[-1]
+    # trusted on the command line: replayed, but the command line's judge, never a PASS
+    code, card = gate_run(gate, keys[0], "--judge-replay", str(source), "--trusted-key",
+                          str(keys[1] / "public.pem"))
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert "JUDGE_OVERRIDDEN" in reasons(card)
+    # trusted by nobody governance names: refused before a row is scored
+    code, card = gate_run(gate, keys[0], "--judge-replay", str(source))
+    assert code == 2 and not card
+
+
+def test_answers_cached_from_another_endpoint_are_not_the_declared_judges(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path], tmp_path: Path) -> None:
+    genuine_calibration(gate, judge, keys)
+    answers(judge, set())
+    evil = Judge()
+    answers(evil, range(1, 100))
+    cache = str(tmp_path / "cache")
+    rows = refund.rows(fixed=True) + [grounding(11), grounding(12)]
+    gate_run(gate, keys[0])  # trusted_keys set; the next runs use the cache
+    try:
+        _, card, _ = gate.run(rows, "--judge-cache", cache, "--judge-base-url",
+                              f"{evil.url}/v1")
+    finally:
+        evil.close()
+    assert "JUDGE_OVERRIDDEN" in reasons(card)
+    before = judge.calls()
+    _, card, _ = gate.run(rows, "--judge-cache", cache)
+    assert judge.calls() > before  # the declared judge was asked, not the cache
+    assert card["decision"] == "FAIL"
+
+
+def test_an_artifact_signed_by_the_runs_own_key_is_not_believed(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    # history.trusted_keys often holds the CI signing key (for baselines); whoever holds it
+    # must not be able to vouch for a calibration of their own
+    genuine_calibration(gate, judge, keys)
+    code, card = gate_run(gate, keys[0], "--key", str(keys[0] / "private.pem"))
+    assert card["calibration"]["status"] == "untrusted"
+    assert "key signing this run" in card["calibration"]["reason"]
+    assert "CALIBRATION_MISSING" in reasons(card)
+
+
+def test_only_the_judges_own_verdicts_are_counted(gate: Gate, judge: Judge,
+                                                   keys: tuple[Path, Path]) -> None:
+    # grounding gains a deterministic inspection that agrees with every label; it must not
+    # inflate n or kappa. Judge as in JUDGE_PASS: tp=8 fp=1 tn=9 fn=2 -> n 20, kappa 0.7.
+    def add(spec: dict[str, Any]) -> None:
+        spec["inspections"].append({"id": "ships", "type": "contains",
+                                    "actual": "agent_output", "values": ["ships"],
+                                    "when": "dimension == 'grounding'"})
+        spec["categories"]["grounding"]["inspections"].append("ships")
+    gate.policy(add)
+    configure(gate, judge)
+    answers(judge, set(JUDGE_PASS))
+    _, out = calibrate(gate, holdout(gate), keys[0])
+    stats = json.loads((out / "calibration.json").read_bytes())["categories"]["grounding"]
+    assert (stats["n"], stats["kappa"]) == (20, pytest.approx(0.7))
+
+
+def test_kappa_exactly_at_the_bar_meets_it() -> None:
+    # tp=9 fn=1 tn=10 fp=0: po=19/20, pj=9/20, ph=1/2, pe=1/2, kappa=(19/20-1/2)/(1/2)=9/10
+    # exactly; in doubles 0.8999999999999999. The bar 0.9 is met.
+    cells = {"tp": 9, "fp": 0, "tn": 10, "fn": 1}
+    assert kappa(Table(**cells)) < 0.9
+    assert exact_kappa(**cells) == Fraction(9, 10) and meets(cells, 0.9)
+    assert not meets(cells, 0.9000001)
+
+
+def test_a_labelled_record_refused_by_the_run_leaves_calibration_incomplete(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path], capsys: Any) -> None:
+    configure(gate, judge)
+    data = holdout(gate)
+    lines = data.read_text().splitlines()
+    data.write_text("\n".join([*lines, lines[-1]]) + "\n")  # g20 again: DUPLICATE_ID
+    code, out = calibrate(gate, data, keys[0])
+    assert code == 3 and not out.exists()
+    assert "CALIBRATION_INCOMPLETE" in capsys.readouterr().err
+
+
+def test_a_mock_judge_is_not_calibrated(gate: Gate, judge: Judge, keys: tuple[Path, Path],
+                                        capsys: Any) -> None:
+    configure(gate, judge)
+    code, out = calibrate(gate, holdout(gate), keys[0], "--judge-provider", "mock")
+    assert code == 2 and not out.exists()
+    assert "CALIBRATION_NO_JUDGE" in capsys.readouterr().err

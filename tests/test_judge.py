@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -269,12 +270,16 @@ def test_a_cache_key_that_cannot_be_trusted_is_a_usage_error(
 
 def signed_run(gate: Gate, rows: list[dict[str, Any]], keys: Path,
                *extra: str) -> tuple[dict[str, Any], Path]:
-    """A judged run signed with the key pair in ``keys`` (made on first use), which it also
-    trusts (as a replay of it must)."""
+    """A judged run signed with the key pair in ``keys`` (made on first use), whose public
+    key the Evaluation trusts (history.trusted_keys: a replay of it is governance's)."""
     if not (keys / "private.pem").exists():
         signing.keygen(keys)
-    code, card, out = run(gate, rows, *extra, "--key", str(keys / "private.pem"),
-                          "--trusted-key", str(keys / "public.pem"))
+    path = gate.dir / "evaluation.yaml"
+    data = yaml.safe_load(path.read_text())
+    shutil.copy(keys / "public.pem", gate.dir / "signed-runs.pub.pem")
+    data["spec"].setdefault("history", {})["trusted_keys"] = ["signed-runs.pub.pem"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, card, out = run(gate, rows, *extra, "--key", str(keys / "private.pem"))
     assert (out / "scorecard.json.sig").exists(), code
     return card, out
 
@@ -342,7 +347,12 @@ def test_replay_is_refused_unless_bound_to_a_trusted_scorecard(
         named = ["--judge-replay", str(first / "judgements.jsonl")]
     elif source == "forged beside the scorecard":
         forge(first / "judgements.jsonl", '{"score": 5}')
-    elif source == "no trusted key":
+    if source in ("no trusted key", "another signer"):  # the Evaluation trusts no key
+        path = gate.dir / "evaluation.yaml"
+        data = yaml.safe_load(path.read_text())
+        data["spec"].pop("history", None)
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    if source == "no trusted key":
         trusted = []
     elif source == "another signer":
         signing.keygen(tmp_path / "other")
@@ -670,7 +680,8 @@ def test_the_documented_replay_command_runs_verbatim(tmp_path: Path, judge: Judg
                  "earlier-run", "--no-judge-cache"]) == 0
     asked = judge.calls()
     assert asked == 1
-    assert main(shlex.split(line)[1:]) == 0
+    # the key comes from the command line only: rows reproduced, never a release PASS
+    assert main(shlex.split(line)[1:]) == 3
     [out] = (tmp_path / "specgate-out" / "agent-release-gate").iterdir()
     earlier = (tmp_path / "earlier-run" / "scorecard.json").read_bytes()
     card = json.loads((out / "scorecard.json").read_bytes())
@@ -679,3 +690,4 @@ def test_the_documented_replay_command_runs_verbatim(tmp_path: Path, judge: Judg
     assert card["judge"]["replayed_from"] == hashlib.sha256(earlier).hexdigest()
     assert (out / "judgements.jsonl").read_bytes() == \
         (tmp_path / "earlier-run" / "judgements.jsonl").read_bytes()
+    assert [r["code"] for r in card["reasons"]] == ["JUDGE_OVERRIDDEN"]

@@ -8,6 +8,7 @@ computed in the order written here, so another implementation gets the same bits
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 TRUE_WORDS = frozenset({"pass", "true", "yes"})
@@ -83,3 +84,20 @@ def statistics(t: Table) -> dict[str, Any]:
             "sensitivity": t.tp / (t.tp + t.fn) if t.tp + t.fn else None,
             "specificity": t.tn / (t.tn + t.fp) if t.tn + t.fp else None,
             "kappa": kappa(t)}
+
+
+def exact_kappa(tp: int, fp: int, tn: int, fn: int) -> Fraction:
+    """Kappa as an exact fraction, 2(tp·tn − fp·fn) / ((tp+fp)(fp+tn) + (tp+fn)(fn+tn)),
+    the same quantity as ``kappa`` without rounding (pe = 1: 1 if po = 1, else 0)."""
+    below = (tp + fp) * (fp + tn) + (tp + fn) * (fn + tn)
+    if below == 0:
+        return Fraction(1 if fp + fn == 0 else 0)
+    return Fraction(2 * (tp * tn - fp * fn), below)
+
+
+def meets(cells: dict[str, Any], min_kappa: float) -> bool:
+    """Whether kappa reaches ``min_kappa``, compared exactly: the bar as written (0.9 is
+    9/10) against the exact kappa of the four cells, so a kappa of exactly the bar that a
+    double computes as 0.8999999999999999 still meets it."""
+    bar = Fraction(repr(float(min_kappa)))
+    return exact_kappa(cells["tp"], cells["fp"], cells["tn"], cells["fn"]) >= bar

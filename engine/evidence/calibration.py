@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.canonical import digest
+from engine.decide.calibration import meets
 from engine.errors import VerifyError
 from engine.evidence import signing
 from engine.evidence.verify import open_signed, signed_time
@@ -43,9 +44,9 @@ def judged(evaluation: Evaluation) -> dict[str, str]:
     return out
 
 
-def _artifact(path: Path | None,
-              keys: list[Ed25519PublicKey]) -> tuple[str, str, dict[str, Any] | None,
-                                                     dict[str, Any] | None]:
+def _artifact(path: Path | None, keys: list[Ed25519PublicKey],
+              own: str | None) -> tuple[str, str, dict[str, Any] | None,
+                                        dict[str, Any] | None]:
     """(status, reason, artifact summary, calibration value) of the named artifact."""
     if path is None:
         return "missing", f"no calibration artifact is named ({WHERE})", None, None
@@ -71,6 +72,10 @@ def _artifact(path: Path | None,
         if found is not None:
             return "mismatch", f"the calibration is malformed ({found.message[:200]})", \
                 None, None
+        if signed.signer == own:
+            return "untrusted", ("signed by the key signing this run: whoever holds the CI "
+                                 "signing key cannot vouch for governance's calibration"), \
+                None, None
         summary = {"sha256": signed.sha256, "signer": signed.signer,
                    "generated_at": signed_time(signed.statement) or None}
         return "verified", "", summary, signed.value
@@ -94,7 +99,7 @@ def _category(name: str, sha: str, value: dict[str, Any] | None, reason: str,
         return entry
     entry.update({k: stats[k] for k in ("kappa", "n", "accuracy", "sensitivity",
                                         "specificity")})
-    if not stats["kappa"] >= min_kappa:
+    if not meets(stats, min_kappa):
         entry["why"] = f"kappa {stats['kappa']:.4g} is below min_kappa {min_kappa:g}"
         return entry
     entry.update(calibrated=True, why="")
@@ -102,13 +107,13 @@ def _category(name: str, sha: str, value: dict[str, Any] | None, reason: str,
 
 
 def check(evaluation: Evaluation, judge: dict[str, Any] | None,
-          keys: list[Ed25519PublicKey]) -> dict[str, Any] | None:
+          keys: list[Ed25519PublicKey], own: str | None = None) -> dict[str, Any] | None:
     """The scorecard's ``calibration`` block; None when there is nothing to check (no live
     judge ran, or neither an artifact is named nor calibration required)."""
     policy = evaluation.policy
     if judge is None or (evaluation.calibration is None and not policy.calibration_required):
         return None
-    status, reason, artifact, value = _artifact(evaluation.calibration, keys)
+    status, reason, artifact, value = _artifact(evaluation.calibration, keys, own)
     if value is not None and value["judge"]["judge_sha256"] != judge["judge_sha256"]:
         status, reason = "mismatch", (
             f"the judge identity differs: calibrated {value['judge']['judge_sha256'][:16]}..., "

@@ -102,12 +102,17 @@ def pae(payload_type: str, body: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(body), body)
 
 
+def keyid(key: Ed25519PublicKey) -> str:
+    """The hex SHA-256 of a public key's raw bytes (DSSE's keyid hint, the signer's name)."""
+    return hashlib.sha256(raw_public(key)).hexdigest()
+
+
 def envelope(key: Ed25519PrivateKey, statement: dict[str, Any]) -> dict[str, Any]:
     """A DSSE envelope over the JCS bytes of an in-toto statement."""
     body = canonical(statement)
-    keyid = hashlib.sha256(raw_public(key.public_key())).hexdigest()
+    keyid_ = keyid(key.public_key())
     return {"payload": base64.b64encode(body).decode(), "payloadType": PAYLOAD_TYPE,
-            "signatures": [{"keyid": keyid,
+            "signatures": [{"keyid": keyid_,
                             "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, body))).decode()}]}
 
 

@@ -56,6 +56,9 @@ class Primitive:
     asks_judge: bool = False  # may ask the LLM judge (its prompts are gathered first)
     falls_back: bool = False  # a ``fallback`` parameter names the inspection to run instead
     # when no judge is set
+    judged_row: Callable[[Mapping[str, Any]], bool] | None = None  # of an ``asks_judge``
+    # primitive: whether a row's verdict is the judge's (None: every row's is); calibration
+    # measures only those
 
 
 class Missing:

@@ -3,7 +3,9 @@
 ``--judge-replay`` (or an Evaluation's ``judge.replay``) names an earlier ``scorecard.json``
 or the folder holding one, never a bare ``judgements.jsonl`` (anyone can write one). It is
 used only when the scorecard verifies (``engine verify``'s checks) against a key the run
-trusts (``--trusted-key`` on ``engine run``, or the Evaluation's ``history.trusted_keys``),
+trusts (``--trusted-key`` on ``engine run``, or the Evaluation's ``history.trusted_keys``;
+answers vouched for only by a command-line key, or made by a judge the command line chose,
+are the command line's choice of judge: JUDGE_OVERRIDDEN, never a PASS),
 records a judge, and the ``judgements.jsonl`` beside it has exactly the sha256 the
 scorecard binds (``judge.judgements_sha256``). Anything else is a usage error (exit 2)
 before a row is scored.
@@ -40,15 +42,16 @@ def _scorecard(source: Path) -> Path:
     return card
 
 
-def _verified(card: Path, keys: list[Ed25519PublicKey]) -> tuple[str, dict[str, Any]]:
-    """The scorecard's sha256 and its judge block, once it verifies against a trusted key."""
+def _verified(card: Path, keys: list[Ed25519PublicKey]) -> tuple[str, dict[str, Any], int]:
+    """The scorecard's sha256, its judge block and the index of the key it verifies with,
+    once it verifies against a trusted key."""
     from engine.evidence.verify import verify
 
     if not keys:
         raise UsageError(f"--judge-replay {card}: no trusted key to verify it with ({_HINT})",
                          "REPLAY_UNTRUSTED")
     problem = None
-    for key in keys:
+    for index, key in enumerate(keys):
         try:
             found = verify(card, key)
         except VerifyError as exc:
@@ -61,7 +64,9 @@ def _verified(card: Path, keys: list[Ed25519PublicKey]) -> tuple[str, dict[str, 
         if not isinstance(judge, dict):
             raise UsageError(f"--judge-replay {card}: the scorecard records no judge",
                              "REPLAY_MISMATCH")
-        return found.scorecard_sha256, judge
+        codes = [r.get("code") for r in data.get("reasons") or [] if isinstance(r, dict)]
+        return found.scorecard_sha256, {**judge, "$overridden": "JUDGE_OVERRIDDEN" in codes}, \
+            index
     why = f"{problem.code}: {problem}" if problem else "it changed while being read"
     raise UsageError(f"--judge-replay {card}: the scorecard does not verify against a trusted "
                      f"key ({why})", "REPLAY_UNTRUSTED")
@@ -84,7 +89,7 @@ def bind(config: JudgeConfig, keys: list[Ed25519PublicKey]) -> JudgeConfig:
     file and its digest, and the source scorecard's digest (``replayed_from``)."""
     assert config.replay is not None
     card = _scorecard(config.replay)
-    sha, judge = _verified(card, keys)
+    sha, judge, signer = _verified(card, keys)
     identity = _identity(judge, card)
     judgements = card.parent / "judgements.jsonl"
     try:
@@ -96,11 +101,15 @@ def bind(config: JudgeConfig, keys: list[Ed25519PublicKey]) -> JudgeConfig:
                          f"{'is missing' if actual is None else 'is not the file it binds'}"
                          " (judge.judgements_sha256)", "REPLAY_MISMATCH")
     panel = tuple(str(m) for m in identity["panel"])
+    recorded = judge.get("base_url")
     return replace(config, provider=identity["provider"],
+                   # the endpoint the answers came from (part of each answer's key)
+                   base_url=recorded if isinstance(recorded, str) else config.base_url,
+                   replay_overridden=judge["$overridden"],
                    model=identity["model"], panel=panel,
                    temperature=identity["temperature"], max_tokens=identity["max_tokens"],
                    seed=identity["seed"], replay=judgements, replay_sha256=actual,
-                   replayed_from=sha)
+                   replayed_from=sha, replay_signer=signer)
 
 
 def load(config: JudgeConfig) -> dict[str, Any]:

@@ -53,6 +53,8 @@ class JudgeConfig:
     cache: Path | None = None
     replay_sha256: str | None = None  # of the bound judgements.jsonl
     replayed_from: str | None = None  # sha256 of the verified scorecard they come from
+    replay_signer: int | None = None  # which of the run's trusted keys verified the replay
+    replay_overridden: bool = False  # the replayed run's judge was chosen on its command line
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -93,10 +95,13 @@ class Request:
 
 
 def request_key(config: JudgeConfig, rubric: Rubric, model: str, prompt: str) -> str:
-    """The content address of an answer: the whole identity plus the prompt's digest."""
+    """The content address of an answer: the whole identity, the member's endpoint and the
+    prompt's digest."""
     member = config.member(model)
+    # the endpoint is part of the address: answers from another endpoint are another
+    # judge's, and must never come back from the cache as the declared one's
     return digest({"provider": member.provider, "model": member.model,
-                   "parameters": config.params,
+                   "base_url": member.base_url, "parameters": config.params,
                    "rubric": rubric.sha256,
                    "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()})
 

@@ -67,22 +67,40 @@ def labels(evaluation: Evaluation) -> tuple[dict[int, bool], int]:
     return found, unlabelled
 
 
-def _tables(rows: Path, unit_input: str, human: dict[int, bool],
+def _judge_decided(evaluation: Evaluation, row: dict[str, Any]) -> bool:
+    """Whether the row's verdict is the judge's: its inspection asks the judge, and (for a
+    primitive that decides some rows without it, like injection's canaries) this row's."""
+    inspection = evaluation.policy.inspections.get(row.get("inspection", ""))
+    primitive = inspection.primitive if inspection is not None else None
+    if primitive is None or not primitive.asks_judge:
+        return False
+    return primitive.judged_row is None or primitive.judged_row(row)
+
+
+def _tables(evaluation: Evaluation, rows: Path, human: dict[int, bool],
             categories: dict[str, str]) -> dict[str, stats.Table]:
-    """Per judged category, the judge's verdicts on labelled rows against the labels."""
+    """Per judged category, the judge's verdicts on labelled rows against the labels (rows
+    an inspection decided without the judge are not the judge's, so not counted)."""
     tables = {name: stats.Table() for name in categories}
     unresolved: dict[str, int] = {}
+    unit_input, seen = evaluation.unit_input, set()
     with rows.open("rb") as handle:
         for line in handle:
             row = json.loads(line)
+            if row.get("input") == unit_input and "category" in row:  # a scored row
+                seen.add(row.get("line"))
             name = row.get("category")
             if name not in tables or row.get("control") or row.get("input") != unit_input \
-                    or row.get("line") not in human or row["status"] == "SKIPPED":
+                    or row.get("line") not in human or row["status"] == "SKIPPED" \
+                    or not _judge_decided(evaluation, row):
                 continue
             if row["status"] not in VERDICTS:
                 unresolved[row["status"]] = unresolved.get(row["status"], 0) + 1
                 continue
             tables[name].add(VERDICTS[row["status"]], human[row["line"]])
+    lost = sorted(set(human) - seen)
+    if lost:  # refused records (duplicate ids, unknown cases, ...): their labels went unused
+        unresolved[f"refused record (line {', '.join(map(str, lost[:5]))})"] = len(lost)
     if unresolved:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(unresolved.items()))
         raise Incomplete(f"{sum(unresolved.values())} labelled row(s) of judged categories "
@@ -97,7 +115,7 @@ def _tables(rows: Path, unit_input: str, human: dict[int, bool],
 
 def _measured(table: stats.Table, min_kappa: float) -> dict[str, Any]:
     measured = stats.statistics(table)
-    return {**measured, "met": measured["kappa"] >= min_kappa}
+    return {**measured, "met": stats.meets(measured, min_kappa)}
 
 
 def _value(evaluation: Evaluation, card: dict[str, Any], tables: dict[str, stats.Table],
@@ -133,7 +151,8 @@ def _plain(evaluation: Evaluation) -> Evaluation:
 def calibrate(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
               cache: Path | None, progress: Callable[[int, int], None] | None) -> Calibrated:
     """Measure the judge on the labelled records and write the artifact into ``dest``."""
-    if evaluation.judge.provider in ("none", "replay") or not shards.rubrics(evaluation):
+    if evaluation.judge.provider in ("none", "replay", "mock") or \
+            not shards.rubrics(evaluation):
         raise UsageError(f"'{evaluation.name}' asks no live judge (provider "
                          f"{evaluation.judge.provider}): calibration measures one",
                          "CALIBRATION_NO_JUDGE")
@@ -146,7 +165,7 @@ def calibrate(evaluation: Evaluation, dest: Path, key: Ed25519PrivateKey | None,
             execute(_plain(evaluation), run, RunOptions(cache=cache, progress=progress))
             card = json.loads((run / "scorecard.json").read_bytes())
             judgements = (run / "judgements.jsonl").read_bytes()
-            tables = _tables(run / "rows.jsonl", evaluation.unit_input, human, categories)
+            tables = _tables(evaluation, run / "rows.jsonl", human, categories)
         value = _value(evaluation, card, tables, unlabelled, judgements)
         data = canonical(value)
         staging.write("calibration.json", data)

@@ -128,7 +128,9 @@ def _decide(run: _Run) -> Decision:
     # governance's calibration is vouched for by governance's keys (the Evaluation's), never
     # by a key the command line adds: whoever runs CI could sign their own artifact
     governance = run.keys[:len(evaluation.trusted_keys)]
-    outcome = decide(evaluation, tally, judge, calibration.check(evaluation, judge, governance))
+    own = run.options.key  # an artifact this run's own key signed is not governance's
+    outcome = decide(evaluation, tally, judge, calibration.check(
+        evaluation, judge, governance, signing.keyid(own.public_key()) if own else None))
     baseline = run.options.baseline or evaluation.baseline
     labelled = run.options.history
     if baseline is not None or labelled or run.keys or evaluation.policy.comparison_required:
@@ -206,6 +208,11 @@ def _judge_runtime(evaluation: Evaluation, cache: Path | None,
     config = replace(evaluation.judge, cache=cache)
     if config.replay is not None:
         config = bind_replay(config, keys)
+        # answers vouched for only by a key of the command line are the command line's
+        # choice of judge, as much as another endpoint would be (JUDGE_OVERRIDDEN)
+        if config.replay_overridden or (config.replay_signer is not None and
+                                        config.replay_signer >= len(evaluation.trusted_keys)):
+            evaluation.judge_overridden = True
     return Runtime(config, rubrics, progress=progress)
 
 
