@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_TOOLS = "SPECGATE_REQUIRE_TOOLS"
 
 
-def need_tool(*names: str) -> str:
+def need_tool(*names: str, install: str = "") -> str:
     """The path of the first of ``names`` on PATH. A test that needs a system tool (chromium,
     openssl) is skipped, with the reason, when none is installed; with
     SPECGATE_REQUIRE_TOOLS=1 (as .ci/run sets) it fails instead, so CI never skips it."""
@@ -27,7 +27,7 @@ def need_tool(*names: str) -> str:
         found = shutil.which(name)
         if found:
             return found
-    reason = f"needs {' or '.join(names)} on PATH (apt-get install {names[0]})"
+    reason = f"needs {' or '.join(names)} on PATH ({install or 'apt-get install ' + names[0]})"
     if os.environ.get(REQUIRE_TOOLS) == "1":
         pytest.fail(f"{reason}; {REQUIRE_TOOLS}=1 says the tools are installed")
     pytest.skip(reason)

