@@ -246,6 +246,8 @@ class _Stream:
                 raise _Bad("INVALID_JSON", f"not JSON: {exc.msg}") from None
             except RecursionError:
                 raise _Bad("NESTED_TOO_DEEP", "a value nests too deeply to be read") from None
+            except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+                raise _Bad("NUMBER_OUT_OF_RANGE", f"a value cannot be read ({exc})") from None
             if end == len(self.buf) and self.more():
                 continue  # a number may go on in the next chunk
             text = self.buf[self.pos:end]
@@ -453,7 +455,8 @@ def _tool_calls(messages: Any) -> list[dict[str, Any]]:
     for message in messages:
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
-        for call in message.get("tool_calls") or []:
+        calls_made = message.get("tool_calls")
+        for call in calls_made if isinstance(calls_made, list) else []:
             if isinstance(call, dict):
                 calls.append({"id": call.get("id"), "name": call.get("function"),
                               "arguments": call.get("arguments")})

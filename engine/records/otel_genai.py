@@ -107,9 +107,10 @@ def _id(value: Any, size: int, what: str, optional: bool = False) -> str:
 
 def _nanos(value: Any, what: str) -> int:
     """A fixed64 time: a decimal string (OTLP/JSON) or a number."""
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,20}", value, re.ASCII) and \
+            int(value) < 2**64:
         return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
         return value
     if value is None:
         return 0
@@ -179,7 +180,9 @@ def span_of(data: Any, line: int, service: Any) -> Span:
     status = data.get("status") or {}
     if not isinstance(status, dict):
         raise Malformed("OTEL_BAD_SPAN", "status is not an object")
-    code = STATUS.get(status.get("code", 0))
+    raw_code = status.get("code", 0)
+    code = STATUS.get(raw_code) if isinstance(raw_code, int | str) and \
+        not isinstance(raw_code, bool) else None
     if code is None:
         raise Malformed("OTEL_BAD_SPAN", f"status code {str(status.get('code'))[:40]} is "
                         "not 0, 1 or 2")

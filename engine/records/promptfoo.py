@@ -120,6 +120,8 @@ class _Stream:
                     raise _Stop("PROMPTFOO_TRUNCATED", f"the file ends {where}") from None
                 raise _Stop("INVALID_JSON", f"{where}: not JSON: {exc.msg} (character "
                             f"{self.offset + exc.pos})") from None
+            except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+                raise _Stop("NUMBER_OUT_OF_RANGE", f"{where}: {exc}") from None
             if end == len(self.buf) and self.more():  # a number may go on past the buffer
                 continue
             self.pos = end
