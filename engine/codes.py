@@ -168,6 +168,9 @@ OTEL_NOT_OTLP: an otel-genai line or document is not an OTLP trace export (no re
 OTEL_BAD_SPAN: an OTLP span with a bad name, time, status or attribute; the span is dropped
 OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64, or is all zeros
 OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
+OTEL_UNOWNED_SPAN: a tool call, inference or token usage span below no agent run (invoke_agent)
+PROMPTFOO_CHANGED: a promptfoo results file not regular, or changed between the reader's passes
+VALUE_TOO_LARGE: one value framed from a log (a sample, a result, a span) is larger than 64 MiB
 """)
 
 _block("inspection", "-", "ERROR row", """

@@ -16,7 +16,9 @@ import struct
 import subprocess
 import sys
 import threading
+import tracemalloc
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +217,68 @@ def _damaged_zstd() -> bytes:
     return bytes(raw)
 
 
+def _raw_zip(entries: list[tuple[str, bytes, int, int]], shared: bool = False,
+             local_names: dict[str, str] | None = None) -> bytes:
+    """A zip written byte by byte, as a hostile writer could: ``(name, packed data,
+    compression method, declared size)`` per entry; ``shared``: every entry of the
+    directory points at the first one's data; ``local_names``: a local header naming
+    another entry."""
+    body, central = bytearray(), bytearray()
+    for index, (name, packed, method, size) in enumerate(entries):
+        crc = zlib.crc32(_unpacked(packed, method)) if size >= 0 else 0
+        offset = 0 if shared else len(body)
+        if not (shared and index):
+            local = (local_names or {}).get(name, name).encode()
+            body += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 63, 0, method, 0, 0, crc,
+                                len(packed), size, len(local), 0) + local + packed
+        raw_name = name.encode()
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 63, 63, 0, method, 0, 0,
+                               crc, len(packed), size, len(raw_name), 0, 0, 0, 0, 0,
+                               offset) + raw_name
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
+                      len(central), len(body), 0)
+    return bytes(body + central + end)
+
+
+def _unpacked(packed: bytes, method: int) -> bytes:
+    import zstandard
+    if method != 93 or len(packed) > 1 << 20:
+        return b""  # a bomb's CRC is never reached: its size is wrong first
+    return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed),
+                                                      read_across_frames=True).read()
+
+
+def _zstd_entries() -> list[tuple[str, bytes, int, int]]:
+    import zstandard
+    return [(name, zstandard.ZstdCompressor().compress(data), 93, len(data))
+            for name, data in _entries()]
+
+
+def _zstd_bomb() -> bytes:
+    """A sample entry declaring 6 KB whose zstd data unpacks to 1 GiB of spaces."""
+    import zstandard
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor(level=1).stream_writer(out, closefd=False) as writer:
+        for _ in range(1024):
+            writer.write(b" " * (1 << 20))
+    entries = _zstd_entries()
+    name = next(e[0] for e in entries if e[0].startswith("samples/"))
+    return _raw_zip([(n, out.getvalue() if n == name else p, m, s) for n, p, m, s in entries])
+
+
+def _shared_data() -> bytes:
+    """500 directory entries, each a sample, all pointing at one entry's data."""
+    first = next(e for e in _zstd_entries() if e[0].startswith("samples/"))
+    return _raw_zip([(f"samples/copy-{i}_epoch_1.json", *first[1:]) for i in range(500)],
+                    shared=True)
+
+
+def _declared_huge() -> bytes:
+    entries = _zstd_entries()
+    return _raw_zip([(n, p, m, 60 << 20 if n.startswith("samples/") else s)
+                     for n, p, m, s in entries])
+
+
 def _no_epoch(data: bytes) -> bytes:
     sample = json.loads(data)
     del sample["epoch"]
@@ -237,6 +301,12 @@ MALFORMED: dict[str, tuple[Any, str, str]] = {
     "eval-bad-header": (lambda: _zip([("header.json", b"{oops"),
                                       *[e for e in _entries() if e[0] != "header.json"]]),
                         "eval", "INSPECT_LOG_MALFORMED"),
+    # zip bombs: refused before (or while) anything is unpacked beyond what is declared
+    "eval-zstd-bomb": (_zstd_bomb, "eval", "INSPECT_LOG_TRUNCATED"),
+    "eval-entries-share-data": (_shared_data, "eval", "INSPECT_LOG_MALFORMED"),
+    "eval-unpacks-too-much": (_declared_huge, "eval", "INSPECT_LOG_MALFORMED"),
+    "eval-local-name-differs": (lambda: _raw_zip(_zstd_entries(), local_names={
+        "header.json": "samples/other.json"}), "eval", "INSPECT_LOG_MALFORMED"),
     "json-cut-mid-array": (lambda: SHIPPED_JSON.read_bytes()[:60_000], "json",
                            "INSPECT_LOG_TRUNCATED"),
     "json-sample-with-nan": (lambda: _with_sample(3, {**_document()["samples"][3],
@@ -273,6 +343,25 @@ def test_a_malformed_log_is_a_coded_problem_never_a_crash(name: str, tmp_path: P
     assert code == 3 and card["decision"] == "INCOMPLETE"
     assert want in card["coverage"]["record_problems"]
     assert "INTERNAL_ERROR" not in json.dumps(card)
+
+
+def test_a_zip_written_byte_by_byte_reads_like_inspects_own(tmp_path: Path) -> None:
+    # the hostile zips above are written by _raw_zip: unchanged, its zip is a good log
+    log = tmp_path / "raw.eval"
+    log.write_bytes(_raw_zip(_zstd_entries()))
+    found = list(read(log))
+    assert len(found) == 12 and all(isinstance(r, Record) for r in found)
+
+
+def test_a_zstd_bomb_is_never_unpacked_beyond_its_declared_size(tmp_path: Path) -> None:
+    log = tmp_path / "bomb.eval"
+    log.write_bytes(_zstd_bomb())
+    tracemalloc.start()
+    found = list(read(log))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [r.code for r in found if isinstance(r, BadRecord)] == ["INSPECT_LOG_TRUNCATED"]
+    assert peak < 16 << 20, peak  # the 1 GiB it unpacks to is never held
 
 
 def test_a_cut_json_log_keeps_the_samples_before_the_cut(tmp_path: Path) -> None:

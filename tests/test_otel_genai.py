@@ -195,7 +195,58 @@ MALFORMED = [
     ("truncated document", _pretty_truncated, "INVALID_JSON"),
     ("duplicate key in a pretty span", lambda: json.dumps(_lines()[0], indent=1).replace(
         '"name":', '"name": "x", "name":', 1).encode(), "DUPLICATE_KEY"),
+    # a tool call outside every agent run would escape the tool inspections: a wrong PASS
+    ("tool call with no parent", lambda: _mutate(lambda d: _spans(d[0]).append(
+        _moved(_op(d[0], "execute_tool"), "5b000000000000f1", ""))), "OTEL_UNOWNED_SPAN"),
+    ("tool call under a plain root", lambda: _mutate(lambda d: _spans(d[0]).extend([
+        _moved(_op(d[0], "invoke_agent"), "5b000000000000f2", "", operation="http"),
+        _moved(_op(d[0], "execute_tool"), "5b000000000000f3", "5b000000000000f2")])),
+     "OTEL_UNOWNED_SPAN"),
+    ("tokens outside the run", lambda: _mutate(lambda d: _spans(d[0]).append(
+        _moved(_op(d[0], "chat"), "5b000000000000f4", ""))), "OTEL_UNOWNED_SPAN"),
+    # a latency that is no duration would pass any budget
+    ("no end time", lambda: _mutate(lambda d: _op(d[0], "invoke_agent").pop(
+        "endTimeUnixNano")), "OTEL_BAD_SPAN"),
+    ("ends before it starts", lambda: _mutate(lambda d: _op(d[0], "invoke_agent").update(
+        endTimeUnixNano="1767225600000000000", startTimeUnixNano="1767225609000000000")),
+     "OTEL_BAD_SPAN"),
+    ("starts at zero", lambda: _mutate(lambda d: _op(d[0], "execute_tool").update(
+        startTimeUnixNano="0")), "OTEL_BAD_SPAN"),
+    # tokens a sum would skip, or subtract, would pass a token budget
+    ("tokens as text", lambda: _mutate(lambda d: _attr(
+        _op(d[0], "chat"), "gen_ai.usage.input_tokens", {"stringValue": "200"})),
+     "OTEL_BAD_SPAN"),
+    ("negative tokens", lambda: _mutate(lambda d: _attr(
+        _op(d[0], "chat"), "gen_ai.usage.output_tokens", {"intValue": "-5000"})),
+     "OTEL_BAD_SPAN"),
+    ("trial not a number", lambda: _mutate(lambda d: _attr(
+        _op(d[0], "invoke_agent"), "specgate.trial", {"boolValue": True})), "OTEL_BAD_SPAN"),
 ]
+
+
+def _spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    return spans
+
+
+def _op(doc: dict[str, Any], operation: str) -> dict[str, Any]:
+    """The first span of ``doc`` whose gen_ai.operation.name is ``operation``."""
+    return next(s for s in _spans(doc) if {"key": "gen_ai.operation.name", "value": {
+        "stringValue": operation}} in s["attributes"])
+
+
+def _attr(span: dict[str, Any], key: str, value: dict[str, Any]) -> None:
+    span["attributes"] = [a for a in span["attributes"] if a["key"] != key] + \
+        [{"key": key, "value": value}]
+
+
+def _moved(span: dict[str, Any], ident: str, parent: str, operation: str = "") -> dict[str, Any]:
+    """A copy of ``span`` with another id and parent (and operation, if given)."""
+    copied = json.loads(json.dumps(span))
+    copied.update(spanId=ident, parentSpanId=parent)
+    if operation:
+        _attr(copied, "gen_ai.operation.name", {"stringValue": operation})
+    return copied
 
 
 @pytest.mark.parametrize("what, make, code", MALFORMED, ids=[m[0] for m in MALFORMED])
@@ -231,3 +282,43 @@ def test_a_trace_without_an_agent_span_is_one_run_at_its_root(tmp_path: Path) ->
     assert unit["trial"] == 1 and unit["latency_ms"] == 2.0
     assert unit["usage"] == {"input_tokens": 5, "total_tokens": 5}
     assert [c["name"] for c in unit["tool_calls"]] == ["execute_tool"]
+
+
+@pytest.mark.parametrize("arguments", ['{"order_id": "A-1042", "amount": 1e999}',
+                                       '{"order_id": "A-1042", "amount": NaN}',
+                                       '{"order_id": "A-1042", "amount": 10, "amount": 1e9}'])
+def test_tool_arguments_the_strict_reader_refuses_fail_the_contract_never_crash(
+        tmp_path: Path, arguments: str) -> None:
+    # the tool_call inspection read an arguments string leniently: 1e999 became inf, which
+    # the canonical scorecard cannot hold (INTERNAL_ERROR), and of a name given twice the
+    # last value counted; now such arguments are not JSON to it, and the call fails
+    spec = copy(tmp_path)
+    docs = _lines()
+    _attr(_op(docs[0], "execute_tool"), "gen_ai.tool.call.arguments", {"stringValue": arguments})
+    (spec / "data" / "traces.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    code, card, rows = run(spec, tmp_path / "out")
+    assert code == 1 and card["decision"] == "FAIL"
+    failed = [r for r in rows if r["status"] == "FAIL"]
+    assert [r["inspection"] for r in failed] == ["tool-calls-within-contract"]
+    assert "arguments are not a JSON object" in failed[0]["message"]
+
+
+def test_a_pretty_span_larger_than_the_window_is_framed_whole_and_a_huge_one_refused(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from engine.records import json_stream
+    doc = _lines()[0]
+    agent = _op(doc, "invoke_agent")  # its trace alone: the line holds the next one's start
+    _spans(doc)[:] = [s for s in _spans(doc) if s["traceId"] == agent["traceId"]]
+    _attr(agent, "note", {"stringValue": "x" * 300_000})
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(doc, indent=2))
+    digest = hashlib.sha256()
+    units = [r for r in read(path, digest)]
+    assert all(isinstance(u, Record) for u in units) and len(units) == 1
+    assert units[0].data["attributes"]["note"] == "x" * 300_000
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.setattr(json_stream, "MAX_VALUE", 200_000)  # the 64 MiB limit, scaled down
+    digest = hashlib.sha256()
+    problems = [(r.code, r.line) for r in read(path, digest) if isinstance(r, BadRecord)]
+    assert problems and problems[0][0] == "VALUE_TOO_LARGE"
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()

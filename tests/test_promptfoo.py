@@ -252,3 +252,41 @@ def test_a_big_file_is_read_in_bounded_memory(tmp_path: Path) -> None:
     tracemalloc.stop()
     assert seen == count
     assert peak < size / 10, (peak, size)
+
+
+# (e) the two passes see the same bytes --------------------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_a_pipe_is_refused_not_read_twice(tmp_path: Path) -> None:
+    # a pipe could serve the rank pass one text and the record pass another: the digest
+    # would bind bytes the records did not come from. It is never opened for a read that
+    # could wait: the open itself waits for a writer, so one is given, and never read from.
+    fifo = tmp_path / "results.json"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a writer that writes nothing
+    try:
+        items = list(read(fifo, hashlib.sha256()))
+    finally:
+        os.close(writer)
+    assert [(i.line, i.code) for i in items if isinstance(i, BadRecord)] == \
+        [(1, "PROMPTFOO_CHANGED")]
+    assert not any(isinstance(i, Record) for i in items)
+
+
+def test_a_file_rewritten_between_the_passes_is_refused(tmp_path: Path) -> None:
+    doc = _doc()
+    results = doc["results"]["results"]
+    results[0]["response"]["output"] += " " * 200_000  # more than one read ...
+    results[8]["response"]["output"] += " " * 2_000_000  # ... and the last failing one beyond
+    path = _write(tmp_path, doc)
+    items = read(path, hashlib.sha256())
+    first = next(items)  # the rank pass is done; the record pass has begun
+    assert isinstance(first, Record) and first.data["success"] is True
+    raw = path.read_bytes()
+    at = raw.rindex(b'"success": false')  # a failing result the record pass has not read
+    with path.open("r+b") as handle:  # turned passing in place, as a racing writer would
+        handle.seek(at)
+        handle.write(b'"success": true ')
+    rest = list(items)
+    assert [(i.line, i.code) for i in rest if isinstance(i, BadRecord)] == \
+        [(1, "PROMPTFOO_CHANGED")]

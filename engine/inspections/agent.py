@@ -25,6 +25,7 @@ from engine.inspections._base import (
     select,
     verdict,
 )
+from engine.records.strict_json import loads_record
 
 COMPACT_TYPES = {
     "string": lambda v: isinstance(v, str),
@@ -178,8 +179,8 @@ def call_arguments(call: Mapping[str, Any]) -> tuple[bool, Any]:
     if value is None or (isinstance(value, str) and not value.strip()):
         return True, {}
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
+        try:  # evidence: the strict record reader (no NaN, no name given twice)
+            value = loads_record(value)
         except ValueError:
             return False, None
     return isinstance(value, dict), value

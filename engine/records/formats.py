@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,15 +10,7 @@ from typing import Any
 
 from engine import protocols
 from engine.records.clip import clip
-from engine.records.strict_json import (
-    DEEP,
-    ESCAPED_SURROGATE,
-    MAX_DEPTH,
-    JsonError,
-    has_lone_surrogate,
-    record_decoder,
-    too_deep,
-)
+from engine.records.strict_json import JsonError, decode_value
 
 
 @dataclass(frozen=True)
@@ -46,28 +37,11 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
         return BadRecord(line, "BYTE_ORDER_MARK", "starts with a byte-order mark")
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return BadRecord(line, "NOT_UTF8", f"not UTF-8 (byte {exc.start})")
-    try:
-        text = text.strip()
-        decoder, plain = record_decoder(raw)
-        data, end = decoder.raw_decode(text)
-        if end != len(text):
-            raise JsonError("INVALID_JSON", "extra data after the JSON value")
+        data, plain = decode_value(raw)
     except JsonError as exc:
-        return BadRecord(line, exc.code, str(exc))
-    except json.JSONDecodeError as exc:
-        return BadRecord(line, "INVALID_JSON", f"not JSON: {exc.msg} at column {exc.colno}")
-    except RecursionError:
-        return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
+        return BadRecord(line, exc.record_code, str(exc))
     if not isinstance(data, dict):
         return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
-        # a value nests at most as deep as the line has opening brackets
-        return BadRecord(line, "NESTED_TOO_DEEP", DEEP)
-    if ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
-        return BadRecord(line, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
     return Record(line, data, plain)
 
 

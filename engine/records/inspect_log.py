@@ -18,10 +18,7 @@ under documented names. The reader only maps: a scorer's value stays the tool's 
 
 from __future__ import annotations
 
-import codecs
 import io
-import json
-import re
 import struct
 import zipfile
 import zlib
@@ -30,13 +27,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from engine.records.formats import BadRecord, Record, parse_line
+from engine.records.json_stream import MAX_VALUE, JsonStream, Stop
 
 CHUNK = 1 << 16
-MAX_SAMPLE = 256 << 20  # one sample's JSON text, decompressed
+MAX_SAMPLE = MAX_VALUE  # one sample's JSON text, decompressed (64 MiB)
+MAX_RATIO, UNPACKED_FLOOR = 100, 256 << 20  # samples unpack to at most 256 MiB + 100x file
 ZIP_MAGIC = b"PK\x03\x04"
 STORED, DEFLATED, ZSTD = 0, 8, 93
-_NOT_WS = re.compile(r"[^ \t\n\r]")
-_FRAME = json.JSONDecoder()  # finds where a value ends; the strict reader decodes it
 TRUNCATED = "INSPECT_LOG_TRUNCATED"
 MALFORMED = "INSPECT_LOG_MALFORMED"
 
@@ -53,7 +50,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
         if head[:2] == b"PK":
             yield from _read_zip(handle, head, digest)
         else:
-            stream = _Stream(handle, digest, head)
+            stream = JsonStream(handle, digest, head, truncated=TRUNCATED)
             try:
                 yield from _read_json(stream)
             finally:
@@ -84,6 +81,10 @@ def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRec
             yield BadRecord(1, MALFORMED, "the .eval zip holds no samples/*.json entry: "
                             "not an inspect_ai log, or one written without samples")
             return
+        problem = _layout_problem(handle, infos, samples)
+        if problem is not None:
+            yield BadRecord(1, MALFORMED, problem)
+            return
         names = {i.filename: i for i in infos}
         context: dict[str, Any] = {}
         for name in ("header.json", "_journal/start.json"):
@@ -105,6 +106,37 @@ def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRec
             yield _unit(parse_line(raw, index), context, info.filename)
 
 
+def _layout_problem(handle: IO[bytes], infos: list[zipfile.ZipInfo],
+                    samples: list[zipfile.ZipInfo]) -> str | None:
+    """Why the zip is not laid out as a writer lays one out, before anything is
+    decompressed: entries whose data overlap (one compressed text read as many samples, a
+    zip bomb), a local header that names another entry, or more to decompress than
+    ``MAX_RATIO`` bytes per byte of the file (beyond ``UNPACKED_FLOOR``)."""
+    size = handle.seek(0, io.SEEK_END)
+    unpacked = sum(i.file_size for i in samples)
+    if unpacked > UNPACKED_FLOOR + MAX_RATIO * size:
+        return (f"its samples unpack to {unpacked} bytes, more than {MAX_RATIO} times the "
+                f"file's {size}: refused as a zip bomb")
+    spans = []
+    for info in infos:
+        handle.seek(info.header_offset)
+        local = handle.read(30)
+        if len(local) < 30 or local[:4] != ZIP_MAGIC:
+            return f"{info.filename}: no local file header where the directory points"
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        name = handle.read(name_len)
+        if name != info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437",
+                                             "replace"):
+            return f"{info.filename}: its local header names another entry"
+        spans.append((info.header_offset, info.header_offset + 30 + name_len + extra_len
+                      + info.compress_size, info.filename))
+    spans.sort()
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
+        if start < end:
+            return f"entries {first} and {second} overlap: refused as a zip bomb"
+    return None
+
+
 def _entry(archive: zipfile.ZipFile, handle: IO[bytes],
            info: zipfile.ZipInfo) -> tuple[bytes, str | None]:
     """One entry's bytes, or why they cannot be read."""
@@ -115,7 +147,7 @@ def _entry(archive: zipfile.ZipFile, handle: IO[bytes],
             raw = _zstd(handle, info)
         elif info.compress_type in (STORED, DEFLATED):
             with archive.open(info) as member:
-                raw = member.read(MAX_SAMPLE + 1)
+                raw = member.read(info.file_size + 1)
         else:
             return b"", f"compression method {info.compress_type} is not one inspect_ai writes"
     except _Unsupported as exc:
@@ -151,10 +183,10 @@ def _zstd(handle: IO[bytes], info: zipfile.ZipInfo) -> bytes:
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed),
                                                             read_across_frames=True)
-        raw = reader.read(MAX_SAMPLE + 1)
+        raw = reader.read(info.file_size + 1)  # never more than the directory declares
     except zstandard.ZstdError as exc:
         raise ValueError(f"zstd: {exc}") from None
-    if len(raw) <= MAX_SAMPLE and (zlib.crc32(raw) != info.CRC or len(raw) != info.file_size):
+    if zlib.crc32(raw) != info.CRC or len(raw) != info.file_size:
         raise zipfile.BadZipFile("CRC or size mismatch")
     return raw
 
@@ -162,166 +194,46 @@ def _zstd(handle: IO[bytes], info: zipfile.ZipInfo) -> bytes:
 # ---------------------------------------------------------------- the .json form
 
 
-class _Cut(Exception):
-    """The text ends before the value being read does."""
-
-
-class _Bad(Exception):
-    """The text is not what an inspect_ai .json log holds here."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class _Stream:
-    """A sliding window of the file's text: reads (and hashes) only what framing needs."""
-
-    def __init__(self, handle: Any, digest: Any, head: bytes) -> None:
-        self.handle, self.digest, self.head = handle, digest, head
-        self.decoder = codecs.getincrementaldecoder("utf-8")()
-        self.buf, self.pos, self.eof = "", 0, False
-        self.offset = 0  # bytes read so far
-
-    def more(self, at_least: int = CHUNK) -> bool:
-        """Append at least ``at_least`` more bytes' text; False at the end of the file."""
-        if self.eof:
-            return False
-        # read1: what is there now, so a pipe's first sample is yielded before its end
-        raw = self.head + self.handle.read1(max(CHUNK, at_least))
-        self.head = b""
-        if self.digest is not None and raw:
-            self.digest.update(raw)
-        first = self.offset == 0
-        self.offset += len(raw)
-        if first and raw.startswith(b"\xef\xbb\xbf"):
-            raise _Bad("BYTE_ORDER_MARK", "the log starts with a byte-order mark")
-        try:
-            text = self.decoder.decode(raw, final=not raw)
-        except UnicodeDecodeError as exc:
-            raise _Bad("NOT_UTF8", f"not UTF-8 (near byte {self.offset - len(raw) + exc.start})"
-                       ) from None
-        self.eof = not raw
-        self.buf = self.buf[self.pos:] + text
-        self.pos = 0
-        return True
-
-    def peek(self) -> str | None:
-        """The next character that is not JSON whitespace (not consumed); None at the end."""
-        while True:
-            found = _NOT_WS.search(self.buf, self.pos)
-            if found:
-                self.pos = found.start()
-                return self.buf[self.pos]
-            self.pos = len(self.buf)
-            if not self.more():
-                return None
-
-    def expect(self, chars: str, what: str) -> str:
-        """Consume one of ``chars`` as the next character."""
-        char = self.peek()
-        if char is None:
-            raise _Cut(f"the log ends where {what} should be")
-        if char not in chars:
-            raise _Bad(MALFORMED, f"expected {what}, found {char!r}")
-        self.pos += 1
-        return char
-
-    def value(self) -> str:
-        """The JSON text of the next value (framed, not yet decoded strictly)."""
-        if self.peek() is None:
-            raise _Cut("the log ends where a value should be")
-        while True:
-            try:
-                _, end = _FRAME.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError as exc:
-                if self.pending() > MAX_SAMPLE:
-                    raise _Bad(MALFORMED, f"a value larger than {MAX_SAMPLE >> 20} MiB, or "
-                               f"not JSON ({exc.msg})") from None
-                if self.more(self.pending()):
-                    continue
-                if exc.msg.startswith("Unterminated") or \
-                        exc.pos >= len(self.buf.rstrip(" \t\n\r")):
-                    raise _Cut("the log ends inside a value") from None
-                raise _Bad("INVALID_JSON", f"not JSON: {exc.msg}") from None
-            except RecursionError:
-                raise _Bad("NESTED_TOO_DEEP", "a value nests too deeply to be read") from None
-            except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-                raise _Bad("NUMBER_OUT_OF_RANGE", f"a value cannot be read ({exc})") from None
-            if end == len(self.buf) and self.more():
-                continue  # a number may go on in the next chunk
-            text = self.buf[self.pos:end]
-            self.pos = end
-            return text
-
-    def pending(self) -> int:
-        return len(self.buf) - self.pos
-
-    def drain(self) -> None:
-        """Hash the rest of the file (a refused log is still bound whole)."""
-        if self.digest is None:
-            return
-        for chunk in iter(lambda: self.handle.read(CHUNK), b""):
-            self.digest.update(chunk)
-
-
-def _read_json(stream: _Stream) -> Iterator[Record | BadRecord]:
+def _read_json(stream: JsonStream) -> Iterator[Record | BadRecord]:
     index = 0  # samples framed so far
     try:
         opened = stream.peek()
-        if opened is None:
-            raise _Cut("the log is empty")
+        if not opened:
+            raise Stop(TRUNCATED, "the log is empty")
         if opened != "{":
-            raise _Bad(MALFORMED, "not an inspect_ai log: neither a .eval zip nor a JSON "
+            raise Stop(MALFORMED, "not an inspect_ai log: neither a .eval zip nor a JSON "
                        "object")
-        stream.pos += 1
         context: dict[str, Any] = {}
-        seen_samples, first = False, True
-        while True:
-            if stream.expect("}," if not first else '}"', "a member or '}'") == "}":
-                break
-            if not first:
-                stream.expect('"', "a member name")
-            first = False
-            stream.pos -= 1  # the name's opening quote
-            key = stream.value()[1:-1]  # a member name, as written (inspect_ai's are plain)
-            stream.expect(":", "':'")
+        seen_samples = False
+        for key in stream.members("in the log"):
             if key == "samples":
                 seen_samples = True
-                for item in _samples(stream, context):
+                for item in _samples(stream):
                     index += 1
-                    yield item
+                    yield _unit(item, context, f"sample {index}")
+            elif key in ("eval", "status") and not seen_samples:
+                parsed = parse_line(f'{{"{key}": {stream.text(key)}}}'.encode(), 0)
+                if isinstance(parsed, Record):  # a header it cannot read names nothing
+                    context.update(_context(parsed.data))
             else:
-                text = stream.value()
-                if key in ("eval", "status") and not seen_samples:
-                    parsed = parse_line(f'{{"{key}": {text}}}'.encode(), 0)
-                    if isinstance(parsed, Record):
-                        context.update(_context(parsed.data))
-        if stream.peek() is not None:
-            raise _Bad(MALFORMED, "extra data after the log's JSON object")
+                stream.skip(f"in the log's {key[:40]!r}")
+        stream.end(MALFORMED)
         if not seen_samples:
             yield BadRecord(1, MALFORMED, "the log holds no samples array (written with "
                             "log_samples=False?): no sample can be gated")
-    except _Cut as exc:
-        yield BadRecord(index + 1, TRUNCATED, f"{exc}: the log is cut short "
-                        f"(after {index} samples)")
-    except _Bad as exc:
-        yield BadRecord(index + 1, exc.code, f"after {index} samples: {exc}")
+    except Stop as exc:
+        if exc.code == TRUNCATED:
+            yield BadRecord(index + 1, TRUNCATED, f"{exc}: the log is cut short "
+                            f"(after {index} samples)")
+        else:
+            yield BadRecord(index + 1, exc.code, f"after {index} samples: {exc}")
 
 
-def _samples(stream: _Stream, context: dict[str, Any]) -> Iterator[Record | BadRecord]:
-    stream.expect("[", "the samples array")
-    index = 0
-    if stream.peek() == "]":
-        stream.pos += 1
-        return
-    while True:
-        text = stream.value()
-        index += 1
-        yield _unit(parse_line(text.encode("utf-8", "surrogatepass"), index), context,
-                    f"sample {index}")
-        if stream.expect("],", "',' or ']' in the samples array") == "]":
-            return
+def _samples(stream: JsonStream) -> Iterator[Record | BadRecord]:
+    if stream.peek() != "[":
+        stream.expect("[", "for the samples array")
+    for index in stream.items("in the samples array"):
+        yield stream.record(index, f"sample {index}")
 
 
 # ---------------------------------------------------------------- one sample -> one record

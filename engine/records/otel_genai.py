@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
-import json
 import math
 import re
 from collections.abc import Iterator
@@ -31,16 +29,9 @@ from typing import Any
 
 from engine.canonical import MAX_INT
 from engine.records.formats import BadRecord, Record, parse_line
-from engine.records.strict_json import (
-    DEEP,
-    RECORD_DECODER,
-    JsonError,
-    has_lone_surrogate,
-    too_deep,
-)
+from engine.records.json_stream import JsonStream, Stop
+from engine.records.strict_json import JsonError, decode_value
 
-CHUNK = 1 << 16
-MAX_VALUE = 64 << 20  # one span (or one scope / resource object) of a pretty document
 HEX = re.compile(r"[0-9a-fA-F]+")
 # OTLP's Status.code enum: 0 unset, 1 ok, 2 error, or its names (STATUS_CODE_<NAME>); a
 # record says the name, as the SDK's StatusCode does
@@ -49,6 +40,7 @@ STATUS: dict[Any, str] = {**{i: n.upper() for i, n in enumerate(_STATUS_NAMES)},
                           **{f"status_code_{n}".upper(): n.upper() for n in _STATUS_NAMES}}
 INFERENCE = ("chat", "text_completion", "generate_content")
 CASE_KEYS = ("specgate.case_id", "gen_ai.conversation.id")
+COUNTED = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
 
 
 class Malformed(Exception):
@@ -59,7 +51,7 @@ class Malformed(Exception):
         self.code = code
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Span:
     """What the reader keeps of one span."""
 
@@ -113,7 +105,7 @@ def _nanos(value: Any, what: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
         return value
     if value is None:
-        return 0
+        raise Malformed("OTEL_BAD_SPAN", f"{what} is missing (a span is exported ended)")
     raise Malformed("OTEL_BAD_SPAN", f"{what} is not a time in nanoseconds")
 
 
@@ -190,13 +182,24 @@ def span_of(data: Any, line: int, service: Any) -> Span:
     if not isinstance(name, str):
         raise Malformed("OTEL_BAD_SPAN", "name is not a string")
     message = status.get("message", "")
+    start = _nanos(data.get("startTimeUnixNano"), "startTimeUnixNano")
+    end = _nanos(data.get("endTimeUnixNano"), "endTimeUnixNano")
+    if start == 0 or end < start:  # else a latency that is no duration (negative, epoch)
+        raise Malformed("OTEL_BAD_SPAN", f"the span ends ({end}) before it starts ({start}),"
+                        " or starts at 0")
+    attrs = attributes(data.get("attributes"))
+    for key in COUNTED:  # a value the sum would skip would hide what it counts
+        if key in attrs and not (isinstance(attrs[key], int) and not isinstance(
+                attrs[key], bool) and attrs[key] >= 0):
+            raise Malformed("OTEL_BAD_SPAN", f"{key} is not a whole number >= 0")
+    trial = attrs.get("specgate.trial", 1)
+    if isinstance(trial, bool) or not isinstance(trial, int) or trial < 1:
+        raise Malformed("OTEL_BAD_SPAN", "specgate.trial is not a whole number >= 1")
     return Span(line, _id(data.get("traceId"), 16, "traceId"),
                 _id(data.get("spanId"), 8, "spanId"),
                 _id(data.get("parentSpanId"), 8, "parentSpanId", optional=True), name,
-                _nanos(data.get("startTimeUnixNano"), "startTimeUnixNano"),
-                _nanos(data.get("endTimeUnixNano"), "endTimeUnixNano"), code,
-                message if isinstance(message, str) else "",
-                attributes(data.get("attributes")), service)
+                start, end, code, message if isinstance(message, str) else "", attrs,
+                service)
 
 
 def _list(container: Any, key: str, what: str) -> list[Any]:
@@ -241,167 +244,64 @@ def spans_of_request(request: Any, line: int) -> Iterator[Span | BadRecord]:
 
 # --- framing ------------------------------------------------------------------------------
 
-class Pull:
-    """A pull parser over one pretty-printed JSON document: structure is walked here, each
-    leaf value of interest (a span, a resource, a scope) is decoded whole by the strict
-    decoder from a sliding buffer. Every byte read goes through ``digest``."""
-
-    def __init__(self, handle: Any, digest: Any, head: bytes) -> None:
-        self.handle, self.digest = handle, digest
-        self.utf8 = codecs.getincrementaldecoder("utf-8")()  # a character may straddle chunks
-        self.buf, self.pos, self.line, self.eof = "", 0, 1, False
-        self._decode(head, final=False)
-
-    def _decode(self, raw: bytes, final: bool) -> None:
-        try:
-            self.buf += self.utf8.decode(raw, final)
-        except UnicodeDecodeError:
-            raise Malformed("NOT_UTF8", "the file is not UTF-8") from None
-
-    def more(self) -> bool:
-        """Read a chunk; False at the end of the file."""
-        if self.eof:
-            return False
-        chunk = self.handle.read(CHUNK)
-        if self.digest is not None and chunk:
-            self.digest.update(chunk)
-        if not chunk:
-            self.eof = True
-            self._decode(b"", final=True)
-            return False
-        # drop what is consumed, counting its lines
-        self.line += self.buf.count("\n", 0, self.pos)
-        self.buf, self.pos = self.buf[self.pos:], 0
-        self._decode(chunk, final=False)
-        return True
-
-    def peek(self) -> str:
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self.more():
-                return ""
-
-    def here(self) -> int:
-        return self.line + self.buf.count("\n", 0, self.pos)
-
-    def expect(self, chars: str) -> str:
-        found = self.peek()
-        if not found or found not in chars:
-            what = repr(found) if found else "the end of the file (truncated)"
-            raise Malformed("INVALID_JSON", f"expected {' or '.join(map(repr, chars))}, "
-                            f"found {what}")
-        self.pos += 1
-        return found
-
-    def value(self) -> Any:
-        """The next JSON value, decoded strictly (refilling the buffer until it is whole)."""
-        self.peek()
-        while True:
-            try:
-                value, end = RECORD_DECODER.raw_decode(self.buf, self.pos)
-            except JsonError as exc:
-                raise Malformed(exc.record_code, str(exc)) from None
-            except RecursionError:
-                raise Malformed("NESTED_TOO_DEEP", DEEP) from None
-            except json.JSONDecodeError as exc:
-                if len(self.buf) - self.pos > MAX_VALUE:
-                    raise Malformed("INVALID_JSON", f"a value larger than {MAX_VALUE} "
-                                    "characters, or not JSON") from None
-                if self.more():
-                    continue
-                raise Malformed("INVALID_JSON", f"not JSON (or truncated): {exc.msg}"
-                                ) from None
-            if end == len(self.buf) and not self.eof and self.more():
-                continue  # a number may go on in the next chunk
-            if too_deep(value):
-                raise Malformed("NESTED_TOO_DEEP", DEEP)
-            if has_lone_surrogate(value):
-                raise Malformed("LONE_SURROGATE", "a string holds a lone UTF-16 surrogate")
-            self.pos = end
-            return value
-
-    def members(self) -> Iterator[str]:
-        """The keys of an object, positioned before each value."""
-        self.expect("{")
-        if self.peek() == "}":
-            self.pos += 1
-            return
-        while True:
-            key = self.value()
-            if not isinstance(key, str):
-                raise Malformed("INVALID_JSON", "an object key is not a string")
-            self.expect(":")
-            yield key
-            if self.expect(",}") == "}":
-                return
-
-    def items(self) -> Iterator[None]:
-        """Each element of an array, positioned before it."""
-        self.expect("[")
-        if self.peek() == "]":
-            self.pos += 1
-            return
-        while True:
-            yield None
-            if self.expect(",]") == "]":
-                return
-
-
-def _document(pull: Pull) -> Iterator[Span | BadRecord]:
+def _document(stream: JsonStream) -> Iterator[Span | BadRecord]:
     """The spans of one pretty-printed request, each framed on its own."""
-    if pull.peek() != "{":
-        raise Malformed("NOT_AN_OBJECT", "the document is not a JSON object")
+    if stream.peek() != "{":
+        raise Stop("NOT_AN_OBJECT", "the document is not a JSON object")
     seen = False
-    for key in pull.members():
+    for key in stream.members("at the top level"):
         if key != "resourceSpans":
-            pull.value()
+            stream.skip(f"in the top-level member {key[:40]!r}")
             continue
         seen = True
-        if pull.peek() != "[":
-            raise Malformed("OTEL_NOT_OTLP", "resourceSpans is not a list")
-        for _ in pull.items():
-            if pull.peek() != "{":
-                raise Malformed("OTEL_NOT_OTLP", "a resourceSpans entry is not an object")
+        if stream.peek() != "[":
+            raise Stop("OTEL_NOT_OTLP", "resourceSpans is not a list")
+        for _ in stream.items("in resourceSpans"):
+            if stream.peek() != "{":
+                raise Stop("OTEL_NOT_OTLP", "a resourceSpans entry is not an object")
             held: list[Span] = []
             service: Any = None
-            for rkey in pull.members():
+            for rkey in stream.members("in a resourceSpans entry"):
                 if rkey == "resource":
-                    resource = pull.value()
+                    resource = stream.value("in a resource")
                     if isinstance(resource, dict):
-                        service = attributes(resource.get("attributes")).get("service.name")
+                        try:
+                            service = attributes(resource.get("attributes")
+                                                 ).get("service.name")
+                        except Malformed as exc:
+                            raise Stop(exc.code, f"in a resource: {exc}") from None
                 elif rkey == "scopeSpans":
-                    if pull.peek() != "[":
-                        raise Malformed("OTEL_NOT_OTLP", "scopeSpans is not a list")
-                    for _ in pull.items():
-                        yield from _scope(pull, held)
+                    if stream.peek() != "[":
+                        raise Stop("OTEL_NOT_OTLP", "scopeSpans is not a list")
+                    for _ in stream.items("in scopeSpans"):
+                        yield from _scope(stream, held)
                 else:
-                    pull.value()
+                    stream.skip(f"in a resourceSpans entry's {rkey[:40]!r}")
             for span in held:  # the resource may follow its spans
                 span.service = service
                 yield span
-    if pull.peek():
-        raise Malformed("INVALID_JSON", "extra data after the JSON document")
+    stream.end()
     if not seen:
-        raise Malformed("OTEL_NOT_OTLP", "no resourceSpans: not an OTLP trace export")
+        raise Stop("OTEL_NOT_OTLP", "no resourceSpans: not an OTLP trace export")
 
 
-def _scope(pull: Pull, held: list[Span]) -> Iterator[BadRecord]:
-    if pull.peek() != "{":
-        raise Malformed("OTEL_NOT_OTLP", "a scopeSpans entry is not an object")
-    for key in pull.members():
+def _scope(stream: JsonStream, held: list[Span]) -> Iterator[BadRecord]:
+    if stream.peek() != "{":
+        raise Stop("OTEL_NOT_OTLP", "a scopeSpans entry is not an object")
+    for key in stream.members("in a scopeSpans entry"):
         if key != "spans":
-            pull.value()
+            stream.skip(f"in a scopeSpans entry's {key[:40]!r}")
             continue
-        if pull.peek() != "[":
-            raise Malformed("OTEL_NOT_OTLP", "spans is not a list")
-        for _ in pull.items():
-            line = pull.here()
-            data = pull.value()
+        if stream.peek() != "[":
+            raise Stop("OTEL_NOT_OTLP", "spans is not a list")
+        for _ in stream.items("in spans"):
+            line = stream.line_at()
+            parsed = stream.record(line, "a span")
+            if isinstance(parsed, BadRecord):
+                yield parsed
+                continue
             try:
-                held.append(span_of(data, line, None))
+                held.append(span_of(parsed.data, line, None))
             except Malformed as exc:
                 yield BadRecord(line, exc.code, str(exc))
 
@@ -412,21 +312,22 @@ def spans(path: Path, digest: Any = None) -> Iterator[Span | BadRecord]:
         head = b""
         while not head.strip():
             chunk = handle.readline()
-            if digest is not None:
-                digest.update(chunk)
             if not chunk:
+                if digest is not None:
+                    digest.update(head)
                 return
             head += chunk
         if head.strip() == b"{":  # a pretty-printed single document
-            pull = Pull(handle, digest, head)
+            stream = JsonStream(handle, digest, head)  # hashes the head with the rest
             try:
-                yield from _document(pull)
-            except Malformed as exc:
-                yield BadRecord(pull.here(), exc.code, str(exc))
-                for chunk in iter(lambda: handle.read(CHUNK), b""):
-                    if digest is not None:  # the digest covers every byte
-                        digest.update(chunk)
+                yield from _document(stream)
+            except Stop as exc:
+                yield BadRecord(stream.line_at(), exc.code, str(exc))
+            finally:
+                stream.drain()  # the digest covers every byte
             return
+        if digest is not None:
+            digest.update(head)
         number = head[:-1].count(b"\n") + 1
         raw = head
         while raw:
@@ -453,13 +354,12 @@ def _messages(value: Any) -> Any:
 
 
 def _json_text(text: str) -> Any:
+    """A JSON text inside an attribute, decoded by the strict record reader; None if it is
+    not one it accepts."""
     try:
-        value, end = RECORD_DECODER.raw_decode(text.strip())
-    except (JsonError, json.JSONDecodeError, RecursionError):
+        return decode_value(text.encode("utf-8"))[0]
+    except (JsonError, UnicodeEncodeError):
         return None
-    if end != len(text.strip()) or too_deep(value) or has_lone_surrogate(value):
-        return None
-    return value
 
 
 def _text(messages: Any, role: str) -> Any:
@@ -508,7 +408,7 @@ def _usage(owner: Span, inference: list[Span]) -> dict[str, Any]:
     usage: dict[str, Any] = {}
     for key in ("input_tokens", "output_tokens"):
         values = [s.attrs[f"gen_ai.usage.{key}"] for s in sources
-                  if isinstance(s.attrs.get(f"gen_ai.usage.{key}"), int)]
+                  if f"gen_ai.usage.{key}" in s.attrs]  # whole numbers >= 0 (span_of)
         if values:
             usage[key] = sum(values)
     if "input_tokens" in usage or "output_tokens" in usage:
@@ -522,7 +422,6 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
     ident = f"{owner.trace}-{owner.span}"
     case = next((attrs[k] for k in CASE_KEYS if isinstance(attrs.get(k), str | int)
                  and not isinstance(attrs.get(k), bool)), ident)
-    trial = attrs.get("specgate.trial", 1)
     model = attrs.get("gen_ai.request.model") or next(
         (s.attrs["gen_ai.request.model"] for s in inference
          if "gen_ai.request.model" in s.attrs), None)
@@ -534,7 +433,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
         outputs = _messages(inference[-1].attrs.get("gen_ai.output.messages"))
     record: dict[str, Any] = {
         "id": ident, "case_id": case,
-        "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else 1,
+        "trial": attrs.get("specgate.trial", 1),  # a whole number >= 1 (span_of)
         "trace_id": owner.trace, "span_id": owner.span, "name": owner.name,
         "operation": owner.operation, "agent_name": attrs.get("gen_ai.agent.name"),
         "agent_id": attrs.get("gen_ai.agent.id"), "service": owner.service,
@@ -573,6 +472,7 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
             roots.append(span)  # an agent run may start under a span exported elsewhere
     agents = any(s.operation == "invoke_agent" for s in spans_by_id.values())
     found: list[tuple[Span, list[Span], list[Span]]] = []
+    unowned: list[Span] = []
 
     def walk(span: Span, owner: tuple[Span, list[Span], list[Span]] | None) -> None:
         stack = [(span, owner)]
@@ -581,12 +481,13 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
             if node.operation == "invoke_agent" or (not agents and node in roots):
                 current = (node, [], [])
                 found.append(current)
-            elif current is not None:
-                if node.operation == "execute_tool":
-                    current[1].append(node)
-                elif node.operation in INFERENCE or any(
-                        k.startswith("gen_ai.usage.") for k in node.attrs):
-                    current[2].append(node)
+            elif node.operation == "execute_tool" or node.operation in INFERENCE or any(
+                    k.startswith("gen_ai.usage.") for k in node.attrs):
+                if current is None:  # its calls or tokens would count for no run
+                    unowned.append(node)
+                else:
+                    (current[1] if node.operation == "execute_tool" else current[2]
+                     ).append(node)
             stack.extend((c, current) for c in reversed(node.children))
 
     for root in roots:
@@ -602,6 +503,10 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
             yield BadRecord(span.line, "OTEL_ORPHAN_SPAN", f"span {span.span} of trace "
                             f"{span.trace} is not below any root span (its parents form a "
                             "cycle)")
+    for span in unowned:
+        yield BadRecord(span.line, "OTEL_UNOWNED_SPAN", f"span {span.span} of trace "
+                        f"{span.trace} ({span.operation or 'token usage'}) is below no "
+                        "invoke_agent span: its tool call or tokens belong to no agent run")
     for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
         tools.sort(key=lambda s: s.start)
         inference.sort(key=lambda s: s.start)

@@ -10,222 +10,69 @@ promptfoo numbers results by ``testIdx`` (each repeat of ``--repeat`` and each e
 combination of vars is its own test index) and ``promptIdx`` (a prompt x provider column),
 but writes no repeat index. The unit's ``trial`` is therefore the rank of its ``testIdx``
 among the results of the same case, prompt and provider: the file is read twice, the first
-pass (which hashes every byte) collecting those ranks, the second yielding the records.
+pass (which hashes every byte) collecting those ranks, the second yielding the records; the
+second pass hashes again and must find the same bytes (PROMPTFOO_CHANGED otherwise).
 """
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import json
-import re
+import os
+import stat
 from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from engine.records.formats import BadRecord, Record
-from engine.records.strict_json import (
-    DEEP,
-    RECORD_DECODER,
-    JsonError,
-    has_lone_surrogate,
-    too_deep,
-)
-
-_CHUNK = 1 << 16
-_LENIENT = json.JSONDecoder()  # finds where a value ends once the strict one refused it
-_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
-_WS = " \t\n\r"
-
-
-class _Stop(Exception):
-    """The document cannot be framed further: a code and a message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class _Stream:
-    """A UTF-8 JSON text read in chunks, consumed from the front."""
-
-    def __init__(self, handle: Any, digest: Any) -> None:
-        self.handle, self.digest = handle, digest
-        self.text = codecs.getincrementaldecoder("utf-8")("strict")
-        self.buf, self.pos, self.eof, self.offset = "", 0, False, 0
-
-    def more(self, want: int = _CHUNK) -> bool:
-        """Read at least ``want`` more bytes (fewer at the end); False at end of file."""
-        if self.eof:
-            return False
-        if self.pos > _CHUNK:  # drop what was consumed
-            self.offset += self.pos
-            self.buf, self.pos = self.buf[self.pos:], 0
-        raw = self.handle.read(max(want, _CHUNK))
-        if self.digest is not None and raw:
-            self.digest.update(raw)
-        try:
-            self.buf += self.text.decode(raw, final=not raw)
-        except UnicodeDecodeError as exc:
-            raise _Stop("NOT_UTF8", f"not UTF-8 (near byte {self.offset + exc.start})"
-                        ) from None
-        if not raw:
-            self.eof = True
-        return True
-
-    def peek(self) -> str:
-        """The next character that is not white space ('' at the end)."""
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
-                self.pos += 1
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self.more():
-                return ""
-
-    def expect(self, chars: str, where: str) -> str:
-        char = self.peek()
-        if char == "":
-            raise _Stop("PROMPTFOO_TRUNCATED", f"the file ends {where}")
-        if char not in chars:
-            raise _Stop("INVALID_JSON", f"expected {' or '.join(repr(c) for c in chars)} "
-                        f"{where}, found {char!r} (character {self.offset + self.pos})")
-        self.pos += 1
-        return char
-
-    def value(self, where: str) -> tuple[Any, str | None, str]:
-        """The next JSON value: (value, None, text) or (None, code, message) when it is
-        well-formed JSON the strict decoder refuses (framing goes on after it)."""
-        self.peek()
-        while True:
-            start = self.pos
-            try:
-                try:
-                    data, end = RECORD_DECODER.raw_decode(self.buf, start)
-                    refused: tuple[str, str] | None = None
-                except JsonError as exc:
-                    _, end = _LENIENT.raw_decode(self.buf, start)
-                    data, refused = None, (exc.code, str(exc))
-                except RecursionError:
-                    _, end = _LENIENT.raw_decode(self.buf, start)
-                    data, refused = None, ("NESTED_TOO_DEEP", DEEP)
-            except RecursionError:
-                raise _Stop("NESTED_TOO_DEEP", f"{where}: {DEEP}") from None
-            except json.JSONDecodeError as exc:
-                near_end = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated")
-                if near_end and self.more(len(self.buf)):  # the value may go on: read more
-                    continue
-                if near_end:
-                    raise _Stop("PROMPTFOO_TRUNCATED", f"the file ends {where}") from None
-                raise _Stop("INVALID_JSON", f"{where}: not JSON: {exc.msg} (character "
-                            f"{self.offset + exc.pos})") from None
-            except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-                raise _Stop("NUMBER_OUT_OF_RANGE", f"{where}: {exc}") from None
-            if end == len(self.buf) and self.more():  # a number may go on past the buffer
-                continue
-            self.pos = end
-            if refused is not None:
-                return None, refused[0], refused[1]
-            text = self.buf[start:end]
-            if isinstance(data, dict | list) and too_deep(data):
-                return None, "NESTED_TOO_DEEP", DEEP
-            if _SURROGATE.search(text) and has_lone_surrogate(data):
-                return None, "LONE_SURROGATE", "a string holds a lone UTF-16 surrogate"
-            return data, None, text
-
-    def key(self, where: str) -> str:
-        if self.peek() != '"':
-            self.expect('"', where)
-        name, code, message = self.value(where)
-        if code is not None or not isinstance(name, str):
-            raise _Stop(code or "INVALID_JSON", f"{where}: {message}")
-        self.expect(":", f"after the member name {name[:40]!r}")
-        return name
-
-
-def _members(stream: _Stream, where: str) -> Iterator[str]:
-    """The member names of the object that starts next; the caller consumes each value.
-    A name that appears twice is refused, as the strict decoder would."""
-    stream.expect("{", where)
-    seen: set[str] = set()
-    if stream.peek() == "}":
-        stream.pos += 1
-        return
-    while True:
-        name = stream.key(where)
-        if name in seen:
-            raise _Stop("DUPLICATE_KEY", f"{where}: key '{name[:40]}' appears twice")
-        seen.add(name)
-        yield name
-        if stream.expect(",}", f"{where}, after the member {name[:40]!r}") == "}":
-            return
-
-
-def _skip(stream: _Stream, where: str) -> None:
-    _, code, message = stream.value(where)
-    if code is not None:
-        raise _Stop(code, f"{where}: {message}")
-
+from engine.records.json_stream import JsonStream, Stop
 
 Element = tuple[int, Any, str | None, str]  # (1-based index, value, code, message)
 
 
-def _elements(stream: _Stream) -> Iterator[Element]:
+def _elements(stream: JsonStream) -> Iterator[Element]:
     """Each element of ``results.results``, then the rest of the document checked; a
-    problem that stops the framing is raised as ``_Stop``."""
+    problem that stops the framing is raised as ``Stop``."""
     found = False
-    for name in _members(stream, "at the top level"):
+    for name in stream.members("at the top level"):
         if name != "results":
-            _skip(stream, f"in the top-level member {name[:40]!r}")
+            stream.skip(f"in the top-level member {name[:40]!r}")
             continue
         if stream.peek() != "{":
-            raise _Stop("PROMPTFOO_NOT_RESULTS", "'results' is not an object holding the "
-                        "results list (write it with promptfoo eval -o results.json)")
-        for inner in _members(stream, "in 'results'"):
+            raise Stop("PROMPTFOO_NOT_RESULTS", "'results' is not an object holding the "
+                       "results list (write it with promptfoo eval -o results.json)")
+        for inner in stream.members("in 'results'"):
             if inner != "results":
-                _skip(stream, f"in results.{inner[:40]}")
+                stream.skip(f"in results.{inner[:40]}")
                 continue
             if stream.peek() != "[":
-                raise _Stop("PROMPTFOO_NOT_RESULTS", "results.results is not a list")
+                raise Stop("PROMPTFOO_NOT_RESULTS", "results.results is not a list")
             found = True
-            stream.pos += 1
-            index = 0
-            if stream.peek() == "]":
-                stream.pos += 1
-                continue
-            while True:
-                index += 1
-                where = f"in result {index}"
-                value, code, message = stream.value(where)
-                yield index, value, code, message
-                if stream.expect(",]", f"after result {index}") == "]":
-                    break
-    if stream.peek() != "":
-        raise _Stop("INVALID_JSON", "extra data after the JSON document")
+            for index in stream.items("in results.results"):
+                parsed = stream.record(index, f"in result {index}")
+                if isinstance(parsed, BadRecord):
+                    yield index, None, parsed.code, parsed.message
+                else:
+                    yield index, parsed.data, None, ""
+    stream.end()
     if not found:
-        raise _Stop("PROMPTFOO_NOT_RESULTS", "no results.results list: not the JSON of "
-                    "promptfoo eval -o results.json")
+        raise Stop("PROMPTFOO_NOT_RESULTS", "no results.results list: not the JSON of "
+                   "promptfoo eval -o results.json")
 
 
-def _frame(path: Path, digest: Any) -> Iterator[Element]:
-    """Every element, a framing problem as a last element with index -1."""
+def _frame(handle: Any, digest: Any) -> Iterator[Element]:
+    """Every element, a framing problem as a last element with index -(count + 1)."""
     count = 0
-    with path.open("rb") as handle:
-        stream = _Stream(handle, digest)
-        try:
-            head = handle.peek(3)[:3] if hasattr(handle, "peek") else b""
-            if head == b"\xef\xbb\xbf":
-                raise _Stop("BYTE_ORDER_MARK", "the file starts with a byte-order mark")
-            for element in _elements(stream):
-                count = element[0]
-                yield element
-        except _Stop as stop:
-            yield -(count + 1), None, stop.code, str(stop)
-        finally:
-            if digest is not None:  # every byte of the file is hashed, even after a stop
-                while block := handle.read(_CHUNK):
-                    digest.update(block)
+    stream = JsonStream(handle, digest, truncated="PROMPTFOO_TRUNCATED")
+    try:
+        for element in _elements(stream):
+            count = element[0]
+            yield element
+    except Stop as stop:
+        yield -(count + 1), None, stop.code, str(stop)
+    finally:
+        stream.drain()  # every byte of the file is hashed, even after a stop
 
 
 def _text(value: Any) -> str | None:
@@ -345,28 +192,54 @@ def unit(result: dict[str, Any], trial: int) -> dict[str, Any]:
 
 
 def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
-    """The units of a promptfoo results file, one per result, in file order."""
-    ranks: dict[tuple[str, int, str | None], list[int]] = {}
-    for _, value, code, _ in _frame(path, digest):  # first pass: hashes, collects ranks
-        if code is None and _problem(value) is None:
-            ranks.setdefault(_group(value), []).append(value["testIdx"])
-    for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
-        ranks[group] = sorted(set(indexes))
-    seen: set[tuple[int, int]] = set()
-    for index, value, code, message in _frame(path, None):
-        if code is not None:
-            yield BadRecord(abs(index), code, message)
-            continue
-        problem = _problem(value)
-        if problem is not None:
-            yield BadRecord(index, *problem)
-            continue
-        pair = value["testIdx"], value["promptIdx"]
-        if pair in seen:  # one result per test and prompt: a copy must not count twice
-            yield BadRecord(index, "DUPLICATE_ID", f"a second result for testIdx {pair[0]}, "
-                            f"promptIdx {pair[1]}")
-            continue
-        seen.add(pair)
-        taken = ranks.get(_group(value), [])
-        trial = bisect_left(taken, value["testIdx"]) + 1
-        yield Record(index, unit(value, trial))
+    """The units of a promptfoo results file, one per result, in file order.
+
+    The file is read twice (see the module docstring) through one open handle: only a
+    regular file can be, and the second pass must see the bytes the first one hashed, else
+    nothing of it is used (a file rewritten between the passes is PROMPTFOO_CHANGED)."""
+    with path.open("rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            yield BadRecord(1, "PROMPTFOO_CHANGED", f"{path.name} is not a regular file (a "
+                            "pipe or a device): it cannot be read twice, so it is not read")
+            return
+        first, second = hashlib.sha256(), hashlib.sha256()
+        ranks: dict[tuple[str, int, str | None], list[int]] = {}
+        for _, value, code, _ in _frame(handle, _Both(digest, first)):  # ranks, hashes
+            if code is None and _problem(value) is None:
+                ranks.setdefault(_group(value), []).append(value["testIdx"])
+        for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
+            ranks[group] = sorted(set(indexes))
+        handle.seek(0)
+        seen: set[tuple[int, int]] = set()
+        for index, value, code, message in _frame(handle, second):
+            if code is not None:
+                yield BadRecord(abs(index), code, message)
+                continue
+            problem = _problem(value)
+            if problem is not None:
+                yield BadRecord(index, *problem)
+                continue
+            pair = value["testIdx"], value["promptIdx"]
+            if pair in seen:  # one result per test and prompt: a copy must not count twice
+                yield BadRecord(index, "DUPLICATE_ID", f"a second result for testIdx "
+                                f"{pair[0]}, promptIdx {pair[1]}")
+                continue
+            seen.add(pair)
+            taken = ranks.get(_group(value), [])
+            trial = bisect_left(taken, value["testIdx"]) + 1
+            yield Record(index, unit(value, trial))
+        if first.digest() != second.digest():
+            yield BadRecord(1, "PROMPTFOO_CHANGED", f"{path.name} changed while it was read: "
+                            "the records cannot be bound to the bytes hashed")
+
+
+class _Both:
+    """Two digests fed the same bytes."""
+
+    def __init__(self, one: Any, two: Any) -> None:
+        self.one, self.two = one, two
+
+    def update(self, data: bytes) -> None:
+        if self.one is not None:
+            self.one.update(data)
+        self.two.update(data)

@@ -157,6 +157,34 @@ def record_decoder(raw: bytes) -> tuple[json.JSONDecoder, bool]:
     return decoder, raw.isascii() and b"\\u" not in raw and b"0." not in shapes and \
         b"0e" not in shapes
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def decode_value(raw: bytes) -> tuple[Any, bool]:
+    """One JSON value in UTF-8 bytes (white space around it allowed) by the RECORD rules,
+    and whether it is sure to be plain JSON (``record_decoder``). ``JsonError`` with the
+    record code says why not: not JSON, a refused number or name, too deep, a lone
+    surrogate. The one decoder of records, whether a JSONL line or a framed value."""
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise JsonError("NOT_UTF8", f"not UTF-8 (byte {exc.start})", "NOT_UTF8") from None
+    decoder, plain = record_decoder(raw)
+    try:
+        data, end = decoder.raw_decode(text)
+    except json.JSONDecodeError as exc:
+        raise JsonError("INVALID_JSON", f"not JSON: {exc.msg} at column {exc.colno}"
+                        ) from None
+    except RecursionError:
+        raise JsonError("NESTED_TOO_DEEP", DEEP, "NESTED_TOO_DEEP") from None
+    if end != len(text):
+        raise JsonError("INVALID_JSON", "extra data after the JSON value")
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
+        # a value nests at most as deep as the text has opening brackets
+        raise JsonError("NESTED_TOO_DEEP", DEEP, "NESTED_TOO_DEEP")
+    if ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
+        raise JsonError("LONE_SURROGATE", "a string holds a lone UTF-16 surrogate",
+                        "LONE_SURROGATE")
+    return data, plain
 _SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 
@@ -187,6 +215,13 @@ def has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, list):
         return any(has_lone_surrogate(v) for v in value)
     return False
+
+
+def loads_record(text: str) -> Any:
+    """A JSON text held in a record's string (a tool call's arguments), by the record
+    rules: ``JsonError`` for NaN, an overflowing number, a name given twice (which value
+    counts would be the reader's guess) ... as for the record itself."""
+    return decode_value(text.encode("utf-8", "surrogatepass"))[0]
 
 
 def parse_jcs(data: bytes) -> Any:

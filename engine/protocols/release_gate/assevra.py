@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from engine.records.formats import INVALID, LABELED, UNLABELED, Verdict
+from engine.records.strict_json import loads_record
 
 DIMENSIONS = ("grounding", "safety", "pii", "task_completion", "tool_call",
               "action_correctness", "injection", "cost", "latency")
@@ -64,7 +65,7 @@ def _parses(arguments: Any) -> bool:
         if not arguments.strip():
             return True
         try:
-            return isinstance(json.loads(arguments), dict)
+            return isinstance(loads_record(arguments), dict)
         except ValueError:
             return False
     return False
