@@ -305,6 +305,9 @@ MALFORMED: dict[str, tuple[Any, str, str]] = {
     "eval-zstd-bomb": (_zstd_bomb, "eval", "INSPECT_LOG_TRUNCATED"),
     "eval-entries-share-data": (_shared_data, "eval", "INSPECT_LOG_MALFORMED"),
     "eval-unpacks-too-much": (_declared_huge, "eval", "INSPECT_LOG_MALFORMED"),
+    "eval-sample-over-64-mib": (lambda: _raw_zip([
+        (n, p, m, (65 << 20) if n == "samples/add-small_epoch_1.json" else s)
+        for n, p, m, s in _zstd_entries()]), "eval", "VALUE_TOO_LARGE"),
     "eval-local-name-differs": (lambda: _raw_zip(_zstd_entries(), local_names={
         "header.json": "samples/other.json"}), "eval", "INSPECT_LOG_MALFORMED"),
     "json-cut-mid-array": (lambda: SHIPPED_JSON.read_bytes()[:60_000], "json",

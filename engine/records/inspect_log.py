@@ -81,9 +81,9 @@ def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRec
             yield BadRecord(1, MALFORMED, "the .eval zip holds no samples/*.json entry: "
                             "not an inspect_ai log, or one written without samples")
             return
-        problem = _layout_problem(handle, infos, samples)
-        if problem is not None:
-            yield BadRecord(1, MALFORMED, problem)
+        layout = _layout_problem(handle, infos, samples)
+        if layout is not None:
+            yield BadRecord(1, MALFORMED, layout)
             return
         names = {i.filename: i for i in infos}
         context: dict[str, Any] = {}
@@ -92,7 +92,8 @@ def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRec
                 raw, problem = _entry(archive, handle, names[name])
                 parsed = parse_line(raw, 0) if problem is None else None
                 if problem is not None or not isinstance(parsed, Record):
-                    why = problem or (parsed.message if isinstance(parsed, BadRecord) else "")
+                    why = problem[1] if problem else \
+                        parsed.message if isinstance(parsed, BadRecord) else ""
                     yield BadRecord(1, MALFORMED, f"{name}: {why}")
                     return
                 context = _context(parsed.data)
@@ -100,8 +101,7 @@ def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRec
         for index, info in enumerate(samples, start=1):
             raw, problem = _entry(archive, handle, info)
             if problem is not None:
-                yield BadRecord(index, MALFORMED if "compression" in problem else TRUNCATED,
-                                f"{info.filename}: {problem}")
+                yield BadRecord(index, problem[0], f"{info.filename}: {problem[1]}")
                 continue
             yield _unit(parse_line(raw, index), context, info.filename)
 
@@ -137,11 +137,14 @@ def _layout_problem(handle: IO[bytes], infos: list[zipfile.ZipInfo],
     return None
 
 
+Problem = tuple[str, str] | None  # (code, why) an entry cannot be read
+
+
 def _entry(archive: zipfile.ZipFile, handle: IO[bytes],
-           info: zipfile.ZipInfo) -> tuple[bytes, str | None]:
+           info: zipfile.ZipInfo) -> tuple[bytes, Problem]:
     """One entry's bytes, or why they cannot be read."""
     if info.file_size > MAX_SAMPLE:
-        return b"", f"larger than {MAX_SAMPLE >> 20} MiB"
+        return b"", ("VALUE_TOO_LARGE", f"larger than {MAX_SAMPLE >> 20} MiB")
     try:
         if info.compress_type == ZSTD:
             raw = _zstd(handle, info)
@@ -149,14 +152,14 @@ def _entry(archive: zipfile.ZipFile, handle: IO[bytes],
             with archive.open(info) as member:
                 raw = member.read(info.file_size + 1)
         else:
-            return b"", f"compression method {info.compress_type} is not one inspect_ai writes"
+            return b"", (MALFORMED, f"compression method {info.compress_type} is not one "
+                         "inspect_ai writes")
     except _Unsupported as exc:
-        return b"", str(exc)
+        return b"", (MALFORMED, str(exc))
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError,
             NotImplementedError, struct.error) as exc:
-        return b"", f"cannot be read: truncated or damaged ({type(exc).__name__}: {exc})"
-    if len(raw) > MAX_SAMPLE:
-        return b"", f"larger than {MAX_SAMPLE >> 20} MiB"
+        return b"", (TRUNCATED, f"cannot be read: truncated or damaged "
+                     f"({type(exc).__name__}: {exc})")
     return raw, None
 
 
