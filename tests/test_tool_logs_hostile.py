@@ -43,3 +43,202 @@ def test_inspect_tool_calls_that_are_not_a_list_are_no_calls(tmp_path: Path,
           f"samples={DATA / 'wrongtypes.json'}", "--out", str(out)])
     printed = capsys.readouterr()
     assert "INTERNAL_ERROR" not in printed.out + printed.err and (out / "scorecard.json").exists()
+
+
+# --- found by the second issue 17 review: each gave a wrong PASS or INTERNAL_ERROR ---------
+
+EXAMPLES = ROOT / "specs"
+INSPECT = EXAMPLES / "inspect-example" / "data" / "inspect-example.json"
+PROMPTFOO = EXAMPLES / "promptfoo-example" / "data" / "results.json"
+OTEL = EXAMPLES / "otel-example" / "data" / "traces.jsonl"
+
+
+def _gate(tmp_path: Path, spec: str, input_name: str, data: bytes, suffix: str
+          ) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    tmp_path.mkdir(exist_ok=True)
+    log = tmp_path / f"log{suffix}"
+    log.write_bytes(data)
+    out = tmp_path / "out"
+    status = main(["run", str(EXAMPLES / spec), "--input", f"{input_name}={log}",
+                   "--out", str(out)])
+    card = json.loads((out / "scorecard.json").read_bytes())
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    return status, card, rows
+
+
+def _inspect(change: Any) -> bytes:
+    doc = json.loads(INSPECT.read_bytes())
+    change(doc["samples"])
+    return json.dumps(doc).encode()
+
+
+def _epoch_two_as_a_copy_of_one(samples: list[dict[str, Any]]) -> None:
+    first = next(s for s in samples if s["epoch"] == 1)
+    at = next(i for i, s in enumerate(samples) if s["id"] == first["id"] and s["epoch"] == 2)
+    samples[at] = first
+
+
+def _set(path: tuple[str, ...], value: Any) -> Any:
+    def change(samples: list[dict[str, Any]]) -> None:
+        target = samples[0]
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target[path[-1]] = value
+    return change
+
+
+INSPECT_REFUSED = [  # (what, change to the samples, the code it must give)
+    ("total_time 1e308 (x 1000 overflowed)", _set(("total_time",), 1e308), "NON_FINITE_NUMBER"),
+    ("token sums that overflow", _set(("model_usage",), {"a": {"total_tokens": 1e308},
+                                                         "b": {"total_tokens": 1e308}}),
+     "NON_FINITE_NUMBER"),
+    ("a negative token count cancelling another", _set(
+        ("model_usage",), {"a": {"total_tokens": 5000}, "b": {"total_tokens": -4990}}),
+     "BAD_VALUE"),
+    ("a negative total_time", _set(("total_time",), -5), "BAD_VALUE"),
+    ("a sample copied into another epoch's place", _epoch_two_as_a_copy_of_one, "DUPLICATE_ID"),
+]
+
+
+@pytest.mark.parametrize("what, change, code", INSPECT_REFUSED,
+                         ids=[c[0] for c in INSPECT_REFUSED])
+def test_an_inspect_sample_a_budget_cannot_read_is_refused(tmp_path: Path, what: str,
+                                                           change: Any, code: str) -> None:
+    status, card, _ = _gate(tmp_path, "inspect-example", "samples", _inspect(change), ".json")
+    assert status == 3 and card["decision"] == "INCOMPLETE"
+    assert code in card["coverage"]["record_problems"], card["coverage"]["record_problems"]
+
+
+def test_an_inspect_error_without_a_message_is_still_an_error(tmp_path: Path) -> None:
+    status, card, rows = _gate(tmp_path, "inspect-example", "samples",
+                               _inspect(_set(("error",), {"msg": "boom"})), ".json")
+    failed = [r for r in rows if r["inspection"] == "no-sample-error" and r["status"] == "FAIL"]
+    assert len(failed) == 1 and status == 1 and card["decision"] == "FAIL"
+
+
+def _eval_entries() -> list[tuple[str, bytes, int, int]]:
+    from .test_inspect_log import _zstd_entries
+    return _zstd_entries()
+
+
+def test_an_eval_entry_holding_another_sample_is_refused(tmp_path: Path) -> None:
+    from .test_inspect_log import _raw_zip
+    entries = _eval_entries()
+    one = next(e for e in entries if e[0] == "samples/add-carry_epoch_1.json")
+    swapped = [(n, *one[1:]) if n == "samples/add-carry_epoch_2.json" else (n, p, m, s)
+               for n, p, m, s in entries]  # epoch 2's entry holds epoch 1's sample
+    status, card, _ = _gate(tmp_path, "inspect-example", "samples", _raw_zip(swapped), ".eval")
+    assert status == 3 and "INSPECT_LOG_MALFORMED" in card["coverage"]["record_problems"]
+    named_twice = [one if n == "samples/add-carry_epoch_2.json" else (n, p, m, s)
+                   for n, p, m, s in entries]  # and the same entry name twice
+    status, card, _ = _gate(tmp_path / "2", "inspect-example", "samples", _raw_zip(named_twice),
+                            ".eval")
+    assert status == 3 and "DUPLICATE_ID" in card["coverage"]["record_problems"]
+
+
+def test_an_eval_log_rewritten_while_it_is_read_yields_the_bytes_hashed(tmp_path: Path) -> None:
+    import hashlib
+
+    from engine.records.formats import Record
+    from engine.records.inspect_log import read
+
+    from .test_inspect_log import _raw_zip
+    original = (EXAMPLES / "inspect-example" / "data" / "inspect-example.eval").read_bytes()
+    log = tmp_path / "log.eval"
+    log.write_bytes(original)
+    want = [r.data for r in read(log) if isinstance(r, Record)]
+    digest = hashlib.sha256()
+    items = read(log, digest)
+    first = next(items)  # hashing is done: the reader now reads samples
+    other = _raw_zip([(n, p, m, s) for n, p, m, s in _eval_entries()
+                      if not n.endswith("_epoch_2.json")])
+    with log.open("r+b") as handle:  # the same file, rewritten in place
+        handle.write(other)
+        handle.truncate()
+    got = [first.data, *(r.data for r in items if isinstance(r, Record))]
+    assert got == want and digest.hexdigest() == hashlib.sha256(original).hexdigest()
+
+
+def _promptfoo(change: Any) -> bytes:
+    doc = json.loads(PROMPTFOO.read_bytes())
+    change(doc["results"]["results"])
+    return json.dumps(doc).encode()
+
+
+def _copy_under_a_new_test_index(results: list[dict[str, Any]]) -> None:
+    failing = next(i for i, r in enumerate(results) if not r["success"])
+    passing = next(r for r in results if r["success"])
+    results[failing] = {**passing, "testIdx": results[failing]["testIdx"]}
+
+
+PROMPTFOO_REFUSED = [
+    ("a passing result copied over a failing one", _copy_under_a_new_test_index,
+     "DUPLICATE_ID"),
+    ("a negative latency", lambda r: r[0].update(latencyMs=-1), "PROMPTFOO_FIELD"),
+    ("a negative token count", lambda r: r[0]["tokenUsage"].update(total=-5),
+     "PROMPTFOO_FIELD"),
+]
+
+
+@pytest.mark.parametrize("what, change, code", PROMPTFOO_REFUSED,
+                         ids=[c[0] for c in PROMPTFOO_REFUSED])
+def test_a_promptfoo_result_a_gate_cannot_trust_is_refused(tmp_path: Path, what: str,
+                                                           change: Any, code: str) -> None:
+    status, card, _ = _gate(tmp_path, "promptfoo-example", "results", _promptfoo(change),
+                            ".json")
+    assert status == 3 and card["decision"] == "INCOMPLETE"
+    assert code in card["coverage"]["record_problems"], card["coverage"]["record_problems"]
+
+
+def _otel(change: Any) -> bytes:
+    docs = [json.loads(line) for line in OTEL.read_text().splitlines()]
+    change([s for d in docs for r in d["resourceSpans"] for c in r["scopeSpans"]
+            for s in c["spans"]])
+    return "".join(json.dumps(d) + "\n" for d in docs).encode()
+
+
+def _of(spans: list[dict[str, Any]], operation: str, trace_end: str = "01") -> dict[str, Any]:
+    return next(s for s in spans if s["traceId"].endswith(trace_end) and {
+        "key": "gen_ai.operation.name", "value": {"stringValue": operation}} in s["attributes"])
+
+
+def _add(span: dict[str, Any], key: str, value: dict[str, Any]) -> None:
+    span["attributes"].append({"key": key, "value": value})
+
+
+def _row(rows: list[dict[str, Any]], inspection: str) -> dict[str, Any]:
+    return next(r for r in rows if r["inspection"] == inspection
+                and r["unit"].startswith("007a0000000000000000000000000001"))
+
+
+def test_otel_tokens_on_a_tool_span_count_toward_the_run(tmp_path: Path) -> None:
+    data = _otel(lambda spans: _add(_of(spans, "execute_tool"), "gen_ai.usage.output_tokens",
+                                    {"intValue": "5000"}))
+    _, _, rows = _gate(tmp_path, "otel-example", "traces", data, ".jsonl")
+    row = _row(rows, "token-budget")
+    assert row["status"] == "FAIL" and row["observed"] > 5000
+
+
+def test_otel_a_run_spans_own_total_counts_when_it_is_larger(tmp_path: Path) -> None:
+    data = _otel(lambda spans: _add(_of(spans, "invoke_agent"), "gen_ai.usage.input_tokens",
+                                    {"intValue": "9000"}))
+    _, _, rows = _gate(tmp_path, "otel-example", "traces", data, ".jsonl")
+    row = _row(rows, "token-budget")
+    assert row["status"] == "FAIL" and row["observed"] > 9000
+
+
+def test_otel_an_attribute_given_twice_is_refused(tmp_path: Path) -> None:
+    # a second gen_ai.operation.name turned a forbidden tool call into an internal span
+    data = _otel(lambda spans: _add(_of(spans, "execute_tool"), "gen_ai.operation.name",
+                                    {"stringValue": "internal"}))
+    status, card, _ = _gate(tmp_path, "otel-example", "traces", data, ".jsonl")
+    assert status == 3 and "OTEL_BAD_SPAN" in card["coverage"]["record_problems"]
+
+
+def test_otel_error_type_marks_a_failed_run_and_a_failed_call(tmp_path: Path) -> None:
+    def change(spans: list[dict[str, Any]]) -> None:
+        _add(_of(spans, "invoke_agent"), "error.type", {"stringValue": "timeout"})
+        _add(_of(spans, "execute_tool"), "error.type", {"stringValue": "timeout"})
+    status, _, rows = _gate(tmp_path, "otel-example", "traces", _otel(change), ".jsonl")
+    assert _row(rows, "run-succeeded")["status"] == "FAIL"
+    assert _row(rows, "no-failed-tool-calls")["status"] == "FAIL" and status == 1

@@ -10,7 +10,7 @@ from typing import Any
 
 from engine import protocols
 from engine.records.clip import clip
-from engine.records.strict_json import JsonError, decode_value
+from engine.records.strict_json import JsonError, decode_value, out_of_range
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,15 @@ def parse_line(raw: bytes, line: int) -> Record | BadRecord:
     if not isinstance(data, dict):
         return BadRecord(line, "NOT_AN_OBJECT", "a record must be a JSON object")
     return Record(line, data, plain)
+
+
+def mapped(line: int, data: dict[str, Any], where: str = "") -> Record | BadRecord:
+    """A record a format mapped from a tool's own data, checked like a JSONL line: a sum or
+    product that left the range of JSON numbers is a problem, never a crash later."""
+    problem = out_of_range(data)
+    if problem is None:
+        return Record(line, data)
+    return BadRecord(line, problem[0], f"{where}: {problem[1]}" if where else problem[1])
 
 
 def read_jsonl(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:

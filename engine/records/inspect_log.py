@@ -4,8 +4,9 @@ inspect_ai writes a log in one of two forms, told apart here by their first byte
 
 - ``.eval``: a zip whose ``samples/<id>_epoch_<n>.json`` entries each hold one sample, with
   ``header.json`` (or, for a run still going, ``_journal/start.json``) naming the task and
-  model. The file's raw bytes are hashed first, then each sample entry is read alone
-  (stored, deflate, or zstd, as inspect_ai writes it), so memory is bounded by one sample.
+  model. The file's bytes are hashed as they are copied to a private temporary file, whose
+  sample entries are then read one at a time (stored, deflate, or zstd, as inspect_ai
+  writes them), so memory is bounded by one sample and what is read is what was hashed.
 - ``.json``: one JSON document whose ``samples`` array holds the samples. It is framed
   element by element from a sliding buffer, never loaded whole.
 
@@ -19,14 +20,18 @@ under documented names. The reader only maps: a scorer's value stays the tool's 
 from __future__ import annotations
 
 import io
+import itertools
+import json
 import struct
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from engine.records.formats import BadRecord, Record, parse_line
+from engine.records.clip import clip
+from engine.records.formats import BadRecord, Record, mapped, parse_line
 from engine.records.json_stream import MAX_VALUE, JsonStream, Stop
 
 CHUNK = 1 << 16
@@ -60,12 +65,19 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
 # ---------------------------------------------------------------- the .eval (zip) form
 
 
-def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRecord]:
-    if digest is not None:
-        digest.update(head)
-    for chunk in iter(lambda: handle.read(CHUNK), b""):
-        if digest is not None:
-            digest.update(chunk)
+def _read_zip(source: Any, head: bytes, digest: Any) -> Iterator[Record | BadRecord]:
+    """The zip is read at random places, so it is first copied, each byte hashed as it is
+    copied, into a file of the reader's own (unlinked: no path names it): the samples read
+    are the bytes hashed, even if the log is rewritten while it is read."""
+    with tempfile.TemporaryFile() as handle:
+        for chunk in itertools.chain([head], iter(lambda: source.read(CHUNK), b"")):
+            if digest is not None:
+                digest.update(chunk)
+            handle.write(chunk)
+        yield from _zip_records(handle)
+
+
+def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
     try:
         handle.seek(0)
         archive = zipfile.ZipFile(handle)
@@ -103,7 +115,13 @@ def _read_zip(handle: Any, head: bytes, digest: Any) -> Iterator[Record | BadRec
             if problem is not None:
                 yield BadRecord(index, problem[0], f"{info.filename}: {problem[1]}")
                 continue
-            yield _unit(parse_line(raw, index), context, info.filename)
+            unit = _unit(parse_line(raw, index), context, info.filename)
+            if isinstance(unit, Record) and info.filename != \
+                    f"samples/{unit.data['sample_id']}_epoch_{unit.data['epoch']}.json":
+                unit = BadRecord(index, MALFORMED, f"{info.filename} holds sample "
+                                 f"{clip(unit.data['sample_id'])} epoch {unit.data['epoch']}"
+                                 ": an entry inspect_ai names by its sample and epoch")
+            yield unit
 
 
 def _layout_problem(handle: IO[bytes], infos: list[zipfile.ZipInfo],
@@ -268,6 +286,12 @@ def _unit(parsed: Record | BadRecord, context: dict[str, Any],
     choices = output.get("choices")
     choice = _dict(choices[0]) if isinstance(choices, list) and choices else {}
     total, working = sample.get("total_time"), sample.get("working_time")
+    usage, bad = _usage(sample.get("model_usage"), output.get("usage"))
+    for name, value in (("total_time", total), ("working_time", working)):
+        if value is not None and not _quantity(value):
+            bad = bad or f"its {name} is not a number >= 0"
+    if bad:  # a budget would read a negative, or skip what it cannot add
+        return BadRecord(line, "BAD_VALUE", f"{where}: {bad}")
     error = sample.get("error")
     record = {
         "id": f"{sample_id}#{epoch}",
@@ -284,20 +308,34 @@ def _unit(parsed: Record | BadRecord, context: dict[str, Any],
         "output": _completion(output, choice),
         "stop_reason": choice.get("stop_reason"),
         "scores": _scores(sample.get("scores")),
-        "usage": _usage(sample.get("model_usage"), output.get("usage")),
+        "usage": usage,
         "model_usage": sample.get("model_usage"),
         "latency_s": total if _number(total) else None,
         "latency_ms": round(total * 1000, 3) if _number(total) else None,
         "working_time_s": working if _number(working) else None,
         "tool_calls": _tool_calls(sample.get("messages")),
-        "error": (error.get("message") if isinstance(error, dict) else error)
-        if error is not None else None,
+        "error": _error(error),
         "limit": sample.get("limit"),
         "metadata": sample.get("metadata"),
         "run_id": context.get("run_id"),
         "log_status": context.get("log_status"),
     }
-    return Record(line, record)
+    return mapped(line, record, where)
+
+
+def _error(error: Any) -> str | None:
+    """The sample's error message; any error inspect_ai recorded is one, with or without a
+    message (null only when there is none)."""
+    if error is None:
+        return None
+    message = error.get("message") if isinstance(error, dict) else error
+    return message if isinstance(message, str) and message else \
+        "an error recorded without a message: " + json.dumps(clip(error), ensure_ascii=False)
+
+
+def _quantity(value: Any) -> bool:
+    """A number a budget may bound: not a boolean, not negative."""
+    return _number(value) and value >= 0
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -346,20 +384,23 @@ TOKENS = ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_r
           "input_tokens_cache_write", "reasoning_tokens")
 
 
-def _usage(model_usage: Any, output_usage: Any) -> dict[str, Any] | None:
+def _usage(model_usage: Any, output_usage: Any) -> tuple[dict[str, Any] | None, str]:
     """Tokens summed over every model the sample called (``model_usage``), else the final
-    output's ``usage``; ``cost_usd`` from inspect_ai's ``total_cost`` where it has one."""
+    output's ``usage``; ``cost_usd`` from inspect_ai's ``total_cost`` where it has one. The
+    second item says why a value cannot be summed (not a number >= 0), else ''."""
     usages = [u for u in model_usage.values() if isinstance(u, dict)] \
         if isinstance(model_usage, dict) and model_usage else \
         [output_usage] if isinstance(output_usage, dict) else []
     if not usages:
-        return None
+        return None, ""
     out: dict[str, Any] = {}
     for name in (*TOKENS, "total_cost"):
-        values = [u[name] for u in usages if _number(u.get(name))]
+        values = [u[name] for u in usages if u.get(name) is not None]
+        if not all(_quantity(v) for v in values):
+            return None, f"its usage {name} is not a number >= 0"
         if values:
             out["cost_usd" if name == "total_cost" else name] = sum(values)
-    return out
+    return out, ""
 
 
 def _tool_calls(messages: Any) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import MAX_INT
-from engine.records.formats import BadRecord, Record, parse_line
+from engine.records.formats import BadRecord, Record, mapped, parse_line
 from engine.records.json_stream import JsonStream, Stop
 from engine.records.strict_json import JsonError, decode_value
 
@@ -152,7 +152,8 @@ def any_value(value: Any) -> Any:
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
-    """``[{key, value}]`` as a dict (a key given twice keeps its last value, as the SDK)."""
+    """``[{key, value}]`` as a dict (a key given twice is refused: the SDK never writes
+    one, and which value counts would be the reader's guess)."""
     if pairs is None:
         return {}
     if not isinstance(pairs, list):
@@ -161,6 +162,8 @@ def attributes(pairs: Any) -> dict[str, Any]:
     for pair in pairs:
         if not isinstance(pair, dict) or not isinstance(pair.get("key"), str):
             raise Malformed("OTEL_BAD_SPAN", "an attribute is not {key, value}")
+        if pair["key"] in out:  # which value counts would be the reader's guess
+            raise Malformed("OTEL_BAD_SPAN", f"attribute {pair['key'][:60]!r} is given twice")
         out[pair["key"]] = any_value(pair.get("value", {}))
     return out
 
@@ -381,11 +384,17 @@ def _text(messages: Any, role: str) -> Any:
     return None
 
 
+def _status(span: Span) -> str:
+    """The span's status; ERROR also when it carries ``error.type``, the semantic
+    conventions' mark of a failed operation (whatever status the span was left with)."""
+    return "ERROR" if "error.type" in span.attrs else span.status
+
+
 def _tool_call(span: Span) -> dict[str, Any]:
     attrs = span.attrs
     call: dict[str, Any] = {"name": attrs.get("gen_ai.tool.name", span.name),
                             "id": attrs.get("gen_ai.tool.call.id"),
-                            "status": span.status}
+                            "status": _status(span)}
     if "gen_ai.tool.call.arguments" in attrs:
         arguments = attrs["gen_ai.tool.call.arguments"]
         parsed = _json_text(arguments) if isinstance(arguments, str) else arguments
@@ -401,16 +410,15 @@ def _tool_call(span: Span) -> dict[str, Any]:
     return call
 
 
-def _usage(owner: Span, inference: list[Span]) -> dict[str, Any]:
-    """Token usage summed over the run's inference spans, else the run span's own."""
-    sources = [s for s in inference if any(k.startswith("gen_ai.usage.") for k in s.attrs)]
-    sources = sources or [owner]
+def _usage(owner: Span, spans: list[Span]) -> dict[str, Any]:
+    """Token usage: the sum over the run's spans below it (inference and tool calls), or
+    the run span's own where that is larger (a total it records): no token is left out."""
     usage: dict[str, Any] = {}
     for key in ("input_tokens", "output_tokens"):
-        values = [s.attrs[f"gen_ai.usage.{key}"] for s in sources
-                  if f"gen_ai.usage.{key}" in s.attrs]  # whole numbers >= 0 (span_of)
-        if values:
-            usage[key] = sum(values)
+        name = f"gen_ai.usage.{key}"  # whole numbers >= 0 (span_of)
+        values = [s.attrs[name] for s in spans if name in s.attrs]
+        if values or name in owner.attrs:
+            usage[key] = max(sum(values), owner.attrs.get(name, 0))
     if "input_tokens" in usage or "output_tokens" in usage:
         usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
     return usage
@@ -443,9 +451,9 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
              if "gen_ai.response.model" in s.attrs), None),
         "input": _text(inputs, "user"), "output": _text(outputs, "assistant"),
         "tool_calls": [_tool_call(s) for s in tools],
-        "usage": _usage(owner, inference), "inference_calls": len(inference),
+        "usage": _usage(owner, inference + tools), "inference_calls": len(inference),
         "latency_ms": (owner.end - owner.start) / 1e6,
-        "status": owner.status, "error": owner.status == "ERROR",
+        "status": _status(owner), "error": _status(owner) == "ERROR",
         "error_type": attrs.get("error.type"),
         "status_message": owner.status_message or None,
         "attributes": attrs,
@@ -510,7 +518,7 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
     for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
         tools.sort(key=lambda s: s.start)
         inference.sort(key=lambda s: s.start)
-        yield Record(owner.line, unit(owner, tools, inference))
+        yield mapped(owner.line, unit(owner, tools, inference))
 
 
 def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:

@@ -119,6 +119,12 @@ def _problem(result: Any) -> tuple[str, str] | None:
             isinstance(value, int) and not isinstance(value, bool) and value >= 0
         if not ok:
             return "PROMPTFOO_FIELD", f"'{name}' must be {kind}"
+    usage = result.get("tokenUsage")
+    measured = [("latencyMs", result.get("latencyMs")), ("cost", result.get("cost")),
+                *((f"tokenUsage.{k}", usage.get(k)) for k in TOKENS if isinstance(usage, dict))]
+    for name, value in measured:  # what a budget bounds: a negative would pass any budget
+        if value is not None and (_number(value) is None or value < 0):
+            return "PROMPTFOO_FIELD", f"'{name}' must be a number >= 0"
     return None
 
 
@@ -126,12 +132,14 @@ def _group(result: dict[str, Any]) -> tuple[str, int, str | None]:
     return _case(result), result["promptIdx"], _provider(result)[0]
 
 
+TOKENS = {"prompt": "prompt", "completion": "completion", "total": "total",
+          "cached": "cached", "numRequests": "num_requests"}  # promptfoo's -> ours
+
+
 def _tokens(usage: Any) -> dict[str, Any] | None:
     if not isinstance(usage, dict):
         return None
-    names = {"prompt": "prompt", "completion": "completion", "total": "total",
-             "cached": "cached", "numRequests": "num_requests"}
-    return {ours: usage[theirs] for theirs, ours in names.items() if theirs in usage}
+    return {ours: usage[theirs] for theirs, ours in TOKENS.items() if theirs in usage}
 
 
 def _assertion(component: Any) -> dict[str, Any]:
@@ -211,6 +219,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             ranks[group] = sorted(set(indexes))
         handle.seek(0)
         seen: set[tuple[int, int]] = set()
+        uuids: set[Any] = set()
         for index, value, code, message in _frame(handle, second):
             if code is not None:
                 yield BadRecord(abs(index), code, message)
@@ -225,6 +234,11 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                                 f"{pair[0]}, promptIdx {pair[1]}")
                 continue
             seen.add(pair)
+            uuid = value.get("id")
+            if isinstance(uuid, str) and uuid in uuids:  # a copy under another testIdx
+                yield BadRecord(index, "DUPLICATE_ID", f"a second result with id {uuid[:60]!r}")
+                continue
+            uuids.add(uuid)
             taken = ranks.get(_group(value), [])
             trial = bisect_left(taken, value["testIdx"]) + 1
             yield Record(index, unit(value, trial))

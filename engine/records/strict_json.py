@@ -217,6 +217,25 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def out_of_range(value: Any) -> tuple[str, str] | None:
+    """Why a value built from records (a sum, a product) is no longer JSON the evidence can
+    hold, as (record code, message): a number that overflowed a double, or an integer
+    beyond 2**53-1; None if it is fine."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return "NON_FINITE_NUMBER", "a number computed from the record overflows a double"
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INT:
+            return "NUMBER_OUT_OF_RANGE", "an integer computed from the record is beyond " \
+                "2**53-1"
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def loads_record(text: str) -> Any:
     """A JSON text held in a record's string (a tool call's arguments), by the record
     rules: ``JsonError`` for NaN, an overflowing number, a name given twice (which value

@@ -82,7 +82,6 @@ class _Runner:
         self.seen: Any = seen if seen is not None else IdSet()  # validated row ids
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
         self.format = formats.named(source.format)
-        self.line_based = self.format.line_based
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
         self.plan = compile_plan(self.policy)
         # a sink may take rows known to be plain JSON (see masking.shown) without checking
@@ -217,7 +216,7 @@ class _Runner:
     def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
         """Why a unit may not be scored: its id was seen before, or its suite case already
         has every run it declares (extra runs would dilute the rates); None if it may."""
-        if self.validator is None and self.line_based and unit_id is not None:
+        if self.validator is None and unit_id is not None:  # every format's units
             if not _is_id(unit_id):  # a list or an object would dodge the duplicate check
                 return "BAD_UNIT_ID", f"unit id {clip(unit_id)!r} is not a string or an integer"
             key = str(unit_id)
