@@ -76,7 +76,7 @@ def _grow_promptfoo(target: int, folder: Path) -> list[Path]:
     grown: list[dict[str, object]] = []
     while size < target:
         for result in results:
-            copy = {**result, "testIdx": len(grown)}
+            copy = {**result, "testIdx": len(grown), "id": f"{result['id']}-{len(grown)}"}
             grown.append(copy)
             size += len(json.dumps(copy))
     doc["results"]["results"] = grown

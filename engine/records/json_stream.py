@@ -34,10 +34,22 @@ def _nothing(*_: Any) -> None:
     return None
 
 
-# finds where a value ends: converts no number (a 5,000-digit integer is no error here)
-# and builds no object; the strict reader decides what the value is
-_SCAN = json.JSONDecoder(parse_int=_nothing, parse_float=_nothing, parse_constant=_nothing,
-                         object_pairs_hook=_nothing)
+# find where a value ends, building no object (the strict reader decides what the value
+# is): the first lets the C scanner read numbers, the second, for a text holding an integer
+# of more than 4,300 digits (which int() refuses), converts none
+_SCAN = json.JSONDecoder(parse_constant=_nothing, object_pairs_hook=_nothing)
+_SCAN_NO_NUMBERS = json.JSONDecoder(parse_int=_nothing, parse_float=_nothing,
+                                    parse_constant=_nothing, object_pairs_hook=_nothing)
+
+
+def _end(text: str, start: int) -> int:
+    """Where the JSON value starting at ``start`` ends (JSONDecodeError if it does not)."""
+    try:
+        return int(_SCAN.raw_decode(text, start)[1])
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int() of a 5,000-digit token: not an error of the framing
+        return int(_SCAN_NO_NUMBERS.raw_decode(text, start)[1])
 
 
 class Stop(Exception):
@@ -179,7 +191,7 @@ class JsonStream:
             raise Stop(self.truncated, f"the file ends {where} (truncated)")
         while True:
             try:
-                _, end = _SCAN.raw_decode(self.buf, self.pos)
+                end = _end(self.buf, self.pos)
             except RecursionError:
                 raise Stop("NESTED_TOO_DEEP", f"{where}: {DEEP}") from None
             except json.JSONDecodeError as exc:

@@ -29,27 +29,34 @@ from engine.records.formats import BadRecord, Record
 from engine.records.json_stream import JsonStream, Stop
 
 Element = tuple[int, Any, str | None, str]  # (1-based index, value, code, message)
+_SCANNER = json.JSONDecoder()
 
 
-def _elements(stream: JsonStream) -> Iterator[Element]:
+def _elements(stream: JsonStream, ranking: bool) -> Iterator[Element]:
     """Each element of ``results.results``, then the rest of the document checked; a
-    problem that stops the framing is raised as ``Stop``."""
+    problem that stops the framing is raised as ``Stop``. The ranking pass frames only:
+    its results are decoded by the C scanner alone, since what they rank only counts when
+    the record pass, which decodes strictly, finds no problem (then both agree)."""
     found = False
+    skip = stream.text if ranking else stream.skip
     for name in stream.members("at the top level"):
         if name != "results":
-            stream.skip(f"in the top-level member {name[:40]!r}")
+            skip(f"in the top-level member {name[:40]!r}")
             continue
         if stream.peek() != "{":
             raise Stop("PROMPTFOO_NOT_RESULTS", "'results' is not an object holding the "
                        "results list (write it with promptfoo eval -o results.json)")
         for inner in stream.members("in 'results'"):
             if inner != "results":
-                stream.skip(f"in results.{inner[:40]}")
+                skip(f"in results.{inner[:40]}")
                 continue
             if stream.peek() != "[":
                 raise Stop("PROMPTFOO_NOT_RESULTS", "results.results is not a list")
             found = True
             for index in stream.items("in results.results"):
+                if ranking:
+                    yield index, _loose(stream.text(f"in result {index}")), None, ""
+                    continue
                 parsed = stream.record(index, f"in result {index}")
                 if isinstance(parsed, BadRecord):
                     yield index, None, parsed.code, parsed.message
@@ -61,12 +68,19 @@ def _elements(stream: JsonStream) -> Iterator[Element]:
                    "promptfoo eval -o results.json")
 
 
-def _frame(handle: Any, digest: Any) -> Iterator[Element]:
+def _loose(text: str) -> Any:
+    try:
+        return _SCANNER.decode(text)
+    except (ValueError, RecursionError):  # the record pass says what is wrong with it
+        return None
+
+
+def _frame(handle: Any, digest: Any, ranking: bool = False) -> Iterator[Element]:
     """Every element, a framing problem as a last element with index -(count + 1)."""
     count = 0
     stream = JsonStream(handle, digest, truncated="PROMPTFOO_TRUNCATED")
     try:
-        for element in _elements(stream):
+        for element in _elements(stream, ranking):
             count = element[0]
             yield element
     except Stop as stop:
@@ -212,7 +226,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             return
         first, second = hashlib.sha256(), hashlib.sha256()
         ranks: dict[tuple[str, int, str | None], list[int]] = {}
-        for _, value, code, _ in _frame(handle, _Both(digest, first)):  # ranks, hashes
+        for _, value, code, _ in _frame(handle, _Both(digest, first), ranking=True):
             if code is None and _problem(value) is None:
                 ranks.setdefault(_group(value), []).append(value["testIdx"])
         for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
