@@ -211,20 +211,18 @@ def _row(rows: list[dict[str, Any]], inspection: str) -> dict[str, Any]:
                 and r["unit"].startswith("007a0000000000000000000000000001"))
 
 
-def test_otel_tokens_on_a_tool_span_count_toward_the_run(tmp_path: Path) -> None:
-    data = _otel(lambda spans: _add(_of(spans, "execute_tool"), "gen_ai.usage.output_tokens",
-                                    {"intValue": "5000"}))
+@pytest.mark.parametrize(("operation", "key", "tokens"), [
+    # tokens reported on a tool span count toward the run's budget
+    ("execute_tool", "gen_ai.usage.output_tokens", 5000),
+    # a run span's own total counts when it is larger than the sum below it
+    ("invoke_agent", "gen_ai.usage.input_tokens", 9000),
+])
+def test_otel_tokens_anywhere_in_the_run_count(
+        tmp_path: Path, operation: str, key: str, tokens: int) -> None:
+    data = _otel(lambda spans: _add(_of(spans, operation), key, {"intValue": str(tokens)}))
     _, _, rows = _gate(tmp_path, "otel-example", "traces", data, ".jsonl")
     row = _row(rows, "token-budget")
-    assert row["status"] == "FAIL" and row["observed"] > 5000
-
-
-def test_otel_a_run_spans_own_total_counts_when_it_is_larger(tmp_path: Path) -> None:
-    data = _otel(lambda spans: _add(_of(spans, "invoke_agent"), "gen_ai.usage.input_tokens",
-                                    {"intValue": "9000"}))
-    _, _, rows = _gate(tmp_path, "otel-example", "traces", data, ".jsonl")
-    row = _row(rows, "token-budget")
-    assert row["status"] == "FAIL" and row["observed"] > 9000
+    assert row["status"] == "FAIL" and row["observed"] > tokens
 
 
 def test_otel_an_attribute_given_twice_is_refused(tmp_path: Path) -> None:
