@@ -161,6 +161,7 @@ BAD_UNIT_ID: a record's unit id is neither a string nor an integer; refused, nev
 SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error)
 INSPECT_LOG_TRUNCATED: an inspect_ai log ends early (a .json cut short, a .eval zip or entry cut)
 INSPECT_LOG_MALFORMED: an inspect_ai log lacks what inspect_ai writes (no samples, unreadable entry)
+INSPECT_SAMPLE_INVALIDATED: an inspect_ai sample its log marks invalidated (not evidence until rerun)
 PROMPTFOO_TRUNCATED: a promptfoo results file ends before its JSON document does
 PROMPTFOO_NOT_RESULTS: the file holds no results.results list of promptfoo eval -o results.json
 PROMPTFOO_FIELD: a promptfoo result lacks testIdx, promptIdx or success, or has one of a wrong type
@@ -170,7 +171,7 @@ OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64,
 OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
 OTEL_UNOWNED_SPAN: a tool call, inference or token usage span below no agent run (invoke_agent)
 PROMPTFOO_CHANGED: a promptfoo results file not regular, or changed between the reader's passes
-VALUE_TOO_LARGE: one value framed from a log (a sample, a result, a span) is larger than 64 MiB
+VALUE_TOO_LARGE: one value framed from a log (a sample, a result, a span, a line) is over 64 MiB
 """)
 
 _block("inspection", "-", "ERROR row", """

@@ -265,23 +265,25 @@ def test_a_malformed_export_is_incomplete_with_its_code(tmp_path: Path, what: st
 
 
 def test_a_trace_without_an_agent_span_is_one_run_at_its_root(tmp_path: Path) -> None:
-    def span(ident: str, parent: str, op: str, **attrs: Any) -> dict[str, Any]:
+    def span(ident: str, parent: str, op: str, name: str = "", **attrs: Any) -> dict[str, Any]:
         return {"traceId": "ab" * 16, "spanId": ident * 8, "parentSpanId": parent,
-                "name": op, "startTimeUnixNano": "1000000", "endTimeUnixNano": "3000000",
+                "name": name or op, "startTimeUnixNano": "1000000",
+                "endTimeUnixNano": "3000000",
                 "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": op}},
                                *({"key": k, "value": {"intValue": str(v)}}
                                  for k, v in attrs.items())]}
     request = {"resourceSpans": [{"scopeSpans": [{"spans": [
         span("01", "", "POST /ask"),
         span("02", "01" * 8, "chat", **{"gen_ai.usage.input_tokens": 5}),
-        span("03", "01" * 8, "execute_tool")]}]}]}
+        span("03", "01" * 8, "execute_tool", "execute_tool lookup")]}]}]}
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(request) + "\n")
     (unit,) = [r.data for r in read(path)]
     assert unit["id"] == f"{'ab' * 16}-{'01' * 8}" and unit["case_id"] == unit["id"]
     assert unit["trial"] == 1 and unit["latency_ms"] == 2.0
     assert unit["usage"] == {"input_tokens": 5, "total_tokens": 5}
-    assert [c["name"] for c in unit["tool_calls"]] == ["execute_tool"]
+    # no gen_ai.tool.name: the tool its span name names, as the conventions name it
+    assert [c["name"] for c in unit["tool_calls"]] == ["lookup"]
 
 
 @pytest.mark.parametrize("arguments", ['{"order_id": "A-1042", "amount": 1e999}',

@@ -121,15 +121,36 @@ def _eval_entries() -> list[tuple[str, bytes, int, int]]:
     return _zstd_entries()
 
 
+def _with_sample(entries: list[tuple[str, bytes, int, int]], name: str,
+                 sample: dict[str, Any]) -> list[tuple[str, bytes, int, int]]:
+    """The entries with ``name`` holding ``sample`` (zstd, as inspect_ai writes)."""
+    import zstandard
+    data = json.dumps(sample).encode()
+    packed = zstandard.ZstdCompressor().compress(data)
+    return [(n, packed, 93, len(data)) if n == name else (n, p, m, s)
+            for n, p, m, s in entries]
+
+
+def _sample_of(name: str) -> dict[str, Any]:
+    from .test_inspect_log import _entries
+    return json.loads(dict(_entries())[name])
+
+
 def test_an_eval_entry_holding_another_sample_is_refused(tmp_path: Path) -> None:
     from .test_inspect_log import _raw_zip
     entries = _eval_entries()
-    one = next(e for e in entries if e[0] == "samples/add-carry_epoch_1.json")
-    swapped = [(n, *one[1:]) if n == "samples/add-carry_epoch_2.json" else (n, p, m, s)
-               for n, p, m, s in entries]  # epoch 2's entry holds epoch 1's sample
+    one = _sample_of("samples/add-carry_epoch_1.json")
+    # epoch 2's entry holds epoch 1's passing sample, under a uuid of its own
+    swapped = _with_sample(entries, "samples/add-carry_epoch_2.json", {**one, "uuid": "new"})
     status, card, _ = _gate(tmp_path, "inspect-example", "samples", _raw_zip(swapped), ".eval")
     assert status == 3 and "INSPECT_LOG_MALFORMED" in card["coverage"]["record_problems"]
-    named_twice = [one if n == "samples/add-carry_epoch_2.json" else (n, p, m, s)
+    # the same copy keeping its uuid, as the third review made it
+    copied = _with_sample(entries, "samples/add-carry_epoch_2.json", {**one, "epoch": 2})
+    status, card, _ = _gate(tmp_path / "1", "inspect-example", "samples", _raw_zip(copied),
+                            ".eval")
+    assert status == 3 and "DUPLICATE_ID" in card["coverage"]["record_problems"]
+    first = next(e for e in entries if e[0] == "samples/add-carry_epoch_1.json")
+    named_twice = [first if n == "samples/add-carry_epoch_2.json" else (n, p, m, s)
                    for n, p, m, s in entries]  # and the same entry name twice
     status, card, _ = _gate(tmp_path / "2", "inspect-example", "samples", _raw_zip(named_twice),
                             ".eval")

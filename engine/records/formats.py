@@ -127,6 +127,10 @@ class Format:
     suite: str | None = None
     suite_part: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     group: str = "group"  # what the validator's Verdict.group is called in the evidence
+    # (case key, run number key) of the records, for a tool that numbers each case's runs
+    # (inspect_ai's epochs): when the unit's case is the record's own case key, its run
+    # number must be 1..the case's trials, each once (engine/run/rows.py admit)
+    trial: tuple[str, str] | None = None
 
     def part(self, record: dict[str, Any]) -> dict[str, Any]:
         """What of a record is suite data (default: all but keys starting with '_')."""
@@ -148,10 +152,13 @@ GENERIC = {"jsonl": Format("jsonl", read_jsonl, line_based=True),
            "folder": Format("folder", None),
            # the logs of evaluation tools teams already run (docs/inspect.md,
            # docs/promptfoo.md, docs/otel.md)
-           "inspect-log": Format("inspect-log", _imported("engine.records.inspect_log")),
+           "inspect-log": Format("inspect-log", _imported("engine.records.inspect_log"),
+                                 trial=("case_id", "trial")),
+           # a promptfoo trial is a rank within a case, prompt and provider, not the case
            "promptfoo-results": Format("promptfoo-results",
                                        _imported("engine.records.promptfoo")),
-           "otel-genai": Format("otel-genai", _imported("engine.records.otel_genai"))}
+           "otel-genai": Format("otel-genai", _imported("engine.records.otel_genai"),
+                                trial=("case_id", "trial"))}
 
 
 def named(name: str) -> Format:

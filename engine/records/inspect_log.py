@@ -110,12 +110,13 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
                     return
                 context = _context(parsed.data)
                 break
+        seen: set[str] = set()
         for index, info in enumerate(samples, start=1):
             raw, problem = _entry(archive, handle, info)
             if problem is not None:
                 yield BadRecord(index, problem[0], f"{info.filename}: {problem[1]}")
                 continue
-            unit = _unit(parse_line(raw, index), context, info.filename)
+            unit = _unit(parse_line(raw, index), context, info.filename, seen)
             if isinstance(unit, Record) and info.filename != \
                     f"samples/{unit.data['sample_id']}_epoch_{unit.data['epoch']}.json":
                 unit = BadRecord(index, MALFORMED, f"{info.filename} holds sample "
@@ -226,16 +227,16 @@ def _read_json(stream: JsonStream) -> Iterator[Record | BadRecord]:
                        "object")
         context: dict[str, Any] = {}
         seen_samples = False
+        seen: set[str] = set()  # sample uuids
         for key in stream.members("in the log"):
             if key == "samples":
                 seen_samples = True
                 for item in _samples(stream):
                     index += 1
-                    yield _unit(item, context, f"sample {index}")
+                    yield _unit(item, context, f"sample {index}", seen)
             elif key in ("eval", "status") and not seen_samples:
-                parsed = parse_line(f'{{"{key}": {stream.text(key)}}}'.encode(), 0)
-                if isinstance(parsed, Record):  # a header it cannot read names nothing
-                    context.update(_context(parsed.data))
+                # the header is read as strictly as a .eval's header.json
+                context.update(_context({key: stream.value(f"in the log's {key!r}")}))
             else:
                 stream.skip(f"in the log's {key[:40]!r}")
         stream.end(MALFORMED)
@@ -267,13 +268,17 @@ def _context(log: dict[str, Any]) -> dict[str, Any]:
     for key in ("task", "model", "run_id"):
         if isinstance(spec.get(key), str):
             out[key] = spec[key]
+    epochs = _dict(spec.get("config")).get("epochs")
+    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs >= 1:
+        out["epochs"] = epochs  # how many the run was asked for: no sample has more
     if isinstance(log.get("status"), str):
         out["log_status"] = log["status"]
     return out
 
 
-def _unit(parsed: Record | BadRecord, context: dict[str, Any],
-          where: str) -> Record | BadRecord:
+def _unit(parsed: Record | BadRecord, context: dict[str, Any], where: str,
+          seen: set[str]) -> Record | BadRecord:
+    """One sample as a record; ``seen`` holds the sample uuids read before it."""
     if isinstance(parsed, BadRecord):
         return BadRecord(parsed.line, parsed.code, f"{where}: {parsed.message}")
     sample, line = parsed.data, parsed.line
@@ -282,6 +287,19 @@ def _unit(parsed: Record | BadRecord, context: dict[str, Any],
         return BadRecord(line, "BAD_VALUE", f"{where}: its id is not a string or an integer")
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
         return BadRecord(line, "BAD_VALUE", f"{where}: its epoch is not an integer >= 1")
+    if epoch > context.get("epochs", epoch):
+        return BadRecord(line, "BAD_VALUE", f"{where}: epoch {epoch} of a run of "
+                         f"{context['epochs']} epochs (its header's eval.config.epochs)")
+    uuid = sample.get("uuid")
+    if uuid is not None:  # inspect_ai gives every sample of every epoch its own uuid
+        if not isinstance(uuid, str) or uuid in seen:
+            return BadRecord(line, "DUPLICATE_ID", f"{where}: sample uuid {clip(uuid)!r} "
+                             "is not a string or appears twice (a copied sample)")
+        seen.add(uuid)
+    if sample.get("invalidation") is not None:
+        return BadRecord(line, "INSPECT_SAMPLE_INVALIDATED", f"{where}: inspect_ai marks this "
+                         "sample invalidated (its invalidation says by whom and why): not "
+                         "evidence until it is run again")
     output = _dict(sample.get("output"))
     choices = output.get("choices")
     choice = _dict(choices[0]) if isinstance(choices, list) and choices else {}
@@ -313,7 +331,7 @@ def _unit(parsed: Record | BadRecord, context: dict[str, Any],
         "latency_s": total if _number(total) else None,
         "latency_ms": round(total * 1000, 3) if _number(total) else None,
         "working_time_s": working if _number(working) else None,
-        "tool_calls": _tool_calls(sample.get("messages")),
+        "tool_calls": _tool_calls(sample.get("messages"), sample.get("events")),
         "error": _error(error),
         "limit": sample.get("limit"),
         "metadata": sample.get("metadata"),
@@ -403,17 +421,68 @@ def _usage(model_usage: Any, output_usage: Any) -> tuple[dict[str, Any] | None, 
     return out, ""
 
 
-def _tool_calls(messages: Any) -> list[dict[str, Any]]:
-    """The tool calls of the sample's assistant messages, in order: name, arguments, id."""
-    calls: list[dict[str, Any]] = []
-    if not isinstance(messages, list):
-        return calls
-    for message in messages:
+def _tool_calls(messages: Any, events: Any) -> list[dict[str, Any]]:
+    """Every tool call the sample made, in order: name, arguments, id, and error where the
+    call failed. The sample's events are the record of what ran (a sub-agent's or a
+    handoff's calls are there, not in the sample's own messages); a call an assistant
+    message asked for that no event records is added after them, so no call is missed.
+    Tool events under a scorer's span are the scorer's, not the sample's."""
+    calls = _event_calls(events)
+    taken = {c["id"] for c in calls if isinstance(c["id"], str)}
+    for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         calls_made = message.get("tool_calls")
         for call in calls_made if isinstance(calls_made, list) else []:
-            if isinstance(call, dict):
+            if isinstance(call, dict) and not (isinstance(call.get("id"), str)
+                                               and call["id"] in taken):
                 calls.append({"id": call.get("id"), "name": call.get("function"),
                               "arguments": call.get("arguments")})
+    return calls
+
+
+SCORING = ("scorers", "scorer")  # inspect_ai's span types around scoring
+
+
+def _event_calls(events: Any) -> list[dict[str, Any]]:
+    """The tool calls an inspect_ai event list records (``ToolEvent``s, and those nested
+    in a tool event's own ``events``, as older versions wrote a sub-agent's), each once."""
+    if not isinstance(events, list):
+        return []
+    spans = {e["id"]: e for e in events if isinstance(e, dict)
+             and e.get("event") == "span_begin" and isinstance(e.get("id"), str)}
+
+    def scoring(span: Any) -> bool:
+        seen: set[str] = set()
+        while isinstance(span, str) and span in spans and span not in seen:
+            seen.add(span)
+            if spans[span].get("type") in SCORING:
+                return True
+            span = spans[span].get("parent_id")
+        return False
+
+    calls: list[dict[str, Any]] = []
+    where: dict[str | None, int] = {}
+    stack = [iter(events)]
+    while stack:
+        event = next(stack[-1], None)
+        if event is None:
+            stack.pop()
+            continue
+        if not isinstance(event, dict) or event.get("event") != "tool" or \
+                scoring(event.get("span_id")):
+            continue
+        error = event.get("error")
+        call = {"id": event.get("id"), "name": event.get("function"),
+                "arguments": event.get("arguments")}
+        if error is not None:
+            call["error"] = _error(error)
+        key = call["id"] if isinstance(call["id"], str) else None
+        if key is not None and key in where:  # one call, updated as it ran
+            calls[where[key]] = call
+        else:
+            where[key] = len(calls)
+            calls.append(call)
+        if isinstance(event.get("events"), list):
+            stack.append(iter(event["events"]))
     return calls

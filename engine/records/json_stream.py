@@ -211,11 +211,14 @@ class JsonStream:
                 raise Stop("INVALID_JSON", f"{where}: not JSON: {exc.msg} (line "
                            f"{self.line_at() + exc.doc.count(chr(10), self.pos, exc.pos)})"
                            ) from None
-            if end == len(self.buf) and self.more():
-                continue  # a number may go on in the next read
-            if end - self.pos > MAX_VALUE:
+            held = end - self.pos
+            if held > MAX_VALUE:
                 raise Stop("VALUE_TOO_LARGE", f"{where}: a value larger than "
                            f"{MAX_VALUE >> 20} MiB (line {self.line_at()})")
+            # a number ending with the buffer may go on in the next read: scanned again
+            # once the window has doubled, as an open value is (linear in its size)
+            if end == len(self.buf) and self.more(held if held >= CHUNK else 1):
+                continue
             text = self.buf[self.pos:end]
             self.pos = end
             return text

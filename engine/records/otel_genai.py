@@ -29,7 +29,7 @@ from typing import Any
 
 from engine.canonical import MAX_INT
 from engine.records.formats import BadRecord, Record, mapped, parse_line
-from engine.records.json_stream import JsonStream, Stop
+from engine.records.json_stream import CHUNK, MAX_VALUE, JsonStream, Stop
 from engine.records.strict_json import JsonError, decode_value
 
 HEX = re.compile(r"[0-9a-fA-F]+")
@@ -41,6 +41,9 @@ STATUS: dict[Any, str] = {**{i: n.upper() for i, n in enumerate(_STATUS_NAMES)},
 INFERENCE = ("chat", "text_completion", "generate_content")
 CASE_KEYS = ("specgate.case_id", "gen_ai.conversation.id")
 COUNTED = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+_VALUE_KINDS = {"stringValue", "boolValue", "intValue", "doubleValue", "arrayValue",
+                "kvlistValue", "bytesValue"}  # AnyValue's oneof
+TOOL_SPAN = "execute_tool "  # the semantic conventions name a tool span "execute_tool {tool}"
 
 
 class Malformed(Exception):
@@ -114,6 +117,9 @@ def any_value(value: Any) -> Any:
     beyond 2**53-1), non-finite doubles stay strings, arrays and kvlists nest."""
     if not isinstance(value, dict):
         raise Malformed("OTEL_BAD_SPAN", "an attribute value is not an object")
+    if len(value.keys() & _VALUE_KINDS) > 1:  # a oneof: which counts would be a guess
+        raise Malformed("OTEL_BAD_SPAN", "an attribute value gives more than one of "
+                        f"{', '.join(sorted(value.keys() & _VALUE_KINDS))}")
     if "stringValue" in value:
         return value["stringValue"]
     if "boolValue" in value:
@@ -198,11 +204,34 @@ def span_of(data: Any, line: int, service: Any) -> Span:
     trial = attrs.get("specgate.trial", 1)
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 1:
         raise Malformed("OTEL_BAD_SPAN", "specgate.trial is not a whole number >= 1")
+    _check_tool(name, attrs)
     return Span(line, _id(data.get("traceId"), 16, "traceId"),
                 _id(data.get("spanId"), 8, "spanId"),
                 _id(data.get("parentSpanId"), 8, "parentSpanId", optional=True), name,
                 start, end, code, message if isinstance(message, str) else "", attrs,
                 service)
+
+
+def _check_tool(name: str, attrs: dict[str, Any]) -> None:
+    """A tool span names its tool one way: ``gen_ai.tool.name``, else its span name
+    ``execute_tool {tool}``. A span named as a tool call that is not one, one naming no
+    tool, or two names that differ are refused: the gate's action checks would otherwise
+    read a name of the reader's choosing (a forbidden call under another name, or none)."""
+    operation = attrs.get("gen_ai.operation.name")
+    named = name[len(TOOL_SPAN):] if name.startswith(TOOL_SPAN) else None
+    if operation != "execute_tool":
+        if named is not None:
+            raise Malformed("OTEL_BAD_SPAN", f"span {name[:60]!r} is named as a tool call, "
+                            f"but its gen_ai.operation.name is {str(operation)[:40]!r}")
+        return
+    tool = attrs.get("gen_ai.tool.name")
+    if tool is None and not named:
+        raise Malformed("OTEL_BAD_SPAN", "an execute_tool span names no tool (no "
+                        "gen_ai.tool.name, and its name is not 'execute_tool {tool}')")
+    if tool is not None and (not isinstance(tool, str) or not tool or
+                             (named is not None and named != tool)):
+        raise Malformed("OTEL_BAD_SPAN", f"gen_ai.tool.name {str(tool)[:60]!r} is not a "
+                        f"name, or differs from the tool its span name {name[:60]!r} names")
 
 
 def _list(container: Any, key: str, what: str) -> list[Any]:
@@ -314,7 +343,7 @@ def spans(path: Path, digest: Any = None) -> Iterator[Span | BadRecord]:
     with path.open("rb") as handle:
         head = b""
         while not head.strip():
-            chunk = handle.readline()
+            chunk = handle.readline(MAX_VALUE + 1)
             if not chunk:
                 if digest is not None:
                     digest.update(head)
@@ -334,13 +363,20 @@ def spans(path: Path, digest: Any = None) -> Iterator[Span | BadRecord]:
         number = head[:-1].count(b"\n") + 1
         raw = head
         while raw:
-            if raw.strip():
+            if len(raw) - raw.rfind(b"\n") - 1 > MAX_VALUE:  # a line is one value: capped
+                while raw and not raw.endswith(b"\n"):  # hashed to its end, never held
+                    raw = handle.readline(CHUNK)
+                    if digest is not None:
+                        digest.update(raw)
+                yield BadRecord(number, "VALUE_TOO_LARGE", f"a line longer than "
+                                f"{MAX_VALUE >> 20} MiB")
+            elif raw.strip():
                 parsed = parse_line(raw, number)
                 if isinstance(parsed, BadRecord):
                     yield parsed
                 else:
                     yield from spans_of_request(parsed.data, number)
-            raw = handle.readline()
+            raw = handle.readline(MAX_VALUE + 1)
             if digest is not None:
                 digest.update(raw)
             number += 1
@@ -392,7 +428,8 @@ def _status(span: Span) -> str:
 
 def _tool_call(span: Span) -> dict[str, Any]:
     attrs = span.attrs
-    call: dict[str, Any] = {"name": attrs.get("gen_ai.tool.name", span.name),
+    call: dict[str, Any] = {"name": attrs.get("gen_ai.tool.name",
+                                              span.name[len(TOOL_SPAN):]),  # _check_tool
                             "id": attrs.get("gen_ai.tool.call.id"),
                             "status": _status(span)}
     if "gen_ai.tool.call.arguments" in attrs:
@@ -489,6 +526,10 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
             if node.operation == "invoke_agent" or (not agents and node in roots):
                 current = (node, [], [])
                 found.append(current)
+                if node.operation == "execute_tool":  # a root that is itself a call
+                    current[1].append(node)
+                elif node.operation in INFERENCE:
+                    current[2].append(node)
             elif node.operation == "execute_tool" or node.operation in INFERENCE or any(
                     k.startswith("gen_ai.usage.") for k in node.attrs):
                 if current is None:  # its calls or tokens would count for no run

@@ -30,6 +30,7 @@ from engine.canonical import MAX_INT
 MAX_DEPTH = 64  # arrays and objects nested, the value itself being level 1
 DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
 _DIGITS = len(str(MAX_INT))
+WHITE_SPACE = " \t\n\r"  # JSON's white space (RFC 8259 §2); str.strip() would take more
 
 
 class LexFloat(float):
@@ -165,7 +166,7 @@ def decode_value(raw: bytes) -> tuple[Any, bool]:
     record code says why not: not JSON, a refused number or name, too deep, a lone
     surrogate. The one decoder of records, whether a JSONL line or a framed value."""
     try:
-        text = raw.decode("utf-8").strip()
+        text = raw.decode("utf-8").strip(WHITE_SPACE)
     except UnicodeDecodeError as exc:
         raise JsonError("NOT_UTF8", f"not UTF-8 (byte {exc.start})", "NOT_UTF8") from None
     decoder, plain = record_decoder(raw)
@@ -266,13 +267,13 @@ def loads(data: bytes | str) -> Any:
     else:
         text = data
     try:
-        value, end = LEXICAL_DECODER.raw_decode(text, len(text) - len(text.lstrip()))
+        value, end = LEXICAL_DECODER.raw_decode(text, len(text) - len(text.lstrip(WHITE_SPACE)))
     except json.JSONDecodeError as exc:
         raise JsonError("JSON_PARSE", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
                         ) from None
     except RecursionError:
         raise JsonError("JSON_PARSE", DEEP, "NESTED_TOO_DEEP") from None
-    if text[end:].strip():
+    if text[end:].strip(WHITE_SPACE):
         raise JsonError("JSON_PARSE", "extra data after the JSON value")
     if too_deep(value, MAX_DEPTH):
         raise JsonError("JSON_PARSE", DEEP, "NESTED_TOO_DEEP")

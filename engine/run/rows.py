@@ -83,6 +83,9 @@ class _Runner:
         self.waivers = [w for w in self.policy.waivers if evaluation.as_of <= w["expires"]]
         self.format = formats.named(source.format)
         self.runs_before: dict[str, int] = runs_before or {}  # by case, in earlier shards
+        # (case, run number) admitted, for a format numbering its runs (never line-based,
+        # so never sharded: one pass sees every run)
+        self.trials: set[tuple[str, Any]] = set()
         self.plan = compile_plan(self.policy)
         # a sink may take rows known to be plain JSON (see masking.shown) without checking
         self.sink_plain: Sink = getattr(sink, "plain_row", sink)
@@ -155,7 +158,7 @@ class _Runner:
         if found is not None:
             self.problem(item.line, *found)
             return
-        refused = self.admit(unit_id, str(case_id))
+        refused = self.admit(unit_id, str(case_id), self.trial(item.data, case_id))
         if refused is not None:
             self.problem(item.line, *refused, unit=unit_id)
             return
@@ -213,9 +216,18 @@ class _Runner:
             _findings.add(tally.findings, category, case, row, _trace(self.evaluation, item))
         self.write(row)
 
-    def admit(self, unit_id: Any, case: str) -> tuple[str, str] | None:
+    def trial(self, data: dict[str, Any], case_id: Any) -> Any:
+        """The run's number within its case, where the format numbers runs and the unit's
+        case is the record's own case (another grouping of units has no such numbers)."""
+        keys = self.format.trial
+        return data.get(keys[1]) if keys is not None and case_id is not None and \
+            str(case_id) == str(data.get(keys[0])) else None
+
+    def admit(self, unit_id: Any, case: str, trial: Any = None) -> tuple[str, str] | None:
         """Why a unit may not be scored: its id was seen before, or its suite case already
-        has every run it declares (extra runs would dilute the rates); None if it may."""
+        has every run it declares (extra runs would dilute the rates), or, where the tool
+        numbers its runs (``trial``), the number is beyond the case's trials or taken
+        (else a third epoch could stand in for a failing second); None if it may."""
         if self.validator is None and unit_id is not None:  # every format's units
             if not _is_id(unit_id):  # a list or an object would dodge the duplicate check
                 return "BAD_UNIT_ID", f"unit id {clip(unit_id)!r} is not a string or an integer"
@@ -226,6 +238,13 @@ class _Runner:
         if self.evaluation.suite.derived:
             return None  # a derived suite has no list of runs to check (its digest binds them)
         want = self.evaluation.suite.trials[case]
+        if isinstance(trial, int) and not isinstance(trial, bool):  # its reader: >= 1
+            if trial > want:
+                return "EXTRA_RUN", (f"case {clip(case)!r} declares {want} trial(s); run "
+                                     f"{clip(trial)} of it is refused, never scored")
+            if (case, trial) in self.trials:
+                return "DUPLICATE_ID", f"case {clip(case)!r} has run {trial} twice"
+            self.trials.add((case, trial))
         if self.runs_before.get(case, 0) + self.tally.case_units[case] >= want:
             return "EXTRA_RUN", (f"case {clip(case)!r} declares {want} trial(s); a run beyond "
                                  "them is refused, never scored")
