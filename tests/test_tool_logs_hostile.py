@@ -261,3 +261,157 @@ def test_otel_error_type_marks_a_failed_run_and_a_failed_call(tmp_path: Path) ->
     status, _, rows = _gate(tmp_path, "otel-example", "traces", _otel(change), ".jsonl")
     assert _row(rows, "run-succeeded")["status"] == "FAIL"
     assert _row(rows, "no-failed-tool-calls")["status"] == "FAIL" and status == 1
+
+
+# --- found by the third issue 17 review: each gave a wrong PASS (or read without bound) ----
+
+def _inspect_log(change: Any) -> bytes:
+    doc = json.loads(INSPECT.read_bytes())
+    change(doc)
+    return json.dumps(doc).encode()
+
+
+def _sample(doc: dict[str, Any], sample_id: str, epoch: int) -> dict[str, Any]:
+    return next(s for s in doc["samples"] if s["id"] == sample_id and s["epoch"] == epoch)
+
+
+def _renumbered(epoch: int, uuid: str | None, epochs: int | None = None) -> Any:
+    """multiply's failing epoch 2 replaced by its passing epoch 1 as ``epoch`` (its uuid
+    kept when ``uuid`` is None); ``epochs``: the header's count made that many."""
+    def change(doc: dict[str, Any]) -> None:
+        passing, failing = _sample(doc, "multiply", 1), _sample(doc, "multiply", 2)
+        assert passing["scores"]["match"]["value"] == "C"
+        assert failing["scores"]["match"]["value"] == "I"
+        copy = {**passing, "epoch": epoch, "uuid": uuid or passing["uuid"]}
+        doc["samples"][doc["samples"].index(failing)] = copy
+        if epochs is not None:
+            doc["eval"]["config"]["epochs"] = epochs
+    return change
+
+
+def _header_model_twice(doc: dict[str, Any]) -> None:
+    doc["eval"] = {"model": "openai/gpt-4o", **doc["eval"]}
+
+
+INSPECT_SUBSTITUTED = [  # (what, change to the log, text or None, the code it must give)
+    ("a passing epoch copied over a failing one, its uuid kept",
+     _renumbered(2, None), None, "DUPLICATE_ID"),
+    ("epoch 3 standing in for a failing epoch 2 (the header says 2 epochs)",
+     _renumbered(3, "fresh-uuid"), None, "BAD_VALUE"),
+    ("the same with the header raised to 3 epochs (the suite still says 2 trials)",
+     _renumbered(3, "fresh-uuid", epochs=3), None, "EXTRA_RUN"),
+    ("a header naming its model twice",  # read leniently, it named nothing
+     _header_model_twice, ('"eval": {', '"eval": {"model": "x", '), "DUPLICATE_KEY"),
+]
+
+
+@pytest.mark.parametrize("what, change, text, code", INSPECT_SUBSTITUTED,
+                         ids=[c[0] for c in INSPECT_SUBSTITUTED])
+def test_an_inspect_log_standing_one_sample_in_for_another_is_refused(
+        tmp_path: Path, what: str, change: Any, text: tuple[str, str] | None,
+        code: str) -> None:
+    data = _inspect_log(change)
+    if text is not None:  # a key given twice: json.dumps cannot write it
+        data = data.replace(text[0].encode(), text[1].encode(), 1)
+    status, card, _ = _gate(tmp_path, "inspect-example", "samples", data, ".json")
+    assert status == 3 and card["decision"] == "INCOMPLETE"
+    assert code in card["coverage"]["record_problems"], card["coverage"]["record_problems"]
+
+
+def _trials(**by_span: int) -> Any:
+    def change(spans: list[dict[str, Any]]) -> None:
+        for span in spans:
+            if span["spanId"] in by_span:
+                for pair in span["attributes"]:
+                    if pair["key"] == "specgate.trial":
+                        pair["value"] = {"intValue": str(by_span[span["spanId"]])}
+    return change
+
+
+def _tool_named(name: str, tool: str | None, operation: str = "execute_tool") -> Any:
+    """The issue_refund span of trace ...0001 renamed ``name``, its gen_ai.tool.name
+    ``tool`` (none when None) and its operation ``operation``."""
+    def change(spans: list[dict[str, Any]]) -> None:
+        span = next(s for s in spans if s["spanId"] == "5b00000000000007")
+        span["name"] = name
+        span["attributes"] = [p for p in span["attributes"] if p["key"] not in (
+            "gen_ai.tool.name", "gen_ai.operation.name")]
+        _add(span, "gen_ai.operation.name", {"stringValue": operation})
+        if tool is not None:
+            _add(span, "gen_ai.tool.name", {"stringValue": tool})
+    return change
+
+
+def _two_kinds(spans: list[dict[str, Any]]) -> None:
+    span = next(s for s in spans if s["spanId"] == "5b00000000000007")
+    for pair in span["attributes"]:
+        if pair["key"] == "gen_ai.tool.name":  # a reader taking the first saw another tool
+            pair["value"] = {"stringValue": "lookup_order",
+                             "arrayValue": {"values": [{"stringValue": "issue_refund"}]}}
+
+
+OTEL_REFUSED = [  # (what, change to the spans, the code it must give)
+    ("a third trial standing in for a second", _trials(**{"5b0000000000001a": 3}),
+     "EXTRA_RUN"),
+    ("one trial number given to two runs of a case", _trials(**{"5b0000000000001a": 1}),
+     "DUPLICATE_ID"),
+    ("a tool span naming another tool than its name says",
+     _tool_named("execute_tool issue_refund", "lookup_order"), "OTEL_BAD_SPAN"),
+    ("a tool span naming no tool", _tool_named("refund", None), "OTEL_BAD_SPAN"),
+    ("a span named as a tool call that says it is not one",
+     _tool_named("execute_tool issue_refund", None, "internal"), "OTEL_BAD_SPAN"),
+    ("an attribute value of two kinds", _two_kinds, "OTEL_BAD_SPAN"),
+]
+
+
+@pytest.mark.parametrize("what, change, code", OTEL_REFUSED, ids=[c[0] for c in OTEL_REFUSED])
+def test_an_otel_run_the_reader_would_have_to_guess_is_refused(
+        tmp_path: Path, what: str, change: Any, code: str) -> None:
+    status, card, _ = _gate(tmp_path, "otel-example", "traces", _otel(change), ".jsonl")
+    assert status == 3 and card["decision"] == "INCOMPLETE"
+    assert code in card["coverage"]["record_problems"], card["coverage"]["record_problems"]
+
+
+def test_otel_a_tool_span_named_by_the_conventions_is_that_tool(tmp_path: Path) -> None:
+    # without gen_ai.tool.name, a reader took the whole span name: 'execute_tool
+    # issue_refund' was no forbidden issue_refund
+    data = _otel(_tool_named("execute_tool issue_refund", None))
+    status, _, rows = _gate(tmp_path, "otel-example", "traces", data, ".jsonl")
+    row = _row(rows, "took-expected-actions")
+    assert row["observed"]["actions"] == ["lookup_order", "issue_refund"]
+    assert row["status"] == "PASS" and status == 0
+
+
+def test_otel_a_root_span_that_is_a_tool_call_keeps_its_call(tmp_path: Path) -> None:
+    # a trace with no invoke_agent span is one run at its root; when the root was itself
+    # an execute_tool span, its own call was left out of the run's calls
+    from engine.records.formats import Record
+    from engine.records.otel_genai import read
+    span = {"traceId": "cd" * 16, "spanId": "02" * 8, "name": "execute_tool issue_refund",
+            "startTimeUnixNano": "1000", "endTimeUnixNano": "2000", "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.call.arguments",
+                 "value": {"stringValue": '{"amount": 9999}'}}]}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    (record,) = list(read(path))
+    assert isinstance(record, Record)
+    assert [(c["name"], c["arguments"]) for c in record.data["tool_calls"]] == [
+        ("issue_refund", {"amount": 9999})]
+
+
+def test_an_otel_line_over_the_value_cap_is_refused_unread(tmp_path: Path,
+                                                            monkeypatch: Any) -> None:
+    from engine.records import otel_genai
+    monkeypatch.setattr(otel_genai, "MAX_VALUE", 1 << 16)
+    lines = OTEL.read_bytes().splitlines(keepends=True)
+    big = json.dumps({"resourceSpans": [], "padding": "x" * (1 << 17)}).encode() + b"\n"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(lines[0] + big + b"".join(lines[1:]))
+    import hashlib
+    digest = hashlib.sha256()
+    found = list(otel_genai.read(path, digest))
+    bad = [r for r in found if not isinstance(r, otel_genai.Record)]
+    assert [(b.line, b.code) for b in bad] == [(2, "VALUE_TOO_LARGE")]
+    assert len(found) == 9  # the other lines' runs are still read
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
