@@ -30,7 +30,7 @@ from engine.canonical import MAX_INT
 MAX_DEPTH = 64  # arrays and objects nested, the value itself being level 1
 DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
 _DIGITS = len(str(MAX_INT))
-WHITE_SPACE = " \t\n\r"  # JSON's white space (RFC 8259 §2); str.strip() would take more
+WHITE_SPACE = " \t\n\r"  # JSON's white space (RFC 8259, section 2); str.strip() takes more
 
 
 class LexFloat(float):
