@@ -162,6 +162,8 @@ SELECTOR_FAILED: a selector cannot be applied to a record (a JMESPath type error
 INSPECT_LOG_TRUNCATED: an inspect_ai log ends early (a .json cut short, a .eval zip or entry cut)
 INSPECT_LOG_MALFORMED: an inspect_ai log lacks what inspect_ai writes (no samples, unreadable entry)
 INSPECT_SAMPLE_INVALIDATED: an inspect_ai sample its log marks invalidated: not evidence until rerun
+INSPECT_SCORE_EDITED: an inspect_ai sample whose score was edited after scoring (its history)
+RUN_MISSING: a run a tool numbered is absent (an epoch of a sample, an otel trial below a higher)
 PROMPTFOO_TRUNCATED: a promptfoo results file ends before its JSON document does
 PROMPTFOO_NOT_RESULTS: the file holds no results.results list of promptfoo eval -o results.json
 PROMPTFOO_FIELD: a promptfoo result lacks testIdx, promptIdx or success, or has one of a wrong type

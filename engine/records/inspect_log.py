@@ -110,19 +110,22 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
                     return
                 context = _context(parsed.data)
                 break
-        seen: set[str] = set()
+        seen = _Seen()
         for index, info in enumerate(samples, start=1):
             raw, problem = _entry(archive, handle, info)
             if problem is not None:
+                seen.bad = True
                 yield BadRecord(index, problem[0], f"{info.filename}: {problem[1]}")
                 continue
-            unit = _unit(parse_line(raw, index), context, info.filename, seen)
+            unit = _unit(raw, parse_line(raw, index), context, info.filename, seen)
             if isinstance(unit, Record) and info.filename != \
                     f"samples/{unit.data['sample_id']}_epoch_{unit.data['epoch']}.json":
                 unit = BadRecord(index, MALFORMED, f"{info.filename} holds sample "
                                  f"{clip(unit.data['sample_id'])} epoch {unit.data['epoch']}"
                                  ": an entry inspect_ai names by its sample and epoch")
+            seen.bad = seen.bad or isinstance(unit, BadRecord)
             yield unit
+        yield from seen.missing(context)
 
 
 def _layout_problem(handle: IO[bytes], infos: list[zipfile.ZipInfo],
@@ -227,22 +230,27 @@ def _read_json(stream: JsonStream) -> Iterator[Record | BadRecord]:
                        "object")
         context: dict[str, Any] = {}
         seen_samples = False
-        seen: set[str] = set()  # sample uuids
+        late: dict[str, Any] = {}  # a header after the samples: its epochs, for the end
+        seen = _Seen()
         for key in stream.members("in the log"):
             if key == "samples":
                 seen_samples = True
-                for item in _samples(stream):
+                for raw, item in _samples(stream):
                     index += 1
-                    yield _unit(item, context, f"sample {index}", seen)
-            elif key in ("eval", "status") and not seen_samples:
+                    unit = _unit(raw, item, context, f"sample {index}", seen)
+                    seen.bad = seen.bad or isinstance(unit, BadRecord)
+                    yield unit
+            elif key in ("eval", "status"):
                 # the header is read as strictly as a .eval's header.json
-                context.update(_context({key: stream.value(f"in the log's {key!r}")}))
+                (late if seen_samples else context).update(
+                    _context({key: stream.value(f"in the log's {key!r}")}))
             else:
                 stream.skip(f"in the log's {key[:40]!r}")
         stream.end(MALFORMED)
         if not seen_samples:
             yield BadRecord(1, MALFORMED, "the log holds no samples array (written with "
                             "log_samples=False?): no sample can be gated")
+        yield from seen.missing({**late, **context})
     except Stop as exc:
         if exc.code == TRUNCATED:
             yield BadRecord(index + 1, TRUNCATED, f"{exc}: the log is cut short "
@@ -251,11 +259,13 @@ def _read_json(stream: JsonStream) -> Iterator[Record | BadRecord]:
             yield BadRecord(index + 1, exc.code, f"after {index} samples: {exc}")
 
 
-def _samples(stream: JsonStream) -> Iterator[Record | BadRecord]:
+def _samples(stream: JsonStream) -> Iterator[tuple[bytes, Record | BadRecord]]:
+    """Each sample's text and its decoding."""
     if stream.peek() != "[":
         stream.expect("[", "for the samples array")
     for index in stream.items("in the samples array"):
-        yield stream.record(index, f"sample {index}")
+        raw = stream.text(f"sample {index}").encode("utf-8")
+        yield raw, parse_line(raw, index)
 
 
 # ---------------------------------------------------------------- one sample -> one record
@@ -276,9 +286,41 @@ def _context(log: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _unit(parsed: Record | BadRecord, context: dict[str, Any], where: str,
-          seen: set[str]) -> Record | BadRecord:
-    """One sample as a record; ``seen`` holds the sample uuids read before it."""
+class _Seen:
+    """What the reader keeps across a log's samples: the sample uuids, and the epochs of
+    each sample id with the place of its first sample (for what is missing at the end)."""
+
+    def __init__(self) -> None:
+        self.uuids: set[str] = set()
+        self.epochs: dict[str, tuple[int, Any, set[int]]] = {}
+        self.bad = False  # a sample was refused: the log is INCOMPLETE whatever is missing
+
+    def note(self, sample_id: Any, epoch: int, line: int) -> None:
+        key = json.dumps(sample_id)  # 1 and "1" are two samples
+        self.epochs.setdefault(key, (line, sample_id, set()))[2].add(epoch)
+
+    def missing(self, context: dict[str, Any]) -> Iterator[BadRecord]:
+        """A sample lacking an epoch its run had (the header's ``eval.config.epochs``, else
+        below its highest): a run left out of the log (run 3 epochs, keep the best 2).
+        Nothing when a sample was refused (what it lacks is then that sample's problem)."""
+        if self.bad:
+            return
+        for line, sample_id, epochs in self.epochs.values():
+            want = context.get("epochs") or max(epochs)
+            have = sum(1 for e in epochs if e <= want)
+            if have < want:
+                first = next(e for e in range(1, have + 2) if e not in epochs)
+                yield BadRecord(line, "RUN_MISSING", f"sample {clip(sample_id)} has {have} of "
+                                f"the {want} epochs its run had (epoch {first} is not in the "
+                                "log): a run left out is never replaced by another")
+
+
+REFERENCES = ("attachment://", "tc://")  # inspect_ai's references into sample.attachments
+
+
+def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where: str,
+          seen: _Seen) -> Record | BadRecord:
+    """One sample (``raw``, decoded as ``parsed``) as a record."""
     if isinstance(parsed, BadRecord):
         return BadRecord(parsed.line, parsed.code, f"{where}: {parsed.message}")
     sample, line = parsed.data, parsed.line
@@ -287,19 +329,30 @@ def _unit(parsed: Record | BadRecord, context: dict[str, Any], where: str,
         return BadRecord(line, "BAD_VALUE", f"{where}: its id is not a string or an integer")
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
         return BadRecord(line, "BAD_VALUE", f"{where}: its epoch is not an integer >= 1")
+    seen.note(sample_id, epoch, line)
     if epoch > context.get("epochs", epoch):
         return BadRecord(line, "BAD_VALUE", f"{where}: epoch {epoch} of a run of "
                          f"{context['epochs']} epochs (its header's eval.config.epochs)")
     uuid = sample.get("uuid")
     if uuid is not None:  # inspect_ai gives every sample of every epoch its own uuid
-        if not isinstance(uuid, str) or uuid in seen:
+        if not isinstance(uuid, str) or uuid in seen.uuids:
             return BadRecord(line, "DUPLICATE_ID", f"{where}: sample uuid {clip(uuid)!r} "
                              "is not a string or appears twice (a copied sample)")
-        seen.add(uuid)
+        seen.uuids.add(uuid)
     if sample.get("invalidation") is not None:
         return BadRecord(line, "INSPECT_SAMPLE_INVALIDATED", f"{where}: inspect_ai marks this "
                          "sample invalidated (its invalidation says by whom and why): not "
                          "evidence until it is run again")
+    edited = _edited(sample.get("scores"))
+    if edited is not None:
+        return BadRecord(line, "INSPECT_SCORE_EDITED", f"{where}: its {clip(edited)!r} score "
+                         "was edited after scoring (its history): a person's verdict, not "
+                         "the scorer's")
+    if any(r.encode() in raw for r in REFERENCES):
+        sample, unknown = _resolved(sample)
+        if unknown is not None:
+            return BadRecord(line, MALFORMED, f"{where}: it refers to attachment "
+                             f"{clip(unknown)!r}, which its attachments lack")
     output = _dict(sample.get("output"))
     choices = output.get("choices")
     choice = _dict(choices[0]) if isinstance(choices, list) and choices else {}
@@ -339,6 +392,43 @@ def _unit(parsed: Record | BadRecord, context: dict[str, Any], where: str,
         "log_status": context.get("log_status"),
     }
     return mapped(line, record, where)
+
+
+def _edited(scores: Any) -> Any:
+    """The name of a score edited after scoring (inspect_ai's ``edit_score`` keeps the
+    original and each edit in ``history``), else None."""
+    if isinstance(scores, dict):
+        for name, score in scores.items():
+            if isinstance(score, dict) and score.get("history") not in (None, []):
+                return name
+    return None
+
+
+def _resolved(sample: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The sample with each ``attachment://<hash>`` string (inspect_ai moves text over 100
+    characters of its events, such as tool call arguments, into ``attachments``) replaced
+    by its text, and the first reference its attachments lack (else None)."""
+    attachments = _dict(sample.get("attachments"))
+    unknown: list[str] = []
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            for prefix in REFERENCES:
+                if value.startswith(prefix):
+                    text = attachments.get(value[len(prefix):])
+                    if isinstance(text, str):
+                        return text
+                    unknown.append(value)
+            return value
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        return value
+
+    out = {k: v if k in ("attachments", "events_data") else resolve(v)
+           for k, v in sample.items()}
+    return out, unknown[0] if unknown else None
 
 
 def _error(error: Any) -> str | None:
@@ -445,21 +535,29 @@ SCORING = ("scorers", "scorer")  # inspect_ai's span types around scoring
 
 
 def _event_calls(events: Any) -> list[dict[str, Any]]:
-    """The tool calls an inspect_ai event list records (``ToolEvent``s, and those nested
-    in a tool event's own ``events``, as older versions wrote a sub-agent's), each once."""
+    """The tool calls an inspect_ai event list records (``ToolEvent``s, and those nested in
+    any event's own ``events``, as older versions wrote a sub-agent's or a subtask's), each
+    once."""
     if not isinstance(events, list):
         return []
     spans = {e["id"]: e for e in events if isinstance(e, dict)
              and e.get("event") == "span_begin" and isinstance(e.get("id"), str)}
+    known: dict[str, bool] = {}  # span id -> under a scorer's span
 
     def scoring(span: Any) -> bool:
-        seen: set[str] = set()
-        while isinstance(span, str) and span in spans and span not in seen:
-            seen.add(span)
+        chain: dict[str, None] = {}  # the spans walked, in order
+        while isinstance(span, str) and span in spans and span not in known:
+            if span in chain:  # a cycle of parents: no scorer above
+                break
+            chain[span] = None
             if spans[span].get("type") in SCORING:
-                return True
+                known[span] = True
+                break
             span = spans[span].get("parent_id")
-        return False
+        found = known.get(span, False) if isinstance(span, str) else False
+        for each in chain:  # each span's answer once: linear in the spans
+            known[each] = known.get(each, found)
+        return found
 
     calls: list[dict[str, Any]] = []
     where: dict[str | None, int] = {}
@@ -469,8 +567,11 @@ def _event_calls(events: Any) -> list[dict[str, Any]]:
         if event is None:
             stack.pop()
             continue
-        if not isinstance(event, dict) or event.get("event") != "tool" or \
-                scoring(event.get("span_id")):
+        if not isinstance(event, dict):
+            continue
+        if isinstance(event.get("events"), list):
+            stack.append(iter(event["events"]))
+        if event.get("event") != "tool" or scoring(event.get("span_id")):
             continue
         error = event.get("error")
         call = {"id": event.get("id"), "name": event.get("function"),
@@ -483,6 +584,4 @@ def _event_calls(events: Any) -> list[dict[str, Any]]:
         else:
             where[key] = len(calls)
             calls.append(call)
-        if isinstance(event.get("events"), list):
-            stack.append(iter(event["events"]))
     return calls

@@ -62,14 +62,15 @@ class Stop(Exception):
 
 class JsonStream:
     """A sliding window over a UTF-8 JSON text read from ``handle`` (``head``: bytes
-    already read from it). ``truncated`` is the code for a text that ends early."""
+    already read from it). ``truncated`` is the code for a text that ends early;
+    ``first_line`` the line ``head`` starts on (blank lines the caller dropped)."""
 
-    def __init__(self, handle: Any, digest: Any = None, head: bytes = b"",
-                 truncated: str = "INVALID_JSON") -> None:
+    def __init__(self, handle: Any, digest: Any = None, head: bytes = b"",  # noqa: PLR0913
+                 truncated: str = "INVALID_JSON", first_line: int = 1) -> None:
         self.handle, self.digest, self.truncated = handle, digest, truncated
         self.utf8 = codecs.getincrementaldecoder("utf-8")()  # a character may straddle reads
         self.buf, self.pos, self.eof, self.read_bytes = "", 0, False, 0
-        self._line, self._counted = 1, 0  # the line number at buf[_counted]
+        self._line, self._counted = first_line, 0  # the line number at buf[_counted]
         self._read1 = getattr(handle, "read1", handle.read)  # what a pipe has now
         self._head = head  # fed on the first read, where a refusal of it is caught
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import MAX_INT
+from engine.records.clip import clip
 from engine.records.formats import BadRecord, Record, mapped, parse_line
 from engine.records.json_stream import CHUNK, MAX_VALUE, JsonStream, Stop
 from engine.records.strict_json import JsonError, decode_value
@@ -341,16 +343,15 @@ def _scope(stream: JsonStream, held: list[Span]) -> Iterator[BadRecord]:
 def spans(path: Path, digest: Any = None) -> Iterator[Span | BadRecord]:
     """Every span of the file, in file order, or a located problem."""
     with path.open("rb") as handle:
-        head = b""
-        while not head.strip():
-            chunk = handle.readline(MAX_VALUE + 1)
-            if not chunk:
-                if digest is not None:
-                    digest.update(head)
+        blank = 0  # blank lines before the first that is not, hashed and dropped
+        while not (head := handle.readline(MAX_VALUE + 1)).strip():
+            if not head:
                 return
-            head += chunk
+            if digest is not None:
+                digest.update(head)
+            blank += 1
         if head.strip() == b"{":  # a pretty-printed single document
-            stream = JsonStream(handle, digest, head)  # hashes the head with the rest
+            stream = JsonStream(handle, digest, head, first_line=blank + 1)  # hashes head
             try:
                 yield from _document(stream)
             except Stop as exc:
@@ -360,7 +361,7 @@ def spans(path: Path, digest: Any = None) -> Iterator[Span | BadRecord]:
             return
         if digest is not None:
             digest.update(head)
-        number = head[:-1].count(b"\n") + 1
+        number = blank + 1
         raw = head
         while raw:
             if len(raw) - raw.rfind(b"\n") - 1 > MAX_VALUE:  # a line is one value: capped
@@ -478,7 +479,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
         outputs = _messages(inference[-1].attrs.get("gen_ai.output.messages"))
     record: dict[str, Any] = {
         "id": ident, "case_id": case,
-        "trial": attrs.get("specgate.trial", 1),  # a whole number >= 1 (span_of)
+        "trial": attrs.get("specgate.trial"),  # a whole number >= 1 (span_of), or None
         "trace_id": owner.trace, "span_id": owner.span, "name": owner.name,
         "operation": owner.operation, "agent_name": attrs.get("gen_ai.agent.name"),
         "agent_id": attrs.get("gen_ai.agent.id"), "service": owner.service,
@@ -516,6 +517,7 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
         else:
             roots.append(span)  # an agent run may start under a span exported elsewhere
     agents = any(s.operation == "invoke_agent" for s in spans_by_id.values())
+    rooted = {id(r) for r in roots}
     found: list[tuple[Span, list[Span], list[Span]]] = []
     unowned: list[Span] = []
 
@@ -523,7 +525,7 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
         stack = [(span, owner)]
         while stack:
             node, current = stack.pop()
-            if node.operation == "invoke_agent" or (not agents and node in roots):
+            if node.operation == "invoke_agent" or (not agents and id(node) in rooted):
                 current = (node, [], [])
                 found.append(current)
                 if node.operation == "execute_tool":  # a root that is itself a call
@@ -562,15 +564,33 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
         yield mapped(owner.line, unit(owner, tools, inference))
 
 
+Numbered = dict[str, tuple[int, Any, set[int]]]  # case -> its first line, id, trials
+
+
+def _numbered(item: Record, numbered: Numbered) -> Record | BadRecord:
+    """A run naming its trial: refused when a run of its case already named it."""
+    data = item.data
+    _, _, trials = numbered.setdefault(json.dumps(data["case_id"]),  # 1 and "1": two cases
+                                       (item.line, data["case_id"], set()))
+    if data["trial"] in trials:
+        return BadRecord(item.line, "DUPLICATE_ID", f"case {clip(data['case_id'])!r} has "
+                         f"trial {data['trial']} twice (specgate.trial)")
+    trials.add(data["trial"])
+    return item
+
+
 def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     """The agent runs of an OTLP/JSON trace export (see the module docstring)."""
     traces: dict[str, dict[str, Span]] = {}
+    bad = False  # a problem was found: the run is INCOMPLETE, whatever else is missing
     for item in spans(path, digest):
         if isinstance(item, BadRecord):
+            bad = True
             yield item
             continue
         held = traces.setdefault(item.trace, {})
         if item.span in held:
+            bad = True
             yield BadRecord(item.line, "DUPLICATE_ID", f"span {item.span} of trace "
                             f"{item.trace} appears twice (first on line {held[item.span].line})")
             continue
@@ -578,5 +598,16 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             item.attrs = {k: v for k, v in item.attrs.items()
                           if k.startswith("gen_ai.") or k == "error.type"}
         held[item.span] = item
+    numbered: Numbered = {}
     for trace in sorted(traces.values(), key=lambda t: min(s.line for s in t.values())):
-        yield from _trace_units(trace)
+        for unit_of in _trace_units(trace):
+            if isinstance(unit_of, Record) and unit_of.data["trial"] is not None:
+                unit_of = _numbered(unit_of, numbered)
+            bad = bad or isinstance(unit_of, BadRecord)
+            yield unit_of
+    for line, case_id, trials in [] if bad else numbered.values():  # else INCOMPLETE anyway
+        first = next(t for t in range(1, len(trials) + 2) if t not in trials)
+        if first < max(trials):  # a trial below the highest is absent: a run left out
+            yield BadRecord(line, "RUN_MISSING", f"case {clip(case_id)!r} has trial "
+                            f"{max(trials)} but not trial {first} (specgate.trial): a run "
+                            "left out is never replaced by another")

@@ -133,6 +133,8 @@ def _problem(result: Any) -> tuple[str, str] | None:
             isinstance(value, int) and not isinstance(value, bool) and value >= 0
         if not ok:
             return "PROMPTFOO_FIELD", f"'{name}' must be {kind}"
+    if result.get("id") is not None and not isinstance(result["id"], str):
+        return "PROMPTFOO_FIELD", "'id' must be a string"  # it is checked for copies
     usage = result.get("tokenUsage")
     measured = [("latencyMs", result.get("latencyMs")), ("cost", result.get("cost")),
                 *((f"tokenUsage.{k}", usage.get(k)) for k in TOKENS if isinstance(usage, dict))]
@@ -233,7 +235,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             ranks[group] = sorted(set(indexes))
         handle.seek(0)
         seen: set[tuple[int, int]] = set()
-        uuids: set[Any] = set()
+        uuids: set[str] = set()
         for index, value, code, message in _frame(handle, second):
             if code is not None:
                 yield BadRecord(abs(index), code, message)
@@ -252,7 +254,8 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             if isinstance(uuid, str) and uuid in uuids:  # a copy under another testIdx
                 yield BadRecord(index, "DUPLICATE_ID", f"a second result with id {uuid[:60]!r}")
                 continue
-            uuids.add(uuid)
+            if isinstance(uuid, str):
+                uuids.add(uuid)
             taken = ranks.get(_group(value), [])
             trial = bisect_left(taken, value["testIdx"]) + 1
             yield Record(index, unit(value, trial))
