@@ -6,6 +6,7 @@ the model as a tool by ``as_tool``), written by inspect_ai itself, offline.
 writes ``subagent.eval`` into FOLDER: one sample; the model calls the ``helper`` tool, the
 helper's own model turn calls ``issue_refund`` and then ``submit``, and the outer model
 answers. The sample's messages show only the ``helper`` call; its events show all three.
+The refund's ``note`` is long, so inspect_ai writes it as an ``attachment://`` reference.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import tempfile
 from pathlib import Path
 
 from bench.make_inspect_example import offline
+
+# over 100 characters: inspect_ai moves it out of the tool event into sample.attachments
+NOTE = ("Refund approved by nobody: the customer asked twice, so the agent went ahead and "
+        "refunded the whole order without checking the delivery date.")
 
 
 def run(folder: Path) -> Path:
@@ -31,19 +36,20 @@ def run(folder: Path) -> Path:
 
     @tool
     def issue_refund():  # type: ignore[no-untyped-def]
-        async def execute(order_id: str, amount: float) -> str:
+        async def execute(order_id: str, amount: float, note: str) -> str:
             """Refund an order.
 
             Args:
               order_id: the order to refund
               amount: how much to refund
+              note: why
             """
             return f"refunded {amount} on {order_id}"
         return execute
 
     turns = [ModelOutput.for_tool_call("mockllm/model", "helper", {"input": "order A-1"}),
              ModelOutput.for_tool_call("mockllm/model", "issue_refund",
-                                       {"order_id": "A-1", "amount": 9999}),
+                                       {"order_id": "A-1", "amount": 9999, "note": NOTE}),
              ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "done"}),
              ModelOutput.from_content("mockllm/model", "5")]
     for turn in turns:  # no tokenizer is fetched to count them

@@ -30,6 +30,7 @@ from engine.records.formats import BadRecord, Record
 from engine.records.inspect_log import read
 
 from .conftest import ROOT, need_module
+from .inspect_subagent import NOTE
 
 SHIPPED = ROOT / "specs" / "inspect-example"
 SHIPPED_EVAL = SHIPPED / "data" / "inspect-example.eval"
@@ -175,11 +176,11 @@ def _with_sample(index: int, value: Any) -> bytes:
     return json.dumps(doc, indent=2).encode()
 
 
-def _entries() -> Iterator[tuple[str, bytes]]:
-    """The shipped .eval's entries, decompressed."""
+def _entries(log: Path = SHIPPED_EVAL) -> Iterator[tuple[str, bytes]]:
+    """The entries of a .eval inspect_ai wrote (zstd), decompressed."""
     import zstandard
 
-    with zipfile.ZipFile(SHIPPED_EVAL) as archive, SHIPPED_EVAL.open("rb") as handle:
+    with zipfile.ZipFile(log) as archive, log.open("rb") as handle:
         for info in archive.infolist():
             handle.seek(info.header_offset)
             local = handle.read(30)
@@ -489,9 +490,12 @@ def test_a_sub_agents_tool_calls_are_the_samples_calls(tmp_path: Path) -> None:
     (record,) = list(read(spec / "subagent.eval"))
     assert isinstance(record, Record)
     # the model's own call, the helper's two, in the order they ran
+    # (the refund's note is an attachment:// reference in the log: read as its text)
     assert [(c["name"], c["arguments"]) for c in record.data["tool_calls"]] == [
-        ("helper", {"input": "order A-1"}), ("issue_refund", {"order_id": "A-1", "amount": 9999}),
+        ("helper", {"input": "order A-1"}),
+        ("issue_refund", {"order_id": "A-1", "amount": 9999, "note": NOTE}),
         ("submit", {"answer": "done"})]
+    assert any(b"attachment://" in data for _, data in _entries(spec / "subagent.eval"))
     for name, text in SUBAGENT_SPEC.items():
         (spec / name).write_text(text)
     code = main(["run", str(spec), "--out", str(tmp_path / "out")])
@@ -521,3 +525,122 @@ def test_samples_inspect_ai_invalidated_are_not_evidence(tmp_path: Path) -> None
         # the 8 samples its scorer marked correct are problems; the 4 others are scored
         assert card["coverage"]["record_problems"] == {"INSPECT_SAMPLE_INVALIDATED": 8}
         assert correct(rows) == 0 and len(units(rows)) == 4
+
+
+def test_a_score_edited_after_scoring_is_not_evidence(tmp_path: Path) -> None:
+    # fourth review: edit_score() turned each "I" into "C" with a person's provenance; the
+    # reader read the edited value as the scorer's and the gate passed at 1.0
+    need_module("inspect_ai", "inspect-ai==0.3.285")
+    code = ("import sys; from inspect_ai.log import read_eval_log, write_eval_log, "
+            "edit_score\nfrom inspect_ai.scorer._metric import ScoreEdit\n"
+            "from inspect_ai.log._log import ProvenanceData\n"
+            "log = read_eval_log(sys.argv[1])\n"
+            "for s in list(log.samples):\n"
+            "    if s.scores['match'].value == 'I':\n"
+            "        edit_score(log, s.id, 'match', ScoreEdit(value='C', provenance="
+            "ProvenanceData(author='dev', reason='looks right')), epoch=s.epoch)\n"
+            "write_eval_log(log, sys.argv[2] + '/edited.eval')\n")
+    done = subprocess.run([sys.executable, "-c", code, str(SHIPPED_EVAL), str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    status, card, rows = gate(tmp_path, tmp_path / "edited.eval")
+    assert (status, card["decision"]) == (3, "INCOMPLETE")
+    # the 4 samples its scorer marked incorrect were edited; the 8 others are scored
+    assert card["coverage"]["record_problems"] == {"INSPECT_SCORE_EDITED": 4}
+    assert correct(rows) == 8 and len(units(rows)) == 8
+
+
+def _json_log(change: Any) -> bytes:
+    doc = json.loads(SHIPPED_JSON.read_bytes())
+    change(doc)
+    return json.dumps(doc).encode()
+
+
+def _read_log(tmp_path: Path, data: bytes) -> list[Record | BadRecord]:
+    path = tmp_path / "log.json"
+    path.write_bytes(data)
+    return list(read(path))
+
+
+def _tool_event(call_id: str, name: str, span: str | None = None) -> dict[str, Any]:
+    return {"event": "tool", "type": "function", "id": call_id, "function": name,
+            "arguments": {"order_id": "A-1"}, "span_id": span, "error": None}
+
+
+def test_tool_events_nested_in_any_event_are_calls_and_a_scorers_are_not(
+        tmp_path: Path) -> None:
+    def change(doc: dict[str, Any]) -> None:
+        sample = doc["samples"][0]
+        sample["messages"] = [m for m in sample["messages"] if m["role"] != "tool"]
+        sample["events"] = [
+            # older logs nest a subtask's events in the subtask event
+            {"event": "subtask", "name": "cleanup", "events": [_tool_event("t1", "refund")]},
+            # a scorer's own call (a model-graded scorer with tools) is not the sample's
+            {"event": "span_begin", "id": "s1", "parent_id": None, "type": "scorers"},
+            {"event": "span_begin", "id": "s2", "parent_id": "s1", "type": "scorer"},
+            {"event": "span_begin", "id": "s3", "parent_id": "s2", "type": "tool"},
+            _tool_event("t2", "grade", "s3"),
+            # parents in a cycle: no scorer above, so the call counts
+            {"event": "span_begin", "id": "c1", "parent_id": "c2", "type": "solver"},
+            {"event": "span_begin", "id": "c2", "parent_id": "c1", "type": "solver"},
+            _tool_event("t3", "lookup", "c1"),
+            # the same call recorded again as it completed: one call
+            {**_tool_event("t3", "lookup", "c1"), "error": {"message": "timed out"}}]
+    first = _read_log(tmp_path, _json_log(change))[0]
+    assert isinstance(first, Record)
+    assert [(c["name"], c.get("error")) for c in first.data["tool_calls"]] == [
+        ("refund", None), ("lookup", "timed out")]
+
+
+def test_attachment_references_are_read_as_their_text_or_refused(tmp_path: Path) -> None:
+    def change(doc: dict[str, Any]) -> None:
+        sample = doc["samples"][0]
+        sample["attachments"] = {"ab12": "DROP TABLE customers; -- a long query"}
+        sample["events"] = [{**_tool_event("t1", "run_sql"),
+                             "arguments": {"query": "attachment://ab12"}}]
+    first = _read_log(tmp_path, _json_log(change))[0]
+    assert isinstance(first, Record)
+    assert first.data["tool_calls"][0]["arguments"] == {
+        "query": "DROP TABLE customers; -- a long query"}
+
+    def dangling(doc: dict[str, Any]) -> None:
+        change(doc)
+        del doc["samples"][0]["attachments"]["ab12"]  # the text taken out, the reference left
+    first = _read_log(tmp_path, _json_log(dangling))[0]
+    assert isinstance(first, BadRecord) and first.code == "INSPECT_LOG_MALFORMED"
+    assert "ab12" in first.message
+
+
+def test_best_of_three_epochs_is_refused_whatever_the_case_grouping(tmp_path: Path) -> None:
+    # fourth review: with units.case on another field than the sample id, the run numbers
+    # were not checked; header raised to 3 epochs, multiply's failing epoch 2 dropped and a
+    # passing epoch 3 added: PASS
+    spec = tmp_path / "spec"
+    shutil.copytree(SHIPPED, spec)
+    evaluation = (spec / "evaluation.yaml").read_text()
+    (spec / "evaluation.yaml").write_text(evaluation.replace(
+        "case: case_id", "case: metadata.case"))
+    suite = (spec / "suite.yaml").read_text()
+    (spec / "suite.yaml").write_text(suite.replace("- id: ", "- id: case-"))
+
+    def grouped(doc: dict[str, Any]) -> None:
+        for sample in doc["samples"]:
+            sample["metadata"] = {"case": f"case-{sample['id']}"}
+
+    def best_of_three(doc: dict[str, Any]) -> None:
+        grouped(doc)
+        doc["eval"]["config"]["epochs"] = 3
+        failing = next(s for s in doc["samples"] if s["id"] == "multiply" and s["epoch"] == 2)
+        passing = next(s for s in doc["samples"] if s["id"] == "multiply" and s["epoch"] == 1)
+        assert failing["scores"]["match"]["value"] == "I"
+        doc["samples"][doc["samples"].index(failing)] = {**passing, "epoch": 3, "uuid": "new"}
+    honest, trimmed = tmp_path / "honest.json", tmp_path / "trimmed.json"
+    honest.write_bytes(_json_log(grouped))
+    trimmed.write_bytes(_json_log(best_of_three))
+    code, card, _ = gate(tmp_path, honest, "honest")
+    assert (code, card["decision"]) == (0, "PASS")  # the grouping itself reads the log
+    code, card, _ = gate(tmp_path, trimmed, "trimmed")
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
+    # every sample lacks an epoch of the 3 its header says: multiply its 2nd, the others
+    # their 3rd
+    assert card["coverage"]["record_problems"] == {"RUN_MISSING": 6}

@@ -198,6 +198,9 @@ PROMPTFOO_REFUSED = [
     ("a negative latency", lambda r: r[0].update(latencyMs=-1), "PROMPTFOO_FIELD"),
     ("a negative token count", lambda r: r[0]["tokenUsage"].update(total=-5),
      "PROMPTFOO_FIELD"),
+    ("an id that is a list (was INTERNAL_ERROR)", lambda r: r[1].update(id=["x"]),
+     "PROMPTFOO_FIELD"),
+    ("an id that is an object", lambda r: r[1].update(id={"x": 1}), "PROMPTFOO_FIELD"),
 ]
 
 
@@ -415,3 +418,49 @@ def test_an_otel_line_over_the_value_cap_is_refused_unread(tmp_path: Path,
     assert [(b.line, b.code) for b in bad] == [(2, "VALUE_TOO_LARGE")]
     assert len(found) == 9  # the other lines' runs are still read
     assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- found by the fourth issue 17 review ----------------------------------------------------
+
+def _no_trials(spans: list[dict[str, Any]]) -> None:
+    for span in spans:
+        span["attributes"] = [p for p in span["attributes"] if p["key"] != "specgate.trial"]
+
+
+def test_otel_runs_naming_no_trial_are_counted_not_refused(tmp_path: Path) -> None:
+    # a standard GenAI export names no specgate.trial: each run was trial 1, so a case's
+    # second run was DUPLICATE_ID and such an export could never pass a suite of 2 trials
+    status, card, _ = _gate(tmp_path, "otel-example", "traces", _otel(_no_trials), ".jsonl")
+    assert (status, card["decision"]) == (0, "PASS")
+
+
+def test_otel_a_trial_missing_below_a_higher_one_is_refused(tmp_path: Path) -> None:
+    # whatever the spec's case grouping: the reader checks the numbers of each case_id
+    from engine.records.formats import BadRecord
+    from engine.records.otel_genai import read
+    path = tmp_path / "t.jsonl"  # refund-late-delivery: trials 1 and 3
+    path.write_bytes(_otel(_trials(**{"5b0000000000001a": 3})))
+    bad = [(r.code, r.message) for r in read(path) if isinstance(r, BadRecord)]
+    assert len(bad) == 1 and bad[0][0] == "RUN_MISSING" and "not trial 2" in bad[0][1]
+
+
+def test_otel_blank_lines_before_the_export_keep_lines_and_digest(tmp_path: Path) -> None:
+    import hashlib
+
+    from engine.records.formats import BadRecord
+    from engine.records.otel_genai import read
+    lines = OTEL.read_bytes().splitlines(keepends=True)
+    data = b"\n" * 5000 + lines[0] + b"{not json\n" + b"".join(lines[1:])
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    digest = hashlib.sha256()
+    bad = [(r.line, r.code) for r in read(path, digest) if isinstance(r, BadRecord)]
+    assert bad == [(5002, "INVALID_JSON")]
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    pretty = tmp_path / "p.json"  # a pretty-printed document after blank lines
+    doc = json.dumps(json.loads(lines[0]), indent=1).replace('"spanId"', '"spanId": 1, "x"', 1)
+    pretty.write_bytes(doc.encode())
+    plain = [(r.line, r.code) for r in read(pretty) if isinstance(r, BadRecord)]
+    pretty.write_bytes(b"\n" * 3 + doc.encode())
+    found = [(r.line, r.code) for r in read(pretty) if isinstance(r, BadRecord)]
+    assert plain and found == [(line + 3, code) for line, code in plain]
