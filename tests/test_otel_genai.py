@@ -193,8 +193,9 @@ MALFORMED = [
     ("NaN", lambda: _mutate(lambda d: d.insert(1, '{"resourceSpans": NaN}\n')),
      "NON_FINITE_NUMBER"),
     ("truncated document", _pretty_truncated, "INVALID_JSON"),
+    # (a duplicate key in a member mapped to nothing, such as a scope, is only framed)
     ("duplicate key in a pretty span", lambda: json.dumps(_lines()[0], indent=1).replace(
-        '"name":', '"name": "x", "name":', 1).encode(), "DUPLICATE_KEY"),
+        '"spanId":', '"spanId": "x", "spanId":', 1).encode(), "DUPLICATE_KEY"),
     # a tool call outside every agent run would escape the tool inspections: a wrong PASS
     ("tool call with no parent", lambda: _mutate(lambda d: _spans(d[0]).append(
         _moved(_op(d[0], "execute_tool"), "5b000000000000f1", ""))), "OTEL_UNOWNED_SPAN"),

@@ -81,7 +81,8 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
     try:
         handle.seek(0)
         archive = zipfile.ZipFile(handle)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
+            NotImplementedError, OverflowError, struct.error) as exc:
         yield BadRecord(1, TRUNCATED, "the .eval zip has no readable central directory: "
                         f"truncated or damaged ({exc})")
         return
@@ -110,6 +111,11 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
                     return
                 context = _context(parsed.data)
                 break
+        problem_of = _header_problem(context) if "epochs" in context else \
+            "no header (header.json or _journal/start.json with eval) bounds its samples"
+        if problem_of is not None:
+            yield BadRecord(1, MALFORMED, problem_of)
+            return
         seen = _Seen()
         for index, info in enumerate(samples, start=1):
             raw, problem = _entry(archive, handle, info)
@@ -141,6 +147,8 @@ def _layout_problem(handle: IO[bytes], infos: list[zipfile.ZipInfo],
                 f"file's {size}: refused as a zip bomb")
     spans = []
     for info in infos:
+        if not 0 <= info.header_offset <= size - 30:  # seeking there would fail, or read air
+            return f"{info.filename}: the directory points outside the file"
         handle.seek(info.header_offset)
         local = handle.read(30)
         if len(local) < 30 or local[:4] != ZIP_MAGIC:
@@ -230,27 +238,32 @@ def _read_json(stream: JsonStream) -> Iterator[Record | BadRecord]:
                        "object")
         context: dict[str, Any] = {}
         seen_samples = False
-        late: dict[str, Any] = {}  # a header after the samples: its epochs, for the end
         seen = _Seen()
         for key in stream.members("in the log"):
             if key == "samples":
                 seen_samples = True
+                problem = _header_problem(context) if "epochs" in context else \
+                    "no header (eval) before the samples: no header bounds them"
+                if problem is not None:
+                    raise Stop(MALFORMED, problem)
                 for raw, item in _samples(stream):
                     index += 1
                     unit = _unit(raw, item, context, f"sample {index}", seen)
                     seen.bad = seen.bad or isinstance(unit, BadRecord)
                     yield unit
-            elif key in ("eval", "status"):
+            elif key == "eval" and seen_samples:
+                raise Stop(MALFORMED, "the header (eval) follows the samples; inspect_ai "
+                           "writes it first, and it bounds them")
+            elif key in ("eval", "status") and not seen_samples:
                 # the header is read as strictly as a .eval's header.json
-                (late if seen_samples else context).update(
-                    _context({key: stream.value(f"in the log's {key!r}")}))
+                context.update(_context({key: stream.value(f"in the log's {key!r}")}))
             else:
                 stream.skip(f"in the log's {key[:40]!r}")
         stream.end(MALFORMED)
         if not seen_samples:
             yield BadRecord(1, MALFORMED, "the log holds no samples array (written with "
                             "log_samples=False?): no sample can be gated")
-        yield from seen.missing({**late, **context})
+        yield from seen.missing(context)
     except Stop as exc:
         if exc.code == TRUNCATED:
             yield BadRecord(index + 1, TRUNCATED, f"{exc}: the log is cut short "
@@ -271,6 +284,15 @@ def _samples(stream: JsonStream) -> Iterator[tuple[bytes, Record | BadRecord]]:
 # ---------------------------------------------------------------- one sample -> one record
 
 
+def _header_problem(context: dict[str, Any]) -> str | None:
+    """Why a header (as ``_context`` read it) cannot bound the samples, else None."""
+    epochs = context.get("epochs")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        return (f"its header's eval.config.epochs ({clip(epochs)!r}) is not a whole number "
+                ">= 1: the epochs a sample must have are unknown")
+    return None
+
+
 def _context(log: dict[str, Any]) -> dict[str, Any]:
     """What of the log's header each record carries: task, model, run id, status."""
     spec = _dict(log.get("eval"))
@@ -278,9 +300,13 @@ def _context(log: dict[str, Any]) -> dict[str, Any]:
     for key in ("task", "model", "run_id"):
         if isinstance(spec.get(key), str):
             out[key] = spec[key]
-    epochs = _dict(spec.get("config")).get("epochs")
-    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs >= 1:
-        out["epochs"] = epochs  # how many the run was asked for: no sample has more
+    if "eval" in log:  # how many epochs the run was asked for (inspect_ai's default: 1)
+        epochs = _dict(spec.get("config")).get("epochs")
+        out["epochs"] = 1 if epochs is None else epochs
+        ids = _dict(spec.get("dataset")).get("sample_ids")
+        if isinstance(ids, list):  # the samples the run had (after --limit)
+            out["sample_ids"] = [i for i in ids if isinstance(i, str | int)
+                                 and not isinstance(i, bool)]
     if isinstance(log.get("status"), str):
         out["log_status"] = log["status"]
     return out
@@ -305,8 +331,12 @@ class _Seen:
         Nothing when a sample was refused (what it lacks is then that sample's problem)."""
         if self.bad:
             return
+        for sample_id in context.get("sample_ids", []):
+            if json.dumps(sample_id) not in self.epochs:
+                yield BadRecord(1, "RUN_MISSING", f"sample {clip(sample_id)!r} of the run "
+                                "(its header's eval.dataset.sample_ids) is not in the log")
         for line, sample_id, epochs in self.epochs.values():
-            want = context.get("epochs") or max(epochs)
+            want = context["epochs"]  # a whole number >= 1 (_header_problem)
             have = sum(1 for e in epochs if e <= want)
             if have < want:
                 first = next(e for e in range(1, have + 2) if e not in epochs)
@@ -316,6 +346,9 @@ class _Seen:
 
 
 REFERENCES = ("attachment://", "tc://")  # inspect_ai's references into sample.attachments
+# what a sample's text holds if a string of it may be a reference: a prefix, or an escape
+# that could spell one (attachment:\/\/..., \u0061ttachment://...)
+MAY_REFER = (b"attachment:", b"tc:", b"\\u")
 
 
 def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where: str,
@@ -348,7 +381,7 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
         return BadRecord(line, "INSPECT_SCORE_EDITED", f"{where}: its {clip(edited)!r} score "
                          "was edited after scoring (its history): a person's verdict, not "
                          "the scorer's")
-    if any(r.encode() in raw for r in REFERENCES):
+    if any(r in raw for r in MAY_REFER):
         sample, unknown = _resolved(sample)
         if unknown is not None:
             return BadRecord(line, MALFORMED, f"{where}: it refers to attachment "

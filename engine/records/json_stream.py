@@ -6,7 +6,8 @@ The reader walks the document's structure here (``members``, ``items``) and take
 value it wants as text (``text``), framed by a lenient scan that converts nothing; the
 value is then decoded by the one strict record reader (``value``, or ``record`` for an
 element that is a unit, as a JSONL line is). A value the strict reader refuses is a
-problem of that value alone: framing goes on after it.
+problem of that value alone: framing goes on after it. A value the reader maps nothing
+from (``skip``) is framed but not decoded.
 
 Every byte read goes through ``digest``. A value still open at the end of the buffer is
 re-scanned only after at least as many new bytes as it already holds arrive, so framing
@@ -232,9 +233,10 @@ class JsonStream:
             raise Stop(exc.record_code, f"{where}: {exc}") from None
 
     def skip(self, where: str) -> None:
-        """The next value, decoded strictly and dropped: a part of the document the
-        reader maps nothing from must still be JSON the strict reader accepts."""
-        self.value(where)
+        """The next value, framed and dropped: a part of the document the reader maps
+        nothing from must be JSON, but is not decoded (nothing of it reaches a record, so
+        a number Node wrote beyond 2**53 in promptfoo's config refuses nothing)."""
+        self.text(where)
 
     def record(self, line: int, where: str) -> Record | BadRecord:
         """The next value as a unit record (an object), as a JSONL line is read; a

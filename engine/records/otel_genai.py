@@ -43,6 +43,9 @@ STATUS: dict[Any, str] = {**{i: n.upper() for i, n in enumerate(_STATUS_NAMES)},
 INFERENCE = ("chat", "text_completion", "generate_content")
 CASE_KEYS = ("specgate.case_id", "gen_ai.conversation.id")
 COUNTED = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+# the conventions' earlier names for them, still written by older instrumentations
+LEGACY = {"gen_ai.usage.prompt_tokens": "gen_ai.usage.input_tokens",
+          "gen_ai.usage.completion_tokens": "gen_ai.usage.output_tokens"}
 _VALUE_KINDS = {"stringValue", "boolValue", "intValue", "doubleValue", "arrayValue",
                 "kvlistValue", "bytesValue"}  # AnyValue's oneof
 TOOL_SPAN = "execute_tool "  # the semantic conventions name a tool span "execute_tool {tool}"
@@ -199,10 +202,15 @@ def span_of(data: Any, line: int, service: Any) -> Span:
         raise Malformed("OTEL_BAD_SPAN", f"the span ends ({end}) before it starts ({start}),"
                         " or starts at 0")
     attrs = attributes(data.get("attributes"))
-    for key in COUNTED:  # a value the sum would skip would hide what it counts
+    for key in (*COUNTED, *LEGACY):  # a value the sum would skip would hide what it counts
         if key in attrs and not (isinstance(attrs[key], int) and not isinstance(
                 attrs[key], bool) and attrs[key] >= 0):
             raise Malformed("OTEL_BAD_SPAN", f"{key} is not a whole number >= 0")
+    for old, new in LEGACY.items():  # counted under the current name, once
+        if old in attrs:
+            if attrs.setdefault(new, attrs[old]) != attrs[old]:
+                raise Malformed("OTEL_BAD_SPAN", f"{old} and {new} differ: which counts "
+                                "would be a guess")
     trial = attrs.get("specgate.trial", 1)
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 1:
         raise Malformed("OTEL_BAD_SPAN", "specgate.trial is not a whole number >= 1")

@@ -38,17 +38,16 @@ def _elements(stream: JsonStream, ranking: bool) -> Iterator[Element]:
     its results are decoded by the C scanner alone, since what they rank only counts when
     the record pass, which decodes strictly, finds no problem (then both agree)."""
     found = False
-    skip = stream.text if ranking else stream.skip
     for name in stream.members("at the top level"):
         if name != "results":
-            skip(f"in the top-level member {name[:40]!r}")
+            stream.skip(f"in the top-level member {name[:40]!r}")
             continue
         if stream.peek() != "{":
             raise Stop("PROMPTFOO_NOT_RESULTS", "'results' is not an object holding the "
                        "results list (write it with promptfoo eval -o results.json)")
         for inner in stream.members("in 'results'"):
             if inner != "results":
-                skip(f"in results.{inner[:40]}")
+                stream.skip(f"in results.{inner[:40]}")
                 continue
             if stream.peek() != "[":
                 raise Stop("PROMPTFOO_NOT_RESULTS", "results.results is not a list")
