@@ -644,3 +644,101 @@ def test_best_of_three_epochs_is_refused_whatever_the_case_grouping(tmp_path: Pa
     # every sample lacks an epoch of the 3 its header says: multiply its 2nd, the others
     # their 3rd
     assert card["coverage"]["record_problems"] == {"RUN_MISSING": 6}
+
+
+def _epochs(value: Any) -> Any:
+    def change(doc: dict[str, Any]) -> None:
+        if value is None:
+            del doc["eval"]["config"]["epochs"]
+        else:
+            doc["eval"]["config"]["epochs"] = value
+    return change
+
+
+def _late_header(doc: dict[str, Any]) -> None:
+    header = doc.pop("eval")
+    doc["eval"] = header  # now after "samples"
+
+
+def _without_sample(doc: dict[str, Any]) -> None:
+    doc["samples"] = [s for s in doc["samples"] if s["id"] != "square"]
+
+
+HEADERS = [  # (what, change to the shipped .json, the codes the reader must give)
+    # fifth review: each let a best-of-three log pass under a spec grouping all samples
+    ("epochs as text", _epochs("2"), ["INSPECT_LOG_MALFORMED"]),
+    ("epochs 0", _epochs(0), ["INSPECT_LOG_MALFORMED"]),
+    ("no header", lambda doc: doc.pop("eval"), ["INSPECT_LOG_MALFORMED"]),
+    ("the header after the samples", _late_header, ["INSPECT_LOG_MALFORMED"]),
+    # no epochs: inspect_ai's default, 1, so every epoch 2 is beyond it
+    ("no epochs", _epochs(None), ["BAD_VALUE"] * 6),
+    # a sample of the run's sample_ids left out whole
+    ("a sample left out", _without_sample, ["RUN_MISSING"]),
+]
+
+
+@pytest.mark.parametrize("what, change, codes", HEADERS, ids=[h[0] for h in HEADERS])
+def test_the_header_bounds_the_samples(tmp_path: Path, what: str, change: Any,
+                                       codes: list[str]) -> None:
+    found = _read_log(tmp_path, _json_log(change))
+    assert [r.code for r in found if isinstance(r, BadRecord)] == codes
+
+
+def _eval_with(change: Any) -> bytes:
+    """A one-sample .eval (stored entries) whose raw bytes ``change`` edits."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in _entries():
+            if name == "header.json" or name == "samples/add-small_epoch_1.json":
+                archive.writestr(name, data)
+    raw = bytearray(out.getvalue())
+    change(raw)
+    return bytes(raw)
+
+
+def _directory_version(raw: bytearray) -> None:
+    struct.pack_into("<H", raw, raw.find(b"PK\x01\x02") + 6, 255)  # version to extract
+
+
+def _directory_offset(raw: bytearray) -> None:
+    # the end record says the directory starts 5 bytes later: offsets come out negative
+    end = raw.rfind(b"PK\x05\x06")
+    struct.pack_into("<I", raw, end + 16, struct.unpack_from("<I", raw, end + 16)[0] + 5)
+
+
+def _entry_offset(raw: bytearray) -> None:
+    at = raw.find(b"PK\x01\x02")  # the first entry's local header offset, beyond the file
+    struct.pack_into("<I", raw, at + 42, len(raw) + 1000)
+
+
+@pytest.mark.parametrize("change", [_directory_version, _directory_offset, _entry_offset])
+def test_a_zip_directory_no_writer_makes_is_coded(tmp_path: Path, change: Any,
+                                                  capsys: Any) -> None:
+    # fifth review: INTERNAL_ERROR (NotImplementedError, a seek beyond an offset's range)
+    # or IO_ERROR (a negative seek), with no scorecard
+    log = tmp_path / "log.eval"
+    log.write_bytes(_eval_with(change))
+    codes = [r.code for r in read(log) if isinstance(r, BadRecord)]
+    assert codes and set(codes) <= {"INSPECT_LOG_MALFORMED", "INSPECT_LOG_TRUNCATED"}
+    status, card, _ = gate(tmp_path, log)
+    assert (status, card["decision"]) == (3, "INCOMPLETE")
+    assert "INTERNAL_ERROR" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("reference", ["attachment:\\/\\/ab12", "\\u0061ttachment://ab12",
+                                       "attachment://ab12"])
+def test_an_attachment_reference_is_resolved_however_it_is_escaped(
+        tmp_path: Path, reference: str) -> None:
+    # fifth review: a reference written with JSON escapes decodes to the same string, which
+    # inspect_ai resolves; the reader looked for the plain bytes only
+    def change(doc: dict[str, Any]) -> None:
+        sample = doc["samples"][0]
+        sample["attachments"] = {"ab12": '{"amount": 5000}'}
+        sample["events"] = [{**_tool_event("t1", "refund"), "arguments": {"payload": "REF"}}]
+    data = _json_log(change).replace(b'"REF"', f'"{reference}"'.encode())
+    first = _read_log(tmp_path, data)[0]
+    assert isinstance(first, Record)
+    assert first.data["tool_calls"][0]["arguments"] == {"payload": '{"amount": 5000}'}
+    dangling = data.replace(b'"ab12": ', b'"other": ')
+    first = _read_log(tmp_path, dangling)[0]
+    assert isinstance(first, BadRecord) and first.code == "INSPECT_LOG_MALFORMED"

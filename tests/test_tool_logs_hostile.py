@@ -464,3 +464,29 @@ def test_otel_blank_lines_before_the_export_keep_lines_and_digest(tmp_path: Path
     pretty.write_bytes(b"\n" * 3 + doc.encode())
     found = [(r.line, r.code) for r in read(pretty) if isinstance(r, BadRecord)]
     assert plain and found == [(line + 3, code) for line, code in plain]
+
+
+# --- found by the fifth issue 17 review ------------------------------------------------------
+
+def _legacy_tokens(also_current: bool) -> Any:
+    """Trace ...0001's first chat span reports 5000 input tokens under the conventions'
+    earlier name (and, with ``also_current``, 200 under the current one)."""
+    def change(spans: list[dict[str, Any]]) -> None:
+        span = _of(spans, "chat")
+        kept = [p for p in span["attributes"] if p["key"] != "gen_ai.usage.input_tokens"]
+        span["attributes"] = kept + [{"key": "gen_ai.usage.prompt_tokens",
+                                      "value": {"intValue": "5000"}}]
+        if also_current:
+            _add(span, "gen_ai.usage.input_tokens", {"intValue": "200"})
+    return change
+
+
+def test_otel_tokens_under_their_earlier_name_count(tmp_path: Path) -> None:
+    # gen_ai.usage.prompt_tokens was neither counted nor refused: 5000 tokens vanished
+    _, _, rows = _gate(tmp_path, "otel-example", "traces", _otel(_legacy_tokens(False)),
+                            ".jsonl")
+    row = _row(rows, "token-budget")
+    assert row["status"] == "FAIL" and row["observed"] > 5000
+    status, card, _ = _gate(tmp_path / "2", "otel-example", "traces",
+                            _otel(_legacy_tokens(True)), ".jsonl")
+    assert status == 3 and "OTEL_BAD_SPAN" in card["coverage"]["record_problems"]
