@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -33,12 +34,16 @@ def _grow_inspect(target: int, folder: Path) -> list[Path]:
     doc = json.loads((SPECS / "inspect-example" / "data" / "inspect-example.json").read_bytes())
     samples, size = doc["samples"], 0
     grown: list[dict[str, object]] = []
-    while size < target:
+    rounds = 0
+    while size < target:  # each round: every sample under a new id, each epoch kept
+        rounds += 1
         for sample in samples:
-            copy = {**sample, "id": f"{sample['id']}-{len(grown)}"}
+            copy = {**sample, "id": f"{sample['id']}-{rounds}",
+                    "uuid": f"{sample['uuid']}-{rounds}"}  # a sample of its own
             grown.append(copy)
             size += len(json.dumps(copy))
     doc["samples"] = grown
+    doc["eval"]["dataset"]["sample_ids"] = sorted({s["id"] for s in grown})
     as_json = folder / "inspect.json"
     as_json.write_text(json.dumps(doc, indent=2))
     _lines(folder / "inspect.json.lines", grown)
@@ -100,6 +105,7 @@ def _grow_otel(target: int, folder: Path) -> list[Path]:
         copy += 1
         for line in lines:  # a new trace id per copy: 007a<12 hex digits of the copy>...
             grown = line.replace('"007a00000000', f'"{copy:012x}')
+            grown = CASE.sub(lambda found: f"{found.group(0)[:-1]}-{copy}\"", grown)  # and case
             out.write(grown + "\n")
             size += len(grown) + 1
     jsonl = folder / "traces.jsonl"
@@ -112,6 +118,9 @@ def _grow_otel(target: int, folder: Path) -> list[Path]:
     pretty = folder / "traces.json"
     pretty.write_text(json.dumps(merged, indent=2))
     return [jsonl, pretty]
+
+
+CASE = re.compile(r'"key": ?"specgate\.case_id", ?"value": ?\{"stringValue": ?"[^"]*"')
 
 
 FORMATS: dict[str, tuple[str, Callable[[int, Path], list[Path]]]] = {
