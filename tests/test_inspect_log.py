@@ -504,21 +504,27 @@ def test_a_sub_agents_tool_calls_are_the_samples_calls(tmp_path: Path) -> None:
     assert code == 1 and [r["status"] for r in rows] == ["FAIL"]
 
 
+def _rewrite_shipped(out: Path, code: str) -> None:
+    """Run ``code`` with inspect_ai in a process of its own, ``log`` being the shipped .eval
+    as inspect_ai reads it and ``out`` the folder to write into."""
+    need_module("inspect_ai", "inspect-ai==0.3.285")
+    script = ("import sys\nfrom inspect_ai.log import read_eval_log, write_eval_log\n"
+              "log, out = read_eval_log(sys.argv[1]), sys.argv[2]\n" + code)
+    done = subprocess.run([sys.executable, "-c", script, str(SHIPPED_EVAL), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_samples_inspect_ai_invalidated_are_not_evidence(tmp_path: Path) -> None:
     # third review: invalidate_samples() marks samples inspect_ai itself no longer counts
     # (an eval set runs them again); the reader still scored them
-    need_module("inspect_ai", "inspect-ai==0.3.285")
-    code = ("import sys; from inspect_ai.log import ProvenanceData, invalidate_samples, "
-            "read_eval_log, write_eval_log\n"
-            "log = read_eval_log(sys.argv[1])\n"
-            "right = [s.uuid for s in log.samples if s.scores['match'].value == 'C']\n"
-            "log = invalidate_samples(log, right, ProvenanceData(author='reviewer', "
-            "reason='the answers were in the prompt'))\n"
-            "for form in ('eval', 'json'):\n"
-            "    write_eval_log(log, f'{sys.argv[2]}/invalid.{form}', format=form)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(SHIPPED_EVAL), str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _rewrite_shipped(tmp_path, (
+        "from inspect_ai.log import ProvenanceData, invalidate_samples\n"
+        "right = [s.uuid for s in log.samples if s.scores['match'].value == 'C']\n"
+        "log = invalidate_samples(log, right, ProvenanceData(author='reviewer', "
+        "reason='the answers were in the prompt'))\n"
+        "for form in ('eval', 'json'):\n"
+        "    write_eval_log(log, f'{out}/invalid.{form}', format=form)\n"))
     for form in ("eval", "json"):
         status, card, rows = gate(tmp_path, tmp_path / f"invalid.{form}", form)
         assert (status, card["decision"]) == (3, "INCOMPLETE")
@@ -530,19 +536,15 @@ def test_samples_inspect_ai_invalidated_are_not_evidence(tmp_path: Path) -> None
 def test_a_score_edited_after_scoring_is_not_evidence(tmp_path: Path) -> None:
     # fourth review: edit_score() turned each "I" into "C" with a person's provenance; the
     # reader read the edited value as the scorer's and the gate passed at 1.0
-    need_module("inspect_ai", "inspect-ai==0.3.285")
-    code = ("import sys; from inspect_ai.log import read_eval_log, write_eval_log, "
-            "edit_score\nfrom inspect_ai.scorer._metric import ScoreEdit\n"
-            "from inspect_ai.log._log import ProvenanceData\n"
-            "log = read_eval_log(sys.argv[1])\n"
-            "for s in list(log.samples):\n"
-            "    if s.scores['match'].value == 'I':\n"
-            "        edit_score(log, s.id, 'match', ScoreEdit(value='C', provenance="
-            "ProvenanceData(author='dev', reason='looks right')), epoch=s.epoch)\n"
-            "write_eval_log(log, sys.argv[2] + '/edited.eval')\n")
-    done = subprocess.run([sys.executable, "-c", code, str(SHIPPED_EVAL), str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _rewrite_shipped(tmp_path, (
+        "from inspect_ai.log import edit_score\n"
+        "from inspect_ai.scorer._metric import ScoreEdit\n"
+        "from inspect_ai.log._log import ProvenanceData\n"
+        "for s in list(log.samples):\n"
+        "    if s.scores['match'].value == 'I':\n"
+        "        edit_score(log, s.id, 'match', ScoreEdit(value='C', provenance="
+        "ProvenanceData(author='dev', reason='looks right')), epoch=s.epoch)\n"
+        "write_eval_log(log, f'{out}/edited.eval')\n"))
     status, card, rows = gate(tmp_path, tmp_path / "edited.eval")
     assert (status, card["decision"]) == (3, "INCOMPLETE")
     # the 4 samples its scorer marked incorrect were edited; the 8 others are scored
