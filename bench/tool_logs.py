@@ -43,7 +43,7 @@ def _grow_inspect(target: int, folder: Path) -> list[Path]:
             grown.append(copy)
             size += len(json.dumps(copy))
     doc["samples"] = grown
-    doc["eval"]["dataset"]["sample_ids"] = sorted({s["id"] for s in grown})
+    doc["eval"]["dataset"]["sample_ids"] = sorted({str(s["id"]) for s in grown})
     as_json = folder / "inspect.json"
     as_json.write_text(json.dumps(doc, indent=2))
     _lines(folder / "inspect.json.lines", grown)
@@ -105,7 +105,7 @@ def _grow_otel(target: int, folder: Path) -> list[Path]:
         copy += 1
         for line in lines:  # a new trace id per copy: 007a<12 hex digits of the copy>...
             grown = line.replace('"007a00000000', f'"{copy:012x}')
-            grown = CASE.sub(lambda found: f"{found.group(0)[:-1]}-{copy}\"", grown)  # and case
+            grown = CASE.sub(rf'\g<0>-{copy}', grown)  # and its own case ids
             out.write(grown + "\n")
             size += len(grown) + 1
     jsonl = folder / "traces.jsonl"
@@ -120,7 +120,7 @@ def _grow_otel(target: int, folder: Path) -> list[Path]:
     return [jsonl, pretty]
 
 
-CASE = re.compile(r'"key": ?"specgate\.case_id", ?"value": ?\{"stringValue": ?"[^"]*"')
+CASE = re.compile(r'(?<="key":"specgate\.case_id","value":\{"stringValue":")[^"]*')
 
 
 FORMATS: dict[str, tuple[str, Callable[[int, Path], list[Path]]]] = {

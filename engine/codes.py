@@ -173,7 +173,7 @@ OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64,
 OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
 OTEL_UNOWNED_SPAN: a tool call, inference or token usage span below no agent run (invoke_agent)
 PROMPTFOO_CHANGED: a promptfoo results file not regular, or changed between the reader's passes
-VALUE_TOO_LARGE: one value framed from a log (a sample, a result, a span, a line) is over 64 MiB
+VALUE_TOO_LARGE: a record over 64 MiB, or with more arrays and objects than 1 per 16 bytes
 """)
 
 _block("inspection", "-", "ERROR row", """

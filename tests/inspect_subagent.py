@@ -6,7 +6,8 @@ the model as a tool by ``as_tool``), written by inspect_ai itself, offline.
 writes ``subagent.eval`` into FOLDER: one sample; the model calls the ``helper`` tool, the
 helper's own model turn calls ``issue_refund`` and then ``submit``, and the outer model
 answers. The sample's messages show only the ``helper`` call; its events show all three.
-The refund's ``note`` is long, so inspect_ai writes it as an ``attachment://`` reference.
+The refund's ``note`` is long, so inspect_ai writes it as an ``attachment://`` reference;
+the refund and the submit share one call id, each still a call of its own.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ def run(folder: Path) -> Path:
         return execute
 
     turns = [ModelOutput.for_tool_call("mockllm/model", "helper", {"input": "order A-1"}),
+             # one call id for two calls, as some providers (and scripts) give
              ModelOutput.for_tool_call("mockllm/model", "issue_refund",
-                                       {"order_id": "A-1", "amount": 9999, "note": NOTE}),
-             ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "done"}),
+                                       {"order_id": "A-1", "amount": 9999, "note": NOTE},
+                                       tool_call_id="call_1"),
+             ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "done"},
+                                       tool_call_id="call_1"),
              ModelOutput.from_content("mockllm/model", "5")]
     for turn in turns:  # no tokenizer is fetched to count them
         turn.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)

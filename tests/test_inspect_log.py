@@ -564,6 +564,9 @@ def _read_log(tmp_path: Path, data: bytes) -> list[Record | BadRecord]:
     return list(read(path))
 
 
+KEY = "0123456789abcdef0123456789abcdef"  # an attachment key of inspect_ai's shape
+
+
 def _tool_event(call_id: str, name: str, span: str | None = None) -> dict[str, Any]:
     return {"event": "tool", "type": "function", "id": call_id, "function": name,
             "arguments": {"order_id": "A-1"}, "span_id": span, "error": None}
@@ -585,21 +588,28 @@ def test_tool_events_nested_in_any_event_are_calls_and_a_scorers_are_not(
             # parents in a cycle: no scorer above, so the call counts
             {"event": "span_begin", "id": "c1", "parent_id": "c2", "type": "solver"},
             {"event": "span_begin", "id": "c2", "parent_id": "c1", "type": "solver"},
-            _tool_event("t3", "lookup", "c1"),
-            # the same call recorded again as it completed: one call
-            {**_tool_event("t3", "lookup", "c1"), "error": {"message": "timed out"}}]
+            {**_tool_event("t3", "lookup", "c1"), "uuid": "e3"},
+            # the same event recorded again as it completed (its uuid): one call
+            {**_tool_event("t3", "lookup", "c1"), "uuid": "e3", "error": {
+                "message": "timed out"}},
+            # sixth review: a span the solver's own code typed "scorer" hides nothing, and
+            # a model giving two calls one id makes two calls
+            {"event": "span_begin", "id": "v1", "parent_id": None, "type": "solvers"},
+            {"event": "span_begin", "id": "v2", "parent_id": "v1", "type": "scorer"},
+            {**_tool_event("t4", "issue_refund", "v2"), "uuid": "e4"},
+            {**_tool_event("t4", "lookup", "v1"), "uuid": "e5"}]
     first = _read_log(tmp_path, _json_log(change))[0]
     assert isinstance(first, Record)
     assert [(c["name"], c.get("error")) for c in first.data["tool_calls"]] == [
-        ("refund", None), ("lookup", "timed out")]
+        ("refund", None), ("lookup", "timed out"), ("issue_refund", None), ("lookup", None)]
 
 
 def test_attachment_references_are_read_as_their_text_or_refused(tmp_path: Path) -> None:
     def change(doc: dict[str, Any]) -> None:
         sample = doc["samples"][0]
-        sample["attachments"] = {"ab12": "DROP TABLE customers; -- a long query"}
+        sample["attachments"] = {KEY: "DROP TABLE customers; -- a long query"}
         sample["events"] = [{**_tool_event("t1", "run_sql"),
-                             "arguments": {"query": "attachment://ab12"}}]
+                             "arguments": {"query": f"attachment://{KEY}"}}]
     first = _read_log(tmp_path, _json_log(change))[0]
     assert isinstance(first, Record)
     assert first.data["tool_calls"][0]["arguments"] == {
@@ -607,10 +617,10 @@ def test_attachment_references_are_read_as_their_text_or_refused(tmp_path: Path)
 
     def dangling(doc: dict[str, Any]) -> None:
         change(doc)
-        del doc["samples"][0]["attachments"]["ab12"]  # the text taken out, the reference left
+        del doc["samples"][0]["attachments"][KEY]  # the text taken out, the reference left
     first = _read_log(tmp_path, _json_log(dangling))[0]
     assert isinstance(first, BadRecord) and first.code == "INSPECT_LOG_MALFORMED"
-    assert "ab12" in first.message
+    assert KEY in first.message
 
 
 def test_best_of_three_epochs_is_refused_whatever_the_case_grouping(tmp_path: Path) -> None:
@@ -727,20 +737,35 @@ def test_a_zip_directory_no_writer_makes_is_coded(tmp_path: Path, change: Any,
     assert "INTERNAL_ERROR" not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("reference", ["attachment:\\/\\/ab12", "\\u0061ttachment://ab12",
-                                       "attachment://ab12"])
+@pytest.mark.parametrize("reference", [f"attachment:\\/\\/{KEY}", f"\\u0061ttachment://{KEY}",
+                                       f"attachment://{KEY}"])
 def test_an_attachment_reference_is_resolved_however_it_is_escaped(
         tmp_path: Path, reference: str) -> None:
     # fifth review: a reference written with JSON escapes decodes to the same string, which
     # inspect_ai resolves; the reader looked for the plain bytes only
     def change(doc: dict[str, Any]) -> None:
         sample = doc["samples"][0]
-        sample["attachments"] = {"ab12": '{"amount": 5000}'}
+        sample["attachments"] = {KEY: '{"amount": 5000}'}
         sample["events"] = [{**_tool_event("t1", "refund"), "arguments": {"payload": "REF"}}]
     data = _json_log(change).replace(b'"REF"', f'"{reference}"'.encode())
     first = _read_log(tmp_path, data)[0]
     assert isinstance(first, Record)
     assert first.data["tool_calls"][0]["arguments"] == {"payload": '{"amount": 5000}'}
-    dangling = data.replace(b'"ab12": ', b'"other": ')
+    dangling = data.replace(f'"{KEY}": '.encode(), b'"other": ')
     first = _read_log(tmp_path, dangling)[0]
     assert isinstance(first, BadRecord) and first.code == "INSPECT_LOG_MALFORMED"
+
+
+def test_references_are_resolved_where_inspect_ai_resolves_them(tmp_path: Path) -> None:
+    # sixth review: a score written as a reference to the text "C" was read as "C" (inspect_ai
+    # leaves a score as written); a model answering "attachment://report-42.pdf" (no key of
+    # inspect_ai's shape) was refused as a dangling reference
+    def change(doc: dict[str, Any]) -> None:
+        sample = doc["samples"][0]
+        sample["attachments"] = {KEY: "C"}
+        sample["scores"]["match"]["value"] = f"attachment://{KEY}"
+        sample["messages"][-1]["content"] = "attachment://report-42.pdf"
+    first = _read_log(tmp_path, _json_log(change))[0]
+    assert isinstance(first, Record)
+    assert first.data["scores"]["match"]["value"] == f"attachment://{KEY}"
+    assert first.data["output"] != "C"

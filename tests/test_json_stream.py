@@ -89,3 +89,25 @@ def test_the_framed_stream_hashes_what_it_reads() -> None:
     stream.end()
     stream.drain()
     assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_a_value_crowded_with_arrays_is_refused_before_it_is_built() -> None:
+    # sixth review: the framer's scan builds every array: 60 MiB of "[]," in promptfoo's
+    # config (a member mapped to nothing) took 1.6 GB; an .eval sample of it, 3.1 GB
+    import tracemalloc
+    crowd = b'{"config": [' + b"[]," * (2 << 20) + b'[]], "results": 1}'
+    tracemalloc.start()
+    stream = JsonStream(io.BytesIO(crowd))
+    with pytest.raises(Stop) as stopped:
+        for name in stream.members("at the top"):
+            stream.skip(name)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert stopped.value.code == "VALUE_TOO_LARGE"
+    assert peak < 32 << 20  # 2 million lists would be over 100 MB
+    # the strict decoder refuses such a record before building it (a JSONL line too)
+    found = parse_line(b'{"a": [' + b"[]," * 100_000 + b"[]]}", 1)
+    assert isinstance(found, BadRecord) and found.code == "VALUE_TOO_LARGE"
+    # and real logs' density (one array or object per 40 bytes and more) is not refused
+    assert not isinstance(parse_line(b'{"a": [' + b'{"k": "abcdefghijklmnopqrstuvwxyz"},'
+                                     * 100_000 + b"{}]}", 1), BadRecord)

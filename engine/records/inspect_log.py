@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 import struct
 import tempfile
 import zipfile
@@ -437,10 +438,17 @@ def _edited(scores: Any) -> Any:
     return None
 
 
+RESOLVED = ("input", "messages", "events", "error_retries")  # what inspect_ai resolves
+HASH = re.compile(r"[0-9a-f]{32}")  # the shape of inspect_ai's attachment keys
+
+
 def _resolved(sample: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The sample with each ``attachment://<hash>`` string (inspect_ai moves text over 100
-    characters of its events, such as tool call arguments, into ``attachments``) replaced
-    by its text, and the first reference its attachments lack (else None)."""
+    """The sample with each reference in the parts inspect_ai resolves (its input, messages,
+    events: a tool argument over 100 characters is one) replaced by the text its
+    ``attachments`` hold under that key, as inspect_ai's ``resolve_sample_attachments``
+    reads them; and the first reference of inspect_ai's shape (32 hex digits) that its
+    attachments lack (else None): the text an inspection would read is not in the log. A
+    string of another shape is text (a model may answer ``attachment://report.pdf``)."""
     attachments = _dict(sample.get("attachments"))
     unknown: list[str] = []
 
@@ -448,10 +456,12 @@ def _resolved(sample: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         if isinstance(value, str):
             for prefix in REFERENCES:
                 if value.startswith(prefix):
-                    text = attachments.get(value[len(prefix):])
+                    key = value[len(prefix):]
+                    text = attachments.get(key)
                     if isinstance(text, str):
                         return text
-                    unknown.append(value)
+                    if HASH.fullmatch(key):
+                        unknown.append(value)
             return value
         if isinstance(value, dict):
             return {k: resolve(v) for k, v in value.items()}
@@ -459,8 +469,7 @@ def _resolved(sample: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
             return [resolve(v) for v in value]
         return value
 
-    out = {k: v if k in ("attachments", "events_data") else resolve(v)
-           for k, v in sample.items()}
+    out = {k: resolve(v) if k in RESOLVED else v for k, v in sample.items()}
     return out, unknown[0] if unknown else None
 
 
@@ -549,22 +558,22 @@ def _tool_calls(messages: Any, events: Any) -> list[dict[str, Any]]:
     call failed. The sample's events are the record of what ran (a sub-agent's or a
     handoff's calls are there, not in the sample's own messages); a call an assistant
     message asked for that no event records is added after them, so no call is missed.
-    Tool events under a scorer's span are the scorer's, not the sample's."""
+    Tool events under inspect_ai's scoring span (a root span of type ``scorers``) are the
+    scorer's, not the sample's."""
     calls = _event_calls(events)
-    taken = {c["id"] for c in calls if isinstance(c["id"], str)}
+    taken = {(c["id"], c["name"]) for c in calls
+             if isinstance(c["id"], str) and isinstance(c["name"], str)}
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         calls_made = message.get("tool_calls")
         for call in calls_made if isinstance(calls_made, list) else []:
-            if isinstance(call, dict) and not (isinstance(call.get("id"), str)
-                                               and call["id"] in taken):
+            if isinstance(call, dict) and not (
+                    isinstance(call.get("id"), str) and isinstance(call.get("function"), str)
+                    and (call["id"], call["function"]) in taken):
                 calls.append({"id": call.get("id"), "name": call.get("function"),
                               "arguments": call.get("arguments")})
     return calls
-
-
-SCORING = ("scorers", "scorer")  # inspect_ai's span types around scoring
 
 
 def _event_calls(events: Any) -> list[dict[str, Any]]:
@@ -583,10 +592,11 @@ def _event_calls(events: Any) -> list[dict[str, Any]]:
             if span in chain:  # a cycle of parents: no scorer above
                 break
             chain[span] = None
-            if spans[span].get("type") in SCORING:
-                known[span] = True
-                break
-            span = spans[span].get("parent_id")
+            begin = spans[span]
+            if begin.get("type") == "scorers" and begin.get("parent_id") is None:
+                known[span] = True  # inspect_ai's own scoring span, a root: the solver's
+                break  # code can open a span typed "scorer", but only below its own
+            span = begin.get("parent_id")
         found = known.get(span, False) if isinstance(span, str) else False
         for each in chain:  # each span's answer once: linear in the spans
             known[each] = known.get(each, found)
@@ -611,8 +621,10 @@ def _event_calls(events: Any) -> list[dict[str, Any]]:
                 "arguments": event.get("arguments")}
         if error is not None:
             call["error"] = _error(error)
-        key = call["id"] if isinstance(call["id"], str) else None
-        if key is not None and key in where:  # one call, updated as it ran
+        # one event, updated as it ran (its uuid); never merged by the call id, which a
+        # model may give two calls
+        key = event.get("uuid") if isinstance(event.get("uuid"), str) else None
+        if key is not None and key in where:
             calls[where[key]] = call
         else:
             where[key] = len(calls)

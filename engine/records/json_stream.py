@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.records.formats import BadRecord, Record, parse_line
-from engine.records.strict_json import DEEP, JsonError, decode_value
+from engine.records.strict_json import DEEP, JsonError, decode_value, too_many_containers
 
 CHUNK = 1 << 16
 MAX_VALUE = 64 << 20  # characters of one framed value (a sample, a result, a span)
@@ -35,9 +35,9 @@ def _nothing(*_: Any) -> None:
     return None
 
 
-# find where a value ends, building no object (the strict reader decides what the value
-# is): the first lets the C scanner read numbers, the second, for a text holding an integer
-# of more than 4,300 digits (which int() refuses), converts none
+# find where a value ends, building no object, only arrays (the strict reader decides what
+# the value is): the first lets the C scanner read numbers, the second, for a text holding
+# an integer of more than 4,300 digits (which int() refuses), converts none
 _SCAN = json.JSONDecoder(parse_constant=_nothing, object_pairs_hook=_nothing)
 _SCAN_NO_NUMBERS = json.JSONDecoder(parse_int=_nothing, parse_float=_nothing,
                                     parse_constant=_nothing, object_pairs_hook=_nothing)
@@ -206,6 +206,7 @@ class JsonStream:
                 # in its size); a small one as soon as a read gives more (a pipe's writer
                 # may wait for this value to be read before it writes the next)
                 if open_ and self.more(held if held >= CHUNK else 1):
+                    self._uncrowded(where)
                     continue
                 if open_:
                     raise Stop(self.truncated, f"the file ends inside a value {where} "
@@ -220,10 +221,21 @@ class JsonStream:
             # a number ending with the buffer may go on in the next read: scanned again
             # once the window has doubled, as an open value is (linear in its size)
             if end == len(self.buf) and self.more(held if held >= CHUNK else 1):
+                self._uncrowded(where)
                 continue
             text = self.buf[self.pos:end]
             self.pos = end
             return text
+
+    def _uncrowded(self, where: str) -> None:
+        """Before an open value is scanned again: a scan builds every array it frames, so
+        a value crowded with them (``too_many_containers``) is refused unbuilt. Counted
+        only here, where the window has doubled: linear in the value's size."""
+        held = len(self.buf) - self.pos
+        crowded = too_many_containers(
+            self.buf.count("[", self.pos) + self.buf.count("{", self.pos), held)
+        if crowded is not None:
+            raise Stop("VALUE_TOO_LARGE", f"{where}: {crowded} (line {self.line_at()})")
 
     def value(self, where: str) -> Any:
         """The next value, decoded by the strict record reader; a refusal stops framing."""

@@ -30,6 +30,21 @@ from engine.canonical import MAX_INT
 MAX_DEPTH = 64  # arrays and objects nested, the value itself being level 1
 DEEP = f"arrays and objects nest deeper than {MAX_DEPTH} levels"
 _DIGITS = len(str(MAX_INT))
+# A value may hold at most one array or object per BYTES_PER_CONTAINER bytes of its text
+# beyond CONTAINERS_FLOOR of them: each costs 56 to 200+ bytes once built, so "[]," over
+# 60 MiB would take gigabytes. Real tool logs hold one per 40 to 140 bytes.
+CONTAINERS_FLOOR, BYTES_PER_CONTAINER = 1 << 16, 16
+
+
+def too_many_containers(containers: int, size: int) -> str | None:
+    """Why ``containers`` arrays and objects (opening brackets counted, an upper bound) in
+    ``size`` bytes of text are too many to build, else None."""
+    if containers > CONTAINERS_FLOOR and containers * BYTES_PER_CONTAINER > size:
+        return (f"{containers} arrays and objects in {size} bytes: more than one per "
+                f"{BYTES_PER_CONTAINER} bytes would cost gigabytes to build")
+    return None
+
+
 WHITE_SPACE = " \t\n\r"  # JSON's white space (RFC 8259, section 2); str.strip() takes more
 
 
@@ -169,6 +184,10 @@ def decode_value(raw: bytes) -> tuple[Any, bool]:
         text = raw.decode("utf-8").strip(WHITE_SPACE)
     except UnicodeDecodeError as exc:
         raise JsonError("NOT_UTF8", f"not UTF-8 (byte {exc.start})", "NOT_UTF8") from None
+    containers = raw.count(b"[") + raw.count(b"{")  # brackets in strings too: an upper bound
+    crowded = too_many_containers(containers, len(raw))
+    if crowded is not None:
+        raise JsonError("INVALID_JSON", crowded, "VALUE_TOO_LARGE")
     decoder, plain = record_decoder(raw)
     try:
         data, end = decoder.raw_decode(text)
@@ -179,7 +198,7 @@ def decode_value(raw: bytes) -> tuple[Any, bool]:
         raise JsonError("NESTED_TOO_DEEP", DEEP, "NESTED_TOO_DEEP") from None
     if end != len(text):
         raise JsonError("INVALID_JSON", "extra data after the JSON value")
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(data):
+    if containers > MAX_DEPTH and too_deep(data):
         # a value nests at most as deep as the text has opening brackets
         raise JsonError("NESTED_TOO_DEEP", DEEP, "NESTED_TOO_DEEP")
     if ESCAPED_SURROGATE.search(raw) and has_lone_surrogate(data):
