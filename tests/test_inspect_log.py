@@ -769,3 +769,42 @@ def test_references_are_resolved_where_inspect_ai_resolves_them(tmp_path: Path) 
     assert isinstance(first, Record)
     assert first.data["scores"]["match"]["value"] == f"attachment://{KEY}"
     assert first.data["output"] != "C"
+
+
+def test_a_repeated_event_uuid_or_a_null_event_hides_no_call(tmp_path: Path) -> None:
+    # seventh review: a later event given the refund's uuid replaced the refund; a null in
+    # the events list ended the walk, and the calls after it were lost
+    def change(doc: dict[str, Any]) -> None:
+        doc["samples"][0]["events"] = [
+            {**_tool_event("t1", "issue_refund"), "uuid": "e1"},
+            None,
+            {**_tool_event("t2", "submit"), "uuid": "e1"},
+            {**_tool_event("t3", "lookup"), "uuid": "e3"},
+            {**_tool_event("t3", "lookup"), "uuid": "e3", "error": {"message": "timed out"}}]
+    first = _read_log(tmp_path, _json_log(change))[0]
+    assert isinstance(first, Record)
+    assert [(c["name"], c.get("error")) for c in first.data["tool_calls"]] == [
+        ("issue_refund", None), ("submit", None), ("lookup", "timed out")]
+
+
+def test_both_forms_of_a_log_read_their_header_alike(tmp_path: Path) -> None:
+    # seventh review: a key twice in the header's plan (mapped to nothing) refused the .eval
+    # form (its header.json decoded whole) but not the .json form
+    header = json.loads(dict(_entries())["header.json"])
+    text = json.dumps(header).replace('"plan": {', '"plan": {"x": 1, "x": 2, ', 1)
+    assert text != json.dumps(header)
+    entries = [(n, text.encode() if n == "header.json" else d) for n, d in _entries()]
+    log = tmp_path / "log.eval"
+    log.write_bytes(_zip(entries))
+    eval_form = [r for r in read(log)]
+    json_form = _read_log(tmp_path, SHIPPED_JSON.read_bytes().replace(
+        b'"plan": {', b'"plan": {"x": 1, "x": 2, ', 1))
+    assert [r.data["id"] for r in eval_form if isinstance(r, Record)] != []
+    assert sorted(r.data["id"] for r in eval_form if isinstance(r, Record)) == sorted(
+        r.data["id"] for r in json_form if isinstance(r, Record))
+    assert not [r for r in eval_form + json_form if isinstance(r, BadRecord)]
+    # what is mapped is still decoded strictly, in both forms
+    bad = text.replace('"eval": {', '"eval": {"task": "a", "task": "b", ', 1)
+    log.write_bytes(_zip([(n, bad.encode() if n == "header.json" else d)
+                          for n, d in _entries()]))
+    assert [r.code for r in read(log)] == ["INSPECT_LOG_MALFORMED"]

@@ -111,3 +111,17 @@ def test_a_value_crowded_with_arrays_is_refused_before_it_is_built() -> None:
     # and real logs' density (one array or object per 40 bytes and more) is not refused
     assert not isinstance(parse_line(b'{"a": [' + b'{"k": "abcdefghijklmnopqrstuvwxyz"},'
                                      * 100_000 + b"{}]}", 1), BadRecord)
+
+
+def test_brackets_inside_strings_are_text_not_arrays() -> None:
+    # seventh review: a model's answer of 70,000 "[" was counted as 70,000 arrays, and in
+    # the .json form the refusal stopped every sample after it
+    text = '{"completion": "' + "[" * 140_000 + '", "n": 1}'
+    assert not isinstance(parse_line(text.encode(), 1), BadRecord)
+    stream = JsonStream(io.BytesIO(b'{"samples": [' + text.encode() + b", " + text.encode()
+                                   + b"]}"))
+    found = []
+    for _ in stream.members("at the top"):
+        for index in stream.items("in the samples"):
+            found.append(stream.record(index, "a sample"))
+    assert [type(f).__name__ for f in found] == ["Record", "Record"]

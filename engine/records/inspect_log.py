@@ -104,13 +104,15 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
         for name in ("header.json", "_journal/start.json"):
             if name in names:
                 raw, problem = _entry(archive, handle, names[name])
-                parsed = parse_line(raw, 0) if problem is None else None
-                if problem is not None or not isinstance(parsed, Record):
-                    why = problem[1] if problem else \
-                        parsed.message if isinstance(parsed, BadRecord) else ""
+                why = problem[1] if problem is not None else None
+                if why is None:
+                    try:  # read as the .json form's header is: what is mapped, decoded
+                        context = _header(JsonStream(io.BytesIO(raw)))
+                    except Stop as exc:
+                        why = str(exc)
+                if why is not None:
                     yield BadRecord(1, MALFORMED, f"{name}: {why}")
                     return
-                context = _context(parsed.data)
                 break
         problem_of = _header_problem(context) if "epochs" in context else \
             "no header (header.json or _journal/start.json with eval) bounds its samples"
@@ -292,6 +294,22 @@ def _header_problem(context: dict[str, Any]) -> str | None:
         return (f"its header's eval.config.epochs ({clip(epochs)!r}) is not a whole number "
                 ">= 1: the epochs a sample must have are unknown")
     return None
+
+
+def _header(stream: JsonStream) -> dict[str, Any]:
+    """A ``header.json`` as the context its samples carry: its ``eval`` and ``status``
+    decoded strictly, the rest (``plan``, ``results``, ``stats``) framed only, as the
+    ``.json`` form's members are (``Stop`` when it is not a JSON object)."""
+    if stream.peek() != "{":
+        raise Stop(MALFORMED, "the header is not a JSON object")
+    context: dict[str, Any] = {}
+    for key in stream.members("in the header"):
+        if key in ("eval", "status"):
+            context.update(_context({key: stream.value(f"in the header's {key!r}")}))
+        else:
+            stream.skip(f"in the header's {key[:40]!r}")
+    stream.end(MALFORMED)
+    return context
 
 
 def _context(log: dict[str, Any]) -> dict[str, Any]:
@@ -603,15 +621,15 @@ def _event_calls(events: Any) -> list[dict[str, Any]]:
         return found
 
     calls: list[dict[str, Any]] = []
-    where: dict[str | None, int] = {}
+    where: dict[str, int] = {}
     stack = [iter(events)]
     while stack:
-        event = next(stack[-1], None)
-        if event is None:
+        event = next(stack[-1], _END)
+        if event is _END:
             stack.pop()
             continue
-        if not isinstance(event, dict):
-            continue
+        if not isinstance(event, dict):  # a null or a string: no event (inspect_ai refuses
+            continue  # it; the calls after it still count)
         if isinstance(event.get("events"), list):
             stack.append(iter(event["events"]))
         if event.get("event") != "tool" or scoring(event.get("span_id")):
@@ -621,12 +639,18 @@ def _event_calls(events: Any) -> list[dict[str, Any]]:
                 "arguments": event.get("arguments")}
         if error is not None:
             call["error"] = _error(error)
-        # one event, updated as it ran (its uuid); never merged by the call id, which a
-        # model may give two calls
-        key = event.get("uuid") if isinstance(event.get("uuid"), str) else None
+        # one event recorded again as it ran: its uuid, function and arguments repeat (the
+        # later one says how it ended); never merged by a call id, which a model may give
+        # two calls, nor by a uuid alone, which a log may repeat for another call
+        key = json.dumps([event.get("uuid"), call["name"], call["arguments"]]) \
+            if isinstance(event.get("uuid"), str) else None
         if key is not None and key in where:
             calls[where[key]] = call
         else:
-            where[key] = len(calls)
+            if key is not None:
+                where[key] = len(calls)
             calls.append(call)
     return calls
+
+
+_END = object()  # the end of an event list (a None in it is an item)

@@ -24,7 +24,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.records.formats import BadRecord, Record, parse_line
-from engine.records.strict_json import DEEP, JsonError, decode_value, too_many_containers
+from engine.records.strict_json import (
+    CONTAINERS_FLOOR,
+    DEEP,
+    JsonError,
+    decode_value,
+    too_many_containers,
+)
 
 CHUNK = 1 << 16
 MAX_VALUE = 64 << 20  # characters of one framed value (a sample, a result, a span)
@@ -229,11 +235,12 @@ class JsonStream:
 
     def _uncrowded(self, where: str) -> None:
         """Before an open value is scanned again: a scan builds every array it frames, so
-        a value crowded with them (``too_many_containers``) is refused unbuilt. Counted
+        a value crowded with them (``too_many_containers``) is refused unbuilt. Checked
         only here, where the window has doubled: linear in the value's size."""
-        held = len(self.buf) - self.pos
-        crowded = too_many_containers(
-            self.buf.count("[", self.pos) + self.buf.count("{", self.pos), held)
+        brackets = self.buf.count("[", self.pos) + self.buf.count("{", self.pos)
+        if brackets <= CONTAINERS_FLOOR:  # the common case: no copy of the window
+            return
+        crowded = too_many_containers(self.buf[self.pos:], brackets)
         if crowded is not None:
             raise Stop("VALUE_TOO_LARGE", f"{where}: {crowded} (line {self.line_at()})")
 

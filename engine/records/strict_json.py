@@ -36,13 +36,36 @@ _DIGITS = len(str(MAX_INT))
 CONTAINERS_FLOOR, BYTES_PER_CONTAINER = 1 << 16, 16
 
 
-def too_many_containers(containers: int, size: int) -> str | None:
-    """Why ``containers`` arrays and objects (opening brackets counted, an upper bound) in
-    ``size`` bytes of text are too many to build, else None."""
-    if containers > CONTAINERS_FLOOR and containers * BYTES_PER_CONTAINER > size:
-        return (f"{containers} arrays and objects in {size} bytes: more than one per "
-                f"{BYTES_PER_CONTAINER} bytes would cost gigabytes to build")
-    return None
+# a JSON string (an unrolled loop), or one still open where a framed window ends
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)')
+_STRING_BYTES = re.compile(_STRING.pattern.encode())
+
+
+def too_many_containers(text: str | bytes, brackets: int | None = None) -> str | None:
+    """Why the arrays and objects of ``text`` are too many to build, else None.
+    ``brackets`` (its opening brackets, an upper bound) may be given when counted already;
+    only when they are over the limit are the strings taken out and they are counted again
+    (a model's output of 70,000 brackets is text, not arrays)."""
+    if brackets is None:
+        brackets = _brackets(text)
+    if not _crowded(brackets, len(text)):
+        return None
+    bare = _STRING_BYTES.sub(b"", text) if isinstance(text, bytes) else _STRING.sub("", text)
+    containers = _brackets(bare)
+    if not _crowded(containers, len(text)):
+        return None
+    return (f"{containers} arrays and objects in {len(text)} bytes: more than one per "
+            f"{BYTES_PER_CONTAINER} bytes would cost gigabytes to build")
+
+
+def _brackets(text: str | bytes) -> int:
+    if isinstance(text, bytes):
+        return text.count(b"[") + text.count(b"{")
+    return text.count("[") + text.count("{")
+
+
+def _crowded(containers: int, size: int) -> bool:
+    return containers > CONTAINERS_FLOOR and containers * BYTES_PER_CONTAINER > size
 
 
 WHITE_SPACE = " \t\n\r"  # JSON's white space (RFC 8259, section 2); str.strip() takes more
@@ -185,7 +208,7 @@ def decode_value(raw: bytes) -> tuple[Any, bool]:
     except UnicodeDecodeError as exc:
         raise JsonError("NOT_UTF8", f"not UTF-8 (byte {exc.start})", "NOT_UTF8") from None
     containers = raw.count(b"[") + raw.count(b"{")  # brackets in strings too: an upper bound
-    crowded = too_many_containers(containers, len(raw))
+    crowded = too_many_containers(raw, containers)
     if crowded is not None:
         raise JsonError("INVALID_JSON", crowded, "VALUE_TOO_LARGE")
     decoder, plain = record_decoder(raw)
