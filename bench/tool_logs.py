@@ -85,6 +85,10 @@ def _grow_promptfoo(target: int, folder: Path) -> list[Path]:
             grown.append(copy)
             size += len(json.dumps(copy))
     doc["results"]["results"] = grown
+    stats = doc["results"]["stats"]  # promptfoo's own tallies, as it would count them
+    stats["successes"] = sum(1 for r in grown if r["success"])
+    stats["errors"] = sum(1 for r in grown if r.get("failureReason") == 2)
+    stats["failures"] = len(grown) - stats["successes"] - stats["errors"]
     path = folder / "results.json"
     path.write_text(json.dumps(doc, indent=2))
     _lines(folder / "results.json.lines", grown)

@@ -173,6 +173,8 @@ OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64,
 OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
 OTEL_UNOWNED_SPAN: a tool call, inference or token usage span below no agent run (invoke_agent)
 PROMPTFOO_CHANGED: a promptfoo results file not regular, or changed between the reader's passes
+PROMPTFOO_STATS: promptfoo's own results.stats disagree with its results (or are missing)
+RUN_UNNUMBERED: a run naming no trial number in a case whose other runs name theirs
 VALUE_TOO_LARGE: a record over 64 MiB, or with more arrays and objects than 1 per 16 bytes
 """)
 

@@ -201,6 +201,14 @@ PROMPTFOO_REFUSED = [
     ("an id that is a list (was INTERNAL_ERROR)", lambda r: r[1].update(id=["x"]),
      "PROMPTFOO_FIELD"),
     ("an id that is an object", lambda r: r[1].update(id={"x": 1}), "PROMPTFOO_FIELD"),
+    # eighth review: a copy with its id deleted passed the id check
+    ("a result without its id", lambda r: r[1].pop("id"), "PROMPTFOO_FIELD"),
+    ("a failure marked a success", lambda r: next(x for x in r if not x["success"]).update(
+        success=True), "PROMPTFOO_FIELD"),
+    ("a result of another column's provider", lambda r: r[0].update(
+        provider={"id": "openai:gpt-4o", "label": ""}), "PROMPTFOO_FIELD"),
+    ("a failing result dropped (promptfoo's stats count it)", lambda r: r.remove(
+        next(x for x in r if not x["success"])), "PROMPTFOO_STATS"),
 ]
 
 
@@ -286,6 +294,8 @@ def _renumbered(epoch: int, uuid: str | None, epochs: int | None = None) -> Any:
         assert passing["scores"]["match"]["value"] == "C"
         assert failing["scores"]["match"]["value"] == "I"
         copy = {**passing, "epoch": epoch, "uuid": uuid or passing["uuid"]}
+        if uuid == "DELETE":  # eighth review: the uuid check was skipped without one
+            del copy["uuid"]
         doc["samples"][doc["samples"].index(failing)] = copy
         if epochs is not None:
             doc["eval"]["config"]["epochs"] = epochs
@@ -303,6 +313,8 @@ INSPECT_SUBSTITUTED = [  # (what, change to the log, text or None, the code it m
      _renumbered(3, "fresh-uuid"), None, "BAD_VALUE"),
     ("the same with the header raised to 3 epochs (the suite still says 2 trials)",
      _renumbered(3, "fresh-uuid", epochs=3), None, "EXTRA_RUN"),
+    ("a passing epoch copied over a failing one, its uuid deleted",
+     _renumbered(2, "DELETE"), None, "INSPECT_LOG_MALFORMED"),
     ("a header naming its model twice",  # read leniently, it named nothing
      _header_model_twice, ('"eval": {', '"eval": {"model": "x", '), "DUPLICATE_KEY"),
 ]
@@ -490,3 +502,42 @@ def test_otel_tokens_under_their_earlier_name_count(tmp_path: Path) -> None:
     status, card, _ = _gate(tmp_path / "2", "otel-example", "traces",
                             _otel(_legacy_tokens(True)), ".jsonl")
     assert status == 3 and "OTEL_BAD_SPAN" in card["coverage"]["record_problems"]
+
+
+# --- found by the eighth issue 17 review ----------------------------------------------------
+
+def _nested_agent() -> bytes:
+    """Below trial 1 of refund-outside-window (trace ...0008), an agent span of its own
+    with the case copied and no trial: it counted as the case's second run."""
+    docs = [json.loads(line) for line in OTEL.read_text().splitlines()]
+    for doc in docs:
+        for scope in (c for r in doc["resourceSpans"] for c in r["scopeSpans"]):
+            parent = next((s for s in scope["spans"] if s["spanId"] == "5b00000000000009"),
+                          None)
+            if parent is not None:
+                child = json.loads(json.dumps(parent))
+                child.update(spanId="5b000000000000c1", parentSpanId=parent["spanId"])
+                child["attributes"] = [p for p in child["attributes"]
+                                       if p["key"] != "specgate.trial"]
+                scope["spans"].append(child)
+    return "".join(json.dumps(d) + "\n" for d in docs).encode()
+
+
+def test_otel_a_run_naming_no_trial_beside_numbered_ones_is_refused(tmp_path: Path) -> None:
+    status, card, _ = _gate(tmp_path, "otel-example", "traces", _nested_agent(), ".jsonl")
+    assert status == 3 and "RUN_UNNUMBERED" in card["coverage"]["record_problems"]
+
+
+def test_promptfoo_maps_an_assertions_weight(tmp_path: Path) -> None:
+    # promptfoo writes pass: true for a weight-0 assertion whatever it found; its weight
+    # lets a policy tell (docs/promptfoo.md)
+    from engine.records.formats import Record
+    from engine.records.promptfoo import read
+    doc = json.loads(PROMPTFOO.read_bytes())
+    first = doc["results"]["results"][0]["gradingResult"]["componentResults"][0]
+    first["assertion"]["weight"] = 0
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    records = [r for r in read(path) if isinstance(r, Record)]
+    assert [a["weight"] for a in records[0].data["assertions"]][0] == 0
+    assert all(a["weight"] == 1 for r in records[1:] for a in r.data["assertions"])

@@ -385,12 +385,14 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
     if epoch > context.get("epochs", epoch):
         return BadRecord(line, "BAD_VALUE", f"{where}: epoch {epoch} of a run of "
                          f"{context['epochs']} epochs (its header's eval.config.epochs)")
-    uuid = sample.get("uuid")
-    if uuid is not None:  # inspect_ai gives every sample of every epoch its own uuid
-        if not isinstance(uuid, str) or uuid in seen.uuids:
-            return BadRecord(line, "DUPLICATE_ID", f"{where}: sample uuid {clip(uuid)!r} "
-                             "is not a string or appears twice (a copied sample)")
-        seen.uuids.add(uuid)
+    uuid = sample.get("uuid")  # inspect_ai gives every sample of every epoch its own
+    if not isinstance(uuid, str) or not uuid:
+        return BadRecord(line, MALFORMED, f"{where}: it has no uuid (inspect_ai writes one "
+                         "for every sample of every epoch; a copy without it is unseen)")
+    if uuid in seen.uuids:
+        return BadRecord(line, "DUPLICATE_ID", f"{where}: sample uuid {clip(uuid)!r} "
+                         "appears twice (a copied sample)")
+    seen.uuids.add(uuid)
     if sample.get("invalidation") is not None:
         return BadRecord(line, "INSPECT_SAMPLE_INVALIDATED", f"{where}: inspect_ai marks this "
                          "sample invalidated (its invalidation says by whom and why): not "

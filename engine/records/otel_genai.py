@@ -607,12 +607,21 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                           if k.startswith("gen_ai.") or k == "error.type"}
         held[item.span] = item
     numbered: Numbered = {}
+    unnumbered: dict[str, tuple[int, Any]] = {}  # case -> its first run naming no trial
     for trace in sorted(traces.values(), key=lambda t: min(s.line for s in t.values())):
         for unit_of in _trace_units(trace):
             if isinstance(unit_of, Record) and unit_of.data["trial"] is not None:
                 unit_of = _numbered(unit_of, numbered)
+            elif isinstance(unit_of, Record):
+                unnumbered.setdefault(json.dumps(unit_of.data["case_id"]),
+                                      (unit_of.line, unit_of.data["case_id"]))
             bad = bad or isinstance(unit_of, BadRecord)
             yield unit_of
+    for case, (line, case_id) in unnumbered.items():
+        if case in numbered:  # which trial it is is unknown: it could stand in for any
+            yield BadRecord(line, "RUN_UNNUMBERED", f"case {clip(case_id)!r} has runs naming "
+                            "their specgate.trial and this one naming none (a nested agent "
+                            "span given the case?): which trial it is is unknown")
     for line, case_id, trials in [] if bad else numbered.values():  # else INCOMPLETE anyway
         first = next(t for t in range(1, len(trials) + 2) if t not in trials)
         if first < max(trials):  # a trial below the highest is absent: a run left out

@@ -32,7 +32,8 @@ Element = tuple[int, Any, str | None, str]  # (1-based index, value, code, messa
 _SCANNER = json.JSONDecoder()
 
 
-def _elements(stream: JsonStream, ranking: bool) -> Iterator[Element]:
+def _elements(stream: JsonStream, ranking: bool,
+              meta: dict[str, Any] | None = None) -> Iterator[Element]:
     """Each element of ``results.results``, then the rest of the document checked; a
     problem that stops the framing is raised as ``Stop``. The ranking pass frames only:
     its results are decoded by the C scanner alone, since what they rank only counts when
@@ -46,6 +47,9 @@ def _elements(stream: JsonStream, ranking: bool) -> Iterator[Element]:
             raise Stop("PROMPTFOO_NOT_RESULTS", "'results' is not an object holding the "
                        "results list (write it with promptfoo eval -o results.json)")
         for inner in stream.members("in 'results'"):
+            if inner in ("prompts", "stats") and meta is not None:  # promptfoo's own tallies
+                meta[inner] = _loose(stream.text(f"in results.{inner}"))
+                continue
             if inner != "results":
                 stream.skip(f"in results.{inner[:40]}")
                 continue
@@ -74,12 +78,14 @@ def _loose(text: str) -> Any:
         return None
 
 
-def _frame(handle: Any, digest: Any, ranking: bool = False) -> Iterator[Element]:
-    """Every element, a framing problem as a last element with index -(count + 1)."""
+def _frame(handle: Any, digest: Any, ranking: bool = False,
+           meta: dict[str, Any] | None = None) -> Iterator[Element]:
+    """Every element, a framing problem as a last element with index -(count + 1);
+    ``meta`` gets ``results.prompts`` and ``results.stats`` (decoded leniently)."""
     count = 0
     stream = JsonStream(handle, digest, truncated="PROMPTFOO_TRUNCATED")
     try:
-        for element in _elements(stream, ranking):
+        for element in _elements(stream, ranking, meta):
             count = element[0]
             yield element
     except Stop as stop:
@@ -132,8 +138,11 @@ def _problem(result: Any) -> tuple[str, str] | None:
             isinstance(value, int) and not isinstance(value, bool) and value >= 0
         if not ok:
             return "PROMPTFOO_FIELD", f"'{name}' must be {kind}"
-    if result.get("id") is not None and not isinstance(result["id"], str):
+    if not isinstance(result.get("id"), str):  # promptfoo gives every result one
         return "PROMPTFOO_FIELD", "'id' must be a string"  # it is checked for copies
+    disagree = _disagreement(result)
+    if disagree is not None:
+        return "PROMPTFOO_FIELD", disagree
     usage = result.get("tokenUsage")
     measured = [("latencyMs", result.get("latencyMs")), ("cost", result.get("cost")),
                 *((f"tokenUsage.{k}", usage.get(k)) for k in TOKENS if isinstance(usage, dict))]
@@ -141,6 +150,46 @@ def _problem(result: Any) -> tuple[str, str] | None:
         if value is not None and (_number(value) is None or value < 0):
             return "PROMPTFOO_FIELD", f"'{name}' must be a number >= 0"
     return None
+
+
+def _disagreement(result: dict[str, Any]) -> str | None:
+    """Why a result's ``success`` disagrees with what promptfoo writes beside it (a pass has
+    failureReason 0, no error and a grading that passed; a failure has failureReason 1, an
+    assertion, or 2, an error), else None."""
+    reason, error = result.get("failureReason"), result.get("error")
+    grading = result.get("gradingResult")
+    passed = grading.get("pass") if isinstance(grading, dict) else None
+    if result["success"]:
+        if reason not in (None, 0) or error not in (None, "") or passed is False:
+            return ("'success' is true, but its failureReason, error or gradingResult.pass "
+                    "says it failed")
+    elif reason not in (None, 1, 2) or (reason == 1 and passed is True):
+        return "'success' is false, but its failureReason or gradingResult.pass says it passed"
+    return None
+
+
+def _column(result: dict[str, Any], prompts: Any) -> str | None:
+    """Why a result is not of the column its promptIdx names (results.prompts[promptIdx]
+    ran another provider), else None."""
+    if not isinstance(prompts, list):
+        return None
+    column = prompts[result["promptIdx"]] if result["promptIdx"] < len(prompts) else None
+    want = column.get("provider") if isinstance(column, dict) else None
+    if not isinstance(want, str):
+        return f"promptIdx {result['promptIdx']} names no column of results.prompts"
+    if want not in _provider(result):
+        return (f"promptIdx {result['promptIdx']} is provider {want[:60]!r}, but the result "
+                f"ran {str(_provider(result)[0])[:60]!r}")
+    return None
+
+
+def _tallies(counts: dict[str, int], stats: Any) -> str | None:
+    """Why the results disagree with promptfoo's own ``results.stats``, else None."""
+    if not isinstance(stats, dict):
+        return "results.stats is missing: promptfoo's own tallies cannot be checked"
+    wrong = [f"{k} {stats.get(k)!r} (the results have {v})" for k, v in counts.items()
+             if stats.get(k) != v]
+    return "results.stats says " + ", ".join(wrong) if wrong else None
 
 
 def _group(result: dict[str, Any]) -> tuple[str, int, str | None]:
@@ -164,6 +213,8 @@ def _assertion(component: Any) -> dict[str, Any]:
     assertion = assertion if isinstance(assertion, dict) else {}
     out = {"type": _text(assertion.get("type")), "value": assertion.get("value"),
            "metric": assertion.get("metric"),
+           # promptfoo writes pass: true for a weight-0 assertion whatever it found
+           "weight": _number(assertion.get("weight")) if "weight" in assertion else 1,
            "pass": component.get("pass") if isinstance(component.get("pass"), bool) else None,
            "score": _number(component.get("score")), "reason": component.get("reason")}
     return out
@@ -227,7 +278,8 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             return
         first, second = hashlib.sha256(), hashlib.sha256()
         ranks: dict[tuple[str, int, str | None], list[int]] = {}
-        for _, value, code, _ in _frame(handle, _Both(digest, first), ranking=True):
+        meta: dict[str, Any] = {}
+        for _, value, code, _ in _frame(handle, _Both(digest, first), True, meta):
             if code is None and _problem(value) is None:
                 ranks.setdefault(_group(value), []).append(value["testIdx"])
         for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
@@ -235,22 +287,31 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
         handle.seek(0)
         seen: set[tuple[int, int]] = set()
         uuids: set[str] = set()
+        counts, bad = {"successes": 0, "failures": 0, "errors": 0}, False
         for index, value, code, message in _frame(handle, second):
             if code is not None:
+                bad = True
                 yield BadRecord(abs(index), code, message)
                 continue
             problem = _problem(value)
+            if problem is None and (column := _column(value, meta.get("prompts"))):
+                problem = "PROMPTFOO_FIELD", column
             if problem is not None:
+                bad = True
                 yield BadRecord(index, *problem)
                 continue
+            counts["successes" if value["success"] else "errors"
+                   if value.get("failureReason") == 2 else "failures"] += 1
             pair = value["testIdx"], value["promptIdx"]
             if pair in seen:  # one result per test and prompt: a copy must not count twice
+                bad = True
                 yield BadRecord(index, "DUPLICATE_ID", f"a second result for testIdx "
                                 f"{pair[0]}, promptIdx {pair[1]}")
                 continue
             seen.add(pair)
             uuid = value.get("id")
             if isinstance(uuid, str) and uuid in uuids:  # a copy under another testIdx
+                bad = True
                 yield BadRecord(index, "DUPLICATE_ID", f"a second result with id {uuid[:60]!r}")
                 continue
             if isinstance(uuid, str):
@@ -258,6 +319,9 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             taken = ranks.get(_group(value), [])
             trial = bisect_left(taken, value["testIdx"]) + 1
             yield Record(index, unit(value, trial))
+        tallies = None if bad else _tallies(counts, meta.get("stats"))
+        if tallies is not None:  # a result added, dropped or flipped: promptfoo's counts show
+            yield BadRecord(1, "PROMPTFOO_STATS", tallies)
         if first.digest() != second.digest():
             yield BadRecord(1, "PROMPTFOO_CHANGED", f"{path.name} changed while it was read: "
                             "the records cannot be bound to the bytes hashed")
