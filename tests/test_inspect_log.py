@@ -808,3 +808,29 @@ def test_both_forms_of_a_log_read_their_header_alike(tmp_path: Path) -> None:
     log.write_bytes(_zip([(n, bad.encode() if n == "header.json" else d)
                           for n, d in _entries()]))
     assert [r.code for r in read(log)] == ["INSPECT_LOG_MALFORMED"]
+
+
+def test_a_score_inspect_ai_left_unscored_reads_as_null(tmp_path: Path) -> None:
+    # ninth review: Score.unscored() (a model grader that found no grade) is written as a
+    # bare NaN, which refused the whole sample; only a score's value may be that sentinel
+    _rewrite_shipped(tmp_path, (
+        "from inspect_ai.scorer import Score\n"
+        "for s in log.samples:\n"
+        "    if s.id == 'divide':\n"
+        "        s.scores['judge'] = Score.unscored(reason='grader_failed')\n"
+        "for form in ('eval', 'json'):\n"
+        "    write_eval_log(log, f'{out}/unscored.{form}', format=form)\n"))
+    for form in ("eval", "json"):
+        log = tmp_path / f"unscored.{form}"
+        assert b"NaN" in (log.read_bytes() if form == "json" else b"".join(
+            d for _, d in _entries(log)))
+        judged = [r.data["scores"]["judge"] for r in read(log)
+                  if isinstance(r, Record) and "judge" in r.data["scores"]]
+        assert judged == [{"value": None, "answer": None, "explanation": None,
+                           "reason": "grader_failed"}] * 2
+        status, card, _ = gate(tmp_path, log, form)
+        assert (status, card["decision"]) == (0, "PASS")  # the policy gates match() only
+    # a NaN anywhere else is still refused
+    found = _read_log(tmp_path, SHIPPED_JSON.read_bytes().replace(
+        b'"total_time": ', b'"total_time": NaN, "x": ', 1))
+    assert [r.code for r in found if isinstance(r, BadRecord)][0] == "NON_FINITE_NUMBER"

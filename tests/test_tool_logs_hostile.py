@@ -506,25 +506,23 @@ def test_otel_tokens_under_their_earlier_name_count(tmp_path: Path) -> None:
 
 # --- found by the eighth issue 17 review ----------------------------------------------------
 
-def _nested_agent() -> bytes:
-    """Below trial 1 of refund-outside-window (trace ...0008), an agent span of its own
-    with the case copied and no trial: it counted as the case's second run."""
-    docs = [json.loads(line) for line in OTEL.read_text().splitlines()]
-    for doc in docs:
-        for scope in (c for r in doc["resourceSpans"] for c in r["scopeSpans"]):
-            parent = next((s for s in scope["spans"] if s["spanId"] == "5b00000000000009"),
-                          None)
-            if parent is not None:
-                child = json.loads(json.dumps(parent))
-                child.update(spanId="5b000000000000c1", parentSpanId=parent["spanId"])
-                child["attributes"] = [p for p in child["attributes"]
-                                       if p["key"] != "specgate.trial"]
-                scope["spans"].append(child)
-    return "".join(json.dumps(d) + "\n" for d in docs).encode()
+def _unnumbered_run() -> bytes:
+    """A run of refund-outside-window in a trace of its own, naming the case but no trial,
+    beside the case's trials 1 and 2: which trial it stands for is unknown."""
+    lines = OTEL.read_text().splitlines()
+    spans = [json.loads(json.dumps(s).replace("007a0000000000000000000000000008",
+                                              "007a00000000000000000000000000f8"))
+             for line in lines for r in json.loads(line)["resourceSpans"]
+             for c in r["scopeSpans"] for s in c["spans"]
+             if s["traceId"] == "007a0000000000000000000000000008"]
+    for span in spans:
+        span["attributes"] = [p for p in span["attributes"] if p["key"] != "specgate.trial"]
+    extra = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    return ("\n".join(lines) + "\n" + json.dumps(extra) + "\n").encode()
 
 
 def test_otel_a_run_naming_no_trial_beside_numbered_ones_is_refused(tmp_path: Path) -> None:
-    status, card, _ = _gate(tmp_path, "otel-example", "traces", _nested_agent(), ".jsonl")
+    status, card, _ = _gate(tmp_path, "otel-example", "traces", _unnumbered_run(), ".jsonl")
     assert status == 3 and "RUN_UNNUMBERED" in card["coverage"]["record_problems"]
 
 
@@ -541,3 +539,55 @@ def test_promptfoo_maps_an_assertions_weight(tmp_path: Path) -> None:
     records = [r for r in read(path) if isinstance(r, Record)]
     assert [a["weight"] for a in records[0].data["assertions"]][0] == 0
     assert all(a["weight"] == 1 for r in records[1:] for a in r.data["assertions"])
+
+
+# --- found by the ninth issue 17 review ------------------------------------------------------
+
+def test_promptfoo_an_empty_output_is_a_failure_not_a_problem(tmp_path: Path) -> None:
+    # promptfoo marks a provider's empty output success false, failureReason 0, error
+    # "No output", and counts it in stats.failures: it was refused as PROMPTFOO_FIELD
+    def empty(results: list[dict[str, Any]]) -> None:
+        result = next(r for r in results if r["success"])
+        result.update(success=False, failureReason=0, error="No output", gradingResult=None)
+    doc = json.loads(_promptfoo(empty))
+    doc["results"]["stats"]["successes"] -= 1
+    doc["results"]["stats"]["failures"] += 1
+    status, card, _ = _gate(tmp_path, "promptfoo-example", "results",
+                            json.dumps(doc).encode(), ".json")
+    assert card["coverage"]["record_problems"] == {}
+
+
+def _helper_agent_refund() -> bytes:
+    """In password-reset trial 1 (trace ...0014), the agent calls a helper agent, which
+    issues a refund: a call the case forbids, made inside the run."""
+    docs = [json.loads(line) for line in OTEL.read_text().splitlines()]
+    for doc in docs:
+        for scope in (c for r in doc["resourceSpans"] for c in r["scopeSpans"]):
+            agent = next((s for s in scope["spans"] if s["spanId"] == "5b00000000000015"),
+                         None)
+            tool = next((s for s in scope["spans"] if s["traceId"] == agent["traceId"]
+                         and s["name"].startswith("execute_tool")), None) if agent else None
+            if agent is not None and tool is not None:
+                helper = {**json.loads(json.dumps(agent)), "spanId": "5b000000000000a1",
+                          "parentSpanId": agent["spanId"], "name": "invoke_agent helper"}
+                helper["attributes"] = [p for p in helper["attributes"]
+                                        if not p["key"].startswith("specgate.")]
+                refund = {**json.loads(json.dumps(tool)), "spanId": "5b000000000000a2",
+                          "parentSpanId": "5b000000000000a1",
+                          "name": "execute_tool issue_refund"}
+                refund["attributes"] = [p for p in refund["attributes"]
+                                        if p["key"] != "gen_ai.tool.name"]
+                scope["spans"] += [helper, refund]
+    return "".join(json.dumps(d) + "\n" for d in docs).encode()
+
+
+def test_otel_a_sub_agents_calls_are_its_runs(tmp_path: Path) -> None:
+    # ninth review: a nested invoke_agent span was a run of its own, so the refund it made
+    # escaped the enclosing run's forbidden actions (or the run was UNKNOWN_CASE)
+    status, card, rows = _gate(tmp_path, "otel-example", "traces", _helper_agent_refund(),
+                               ".jsonl")
+    row = next(r for r in rows if r.get("inspection") == "took-expected-actions"
+               and r["unit"].startswith("007a0000000000000000000000000014"))
+    assert row["status"] == "FAIL" and "issue_refund" in row["observed"]["actions"]
+    assert card["coverage"]["record_problems"] == {}
+    assert len({r["unit"] for r in rows if "unit" in r}) == 8  # no run for the helper

@@ -34,6 +34,7 @@ from typing import IO, Any
 from engine.records.clip import clip
 from engine.records.formats import BadRecord, Record, mapped, parse_line
 from engine.records.json_stream import MAX_VALUE, JsonStream, Stop
+from engine.records.strict_json import NAN, JsonError, decode_value
 
 CHUNK = 1 << 16
 MAX_SAMPLE = MAX_VALUE  # one sample's JSON text, decompressed (64 MiB)
@@ -373,6 +374,8 @@ MAY_REFER = (b"attachment:", b"tc:", b"\\u")
 def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where: str,
           seen: _Seen) -> Record | BadRecord:
     """One sample (``raw``, decoded as ``parsed``) as a record."""
+    if isinstance(parsed, BadRecord) and parsed.code == "NON_FINITE_NUMBER" and b"NaN" in raw:
+        parsed = _unscored(raw, parsed)
     if isinstance(parsed, BadRecord):
         return BadRecord(parsed.line, parsed.code, f"{where}: {parsed.message}")
     sample, line = parsed.data, parsed.line
@@ -446,6 +449,30 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
         "log_status": context.get("log_status"),
     }
     return mapped(line, record, where)
+
+
+def _unscored(raw: bytes, refused: BadRecord) -> Record | BadRecord:
+    """A sample whose only NaNs are score values: inspect_ai's unscored sentinel
+    (``Score.unscored()``, a grader that found no grade), read as a ``null`` value beside
+    its ``reason``. A NaN anywhere else stays refused (a token count or a time)."""
+    try:
+        sample = decode_value(raw, nan=True)[0]
+    except JsonError:
+        return refused
+    scores = sample.get("scores") if isinstance(sample, dict) else None
+    for score in scores.values() if isinstance(scores, dict) else []:
+        if isinstance(score, dict) and score.get("value") is NAN:
+            score["value"] = None
+    stack: list[Any] = [sample]
+    while stack:  # any NaN left is not a score's
+        item = stack.pop()
+        if item is NAN:
+            return refused
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return Record(refused.line, sample)
 
 
 def _edited(scores: Any) -> Any:
@@ -546,7 +573,8 @@ def _scores(scores: Any) -> dict[str, Any]:
     """Each scorer's value as the tool recorded it, with its answer and explanation."""
     if not isinstance(scores, dict):
         return {}
-    return {name: {key: score.get(key) for key in ("value", "answer", "explanation")}
+    return {name: {key: score.get(key) for key in ("value", "answer", "explanation",
+                                                    "reason")}
             for name, score in scores.items() if isinstance(score, dict)}
 
 

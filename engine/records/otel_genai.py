@@ -7,13 +7,13 @@ the OTLP file exporter writes; or one pretty-printed request (a file whose first
 non-blank line is a lone ``{``), whose spans are framed one by one (never the whole
 document in memory). Ids are hex (OTLP/JSON) or base64 (protobuf's own JSON mapping).
 
-A unit is each ``invoke_agent`` span, and the root span of a trace that has none. Tool
-calls (``execute_tool`` spans) and token usage (spans with ``gen_ai.usage.*``) belong to
-the nearest unit span above them. Spans of one trace may be spread over lines, so the
-reader keeps a compact summary of every span (ids, times, status, the attributes it
-maps) until the end of the file and then yields the units: memory grows with the number
-of spans, not with the bytes of the file (events, links and unmapped attributes of
-non-unit spans are dropped as soon as a span is read).
+A unit is each ``invoke_agent`` span below no other (an agent it calls is part of its
+run), and the root span of a trace that has none. Tool calls (``execute_tool`` spans)
+and token usage (spans with ``gen_ai.usage.*``) belong to the run above them. Spans of
+one trace may be spread over lines, so the reader keeps a compact summary of every span
+(ids, times, status, the attributes it maps) until the end of the file and then yields
+the units: memory grows with the spans and the ``gen_ai.*`` attributes they keep (events,
+links and other attributes of non-unit spans are dropped as soon as a span is read).
 """
 
 from __future__ import annotations
@@ -456,16 +456,30 @@ def _tool_call(span: Span) -> dict[str, Any]:
     return call
 
 
-def _usage(owner: Span, spans: list[Span]) -> dict[str, Any]:
-    """Token usage: the sum over the run's spans below it (inference and tool calls), or
-    the run span's own where that is larger (a total it records): no token is left out."""
+def _usage(owner: Span) -> dict[str, Any]:
+    """Token usage of the run below ``owner``, each span's counted once: a span's tokens
+    are its own plus those below it, except that an agent span (the run's, or a sub-agent's
+    inside it) records a total of what is below it, so it counts the larger of the two;
+    no token is left out, none is counted twice."""
     usage: dict[str, Any] = {}
     for key in ("input_tokens", "output_tokens"):
         name = f"gen_ai.usage.{key}"  # whole numbers >= 0 (span_of)
-        values = [s.attrs[name] for s in spans if name in s.attrs]
-        if values or name in owner.attrs:
-            usage[key] = max(sum(values), owner.attrs.get(name, 0))
-    if "input_tokens" in usage or "output_tokens" in usage:
+        total: dict[int, int] = {}
+        seen = False
+        order, stack = [], [owner]
+        while stack:  # parents before children; summed in reverse: children first
+            node = stack.pop()
+            order.append(node)
+            stack.extend(node.children)
+        for node in reversed(order):
+            own = node.attrs.get(name)
+            seen = seen or own is not None
+            below = sum(total[id(c)] for c in node.children)
+            total[id(node)] = max(own or 0, below) if node.operation == "invoke_agent" \
+                else (own or 0) + below
+        if seen:
+            usage[key] = total[id(owner)]
+    if usage:
         usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
     return usage
 
@@ -497,7 +511,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
              if "gen_ai.response.model" in s.attrs), None),
         "input": _text(inputs, "user"), "output": _text(outputs, "assistant"),
         "tool_calls": [_tool_call(s) for s in tools],
-        "usage": _usage(owner, inference + tools), "inference_calls": len(inference),
+        "usage": _usage(owner), "inference_calls": len(inference),
         "latency_ms": (owner.end - owner.start) / 1e6,
         "status": _status(owner), "error": _status(owner) == "ERROR",
         "error_type": attrs.get("error.type"),
@@ -533,15 +547,17 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
         stack = [(span, owner)]
         while stack:
             node, current = stack.pop()
-            if node.operation == "invoke_agent" or (not agents and id(node) in rooted):
+            if current is None and (node.operation == "invoke_agent" or (
+                    not agents and id(node) in rooted)):  # a run; an agent inside is part
                 current = (node, [], [])
                 found.append(current)
                 if node.operation == "execute_tool":  # a root that is itself a call
                     current[1].append(node)
                 elif node.operation in INFERENCE:
                     current[2].append(node)
-            elif node.operation == "execute_tool" or node.operation in INFERENCE or any(
-                    k.startswith("gen_ai.usage.") for k in node.attrs):
+            elif node.operation == "execute_tool" or node.operation in INFERENCE or (
+                    node.operation != "invoke_agent" and any(
+                        k.startswith("gen_ai.usage.") for k in node.attrs)):
                 if current is None:  # its calls or tokens would count for no run
                     unowned.append(node)
                 else:

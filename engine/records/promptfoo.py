@@ -155,7 +155,8 @@ def _problem(result: Any) -> tuple[str, str] | None:
 def _disagreement(result: dict[str, Any]) -> str | None:
     """Why a result's ``success`` disagrees with what promptfoo writes beside it (a pass has
     failureReason 0, no error and a grading that passed; a failure has failureReason 1, an
-    assertion, or 2, an error), else None."""
+    assertion, 2, an error, or 0 with an error, as promptfoo marks a provider's empty
+    output), else None."""
     reason, error = result.get("failureReason"), result.get("error")
     grading = result.get("gradingResult")
     passed = grading.get("pass") if isinstance(grading, dict) else None
@@ -163,8 +164,10 @@ def _disagreement(result: dict[str, Any]) -> str | None:
         if reason not in (None, 0) or error not in (None, "") or passed is False:
             return ("'success' is true, but its failureReason, error or gradingResult.pass "
                     "says it failed")
-    elif reason not in (None, 1, 2) or (reason == 1 and passed is True):
-        return "'success' is false, but its failureReason or gradingResult.pass says it passed"
+    elif reason not in (None, 0, 1, 2) or (reason in (None, 1) and passed is True) or (
+            reason == 0 and error in (None, "")):  # 0 with an error: "No output"
+        return "'success' is false, but its failureReason, error and gradingResult.pass do " \
+            "not say why"
     return None
 
 

@@ -142,6 +142,23 @@ def _record_constant(name: str) -> Any:
     raise JsonError("NON_FINITE_NUMBER", f"{name} is not a JSON number", "NON_FINITE_NUMBER")
 
 
+class NotANumber:
+    """A ``NaN`` a reader accepts where a tool writes it on purpose (inspect_ai's unscored
+    score), decoded as this sentinel for the reader to place or refuse."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN = NotANumber()
+
+
+def _nan_constant(name: str) -> Any:
+    return NAN if name == "NaN" else _record_constant(name)
+
+
 def _record_duplicate(key: str) -> JsonError:
     return JsonError("DUPLICATE_KEY", f"key '{key}' appears twice", "DUPLICATE_KEY")
 
@@ -169,6 +186,8 @@ def _lexical_duplicate(key: str) -> JsonError:
 
 
 RECORD = Dialect("record", _record_int, _record_float, _record_constant, _record_duplicate)
+_RECORD_NAN = Dialect("record", _record_int, _record_float, _nan_constant,
+                      _record_duplicate).decoder()
 JCS = Dialect("jcs", _int_or_double, _record_float, _record_constant, _record_duplicate)
 LEXICAL = Dialect("lexical", _lexical_int, _lexical_float, _lexical_constant,
                   _lexical_duplicate)
@@ -198,11 +217,12 @@ def record_decoder(raw: bytes) -> tuple[json.JSONDecoder, bool]:
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 
 
-def decode_value(raw: bytes) -> tuple[Any, bool]:
+def decode_value(raw: bytes, nan: bool = False) -> tuple[Any, bool]:
     """One JSON value in UTF-8 bytes (white space around it allowed) by the RECORD rules,
     and whether it is sure to be plain JSON (``record_decoder``). ``JsonError`` with the
     record code says why not: not JSON, a refused number or name, too deep, a lone
-    surrogate. The one decoder of records, whether a JSONL line or a framed value."""
+    surrogate. The one decoder of records, whether a JSONL line or a framed value.
+    ``nan``: a ``NaN`` is ``NAN`` (for a reader to place), not refused."""
     try:
         text = raw.decode("utf-8").strip(WHITE_SPACE)
     except UnicodeDecodeError as exc:
@@ -211,7 +231,7 @@ def decode_value(raw: bytes) -> tuple[Any, bool]:
     crowded = too_many_containers(raw, containers)
     if crowded is not None:
         raise JsonError("INVALID_JSON", crowded, "VALUE_TOO_LARGE")
-    decoder, plain = record_decoder(raw)
+    decoder, plain = (_RECORD_NAN, False) if nan else record_decoder(raw)
     try:
         data, end = decoder.raw_decode(text)
     except json.JSONDecodeError as exc:
