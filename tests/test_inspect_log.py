@@ -834,3 +834,14 @@ def test_a_score_inspect_ai_left_unscored_reads_as_null(tmp_path: Path) -> None:
     found = _read_log(tmp_path, SHIPPED_JSON.read_bytes().replace(
         b'"total_time": ', b'"total_time": NaN, "x": ', 1))
     assert [r.code for r in found if isinstance(r, BadRecord)][0] == "NON_FINITE_NUMBER"
+
+
+def test_a_nan_inside_a_dict_score_value_reads_as_null_for_its_key(tmp_path: Path) -> None:
+    # tenth review: inspect_ai writes a dict-valued score with one key unscored as NaN
+    # under that key; the whole sample was refused
+    text = SHIPPED_JSON.read_bytes().replace(
+        b'"scores": {', b'"scores": {"detail": {"value": {"correct": NaN, "format": 1.0}, '
+        b'"reason": "grader_failed"}, ', 1)
+    first = _read_log(tmp_path, text)[0]
+    assert isinstance(first, Record)
+    assert first.data["scores"]["detail"]["value"] == {"correct": None, "format": 1.0}

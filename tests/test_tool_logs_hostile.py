@@ -88,6 +88,9 @@ def _set(path: tuple[str, ...], value: Any) -> Any:
 
 
 INSPECT_REFUSED = [  # (what, change to the samples, the code it must give)
+    # tenth review: a model's usage without its total read as a total of 0 for it
+    ("a model's usage with no total_tokens", _set(("model_usage",), {
+        "mockllm/model": {"input_tokens": 9000, "output_tokens": 1000}}), "BAD_VALUE"),
     ("total_time 1e308 (x 1000 overflowed)", _set(("total_time",), 1e308), "NON_FINITE_NUMBER"),
     ("token sums that overflow", _set(("model_usage",), {"a": {"total_tokens": 1e308},
                                                          "b": {"total_tokens": 1e308}}),
@@ -192,6 +195,15 @@ def _copy_under_a_new_test_index(results: list[dict[str, Any]]) -> None:
     results[failing] = {**passing, "testIdx": results[failing]["testIdx"]}
 
 
+def _flipped(results: list[dict[str, Any]]) -> None:
+    """Each failing result marked passed in success, failureReason, error and grading, its
+    assertions left as promptfoo graded them (the test has no threshold)."""
+    for result in results:
+        if not result["success"]:
+            result.update(success=True, failureReason=0, error=None,
+                          gradingResult={**result["gradingResult"], "pass": True})
+
+
 PROMPTFOO_REFUSED = [
     ("a passing result copied over a failing one", _copy_under_a_new_test_index,
      "DUPLICATE_ID"),
@@ -209,6 +221,11 @@ PROMPTFOO_REFUSED = [
         provider={"id": "openai:gpt-4o", "label": ""}), "PROMPTFOO_FIELD"),
     ("a failing result dropped (promptfoo's stats count it)", lambda r: r.remove(
         next(x for x in r if not x["success"])), "PROMPTFOO_STATS"),
+    # tenth review
+    ("a token total below its parts", lambda r: r[0]["tokenUsage"].update(
+        prompt=9000, completion=1000, total=10), "PROMPTFOO_FIELD"),
+    ("a failure flipped whole but its assertions still failing", lambda r: _flipped(r),
+     "PROMPTFOO_FIELD"),
 ]
 
 
@@ -591,3 +608,42 @@ def test_otel_a_sub_agents_calls_are_its_runs(tmp_path: Path) -> None:
     assert row["status"] == "FAIL" and "issue_refund" in row["observed"]["actions"]
     assert card["coverage"]["record_problems"] == {}
     assert len({r["unit"] for r in rows if "unit" in r}) == 8  # no run for the helper
+
+
+# --- found by the tenth issue 17 review ------------------------------------------------------
+
+def _failed_helper() -> bytes:
+    """Inside refund-late-delivery trial 2's run (trace ...0019), a sub-agent that crashed."""
+    docs = [json.loads(line) for line in OTEL.read_text().splitlines()]
+    for doc in docs:
+        for scope in (c for r in doc["resourceSpans"] for c in r["scopeSpans"]):
+            run = next((s for s in scope["spans"] if s["spanId"] == "5b0000000000001a"), None)
+            if run is not None:
+                helper = {**json.loads(json.dumps(run)), "spanId": "5b000000000000f1",
+                          "parentSpanId": run["spanId"], "name": "invoke_agent helper",
+                          "status": {"code": 2, "message": "sub-agent crashed"}}
+                helper["attributes"] = [p for p in helper["attributes"]
+                                        if not p["key"].startswith("specgate.")]
+                _add(helper, "error.type", {"stringValue": "RuntimeError"})
+                scope["spans"].append(helper)
+    return "".join(json.dumps(d) + "\n" for d in docs).encode()
+
+
+def test_otel_a_sub_agent_that_failed_fails_its_run(tmp_path: Path) -> None:
+    _, _, rows = _gate(tmp_path, "otel-example", "traces", _failed_helper(), ".jsonl")
+    row = next(r for r in rows if r.get("inspection") == "run-succeeded"
+               and r["unit"].startswith("007a0000000000000000000000000019"))
+    assert row["status"] == "FAIL"
+
+
+def test_otel_output_tokens_counted_nowhere_leave_the_total_unknown(tmp_path: Path) -> None:
+    # every chat span of trace ...0001 without its output tokens: the total was the input
+    # tokens alone, under the budget
+    def change(spans: list[dict[str, Any]]) -> None:
+        for span in spans:
+            if span["traceId"].endswith("0001"):
+                span["attributes"] = [p for p in span["attributes"]
+                                      if p["key"] != "gen_ai.usage.output_tokens"]
+    status, _, rows = _gate(tmp_path, "otel-example", "traces", _otel(change), ".jsonl")
+    row = _row(rows, "token-budget")
+    assert row["status"] == "ERROR" and status == 3

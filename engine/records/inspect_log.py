@@ -452,17 +452,18 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
 
 
 def _unscored(raw: bytes, refused: BadRecord) -> Record | BadRecord:
-    """A sample whose only NaNs are score values: inspect_ai's unscored sentinel
-    (``Score.unscored()``, a grader that found no grade), read as a ``null`` value beside
-    its ``reason``. A NaN anywhere else stays refused (a token count or a time)."""
+    """A sample whose only NaNs are in score values: inspect_ai's unscored sentinel
+    (``Score.unscored()``, a grader that found no grade, or one key of a dict value), read
+    as ``null`` beside the score's ``reason``. A NaN anywhere else stays refused (a token
+    count or a time)."""
     try:
         sample = decode_value(raw, nan=True)[0]
     except JsonError:
         return refused
     scores = sample.get("scores") if isinstance(sample, dict) else None
     for score in scores.values() if isinstance(scores, dict) else []:
-        if isinstance(score, dict) and score.get("value") is NAN:
-            score["value"] = None
+        if isinstance(score, dict) and "value" in score:  # a value, or one key of a dict
+            score["value"] = _without_nan(score["value"])  # value (unscored for that key)
     stack: list[Any] = [sample]
     while stack:  # any NaN left is not a score's
         item = stack.pop()
@@ -473,6 +474,17 @@ def _unscored(raw: bytes, refused: BadRecord) -> Record | BadRecord:
         elif isinstance(item, list):
             stack.extend(item)
     return Record(refused.line, sample)
+
+
+def _without_nan(value: Any) -> Any:
+    """A score value with each NaN in it (the value, or one of a dict's or list's) null."""
+    if value is NAN:
+        return None
+    if isinstance(value, dict):
+        return {k: _without_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nan(v) for v in value]
+    return value
 
 
 def _edited(scores: Any) -> Any:
@@ -598,6 +610,11 @@ def _usage(model_usage: Any, output_usage: Any) -> tuple[dict[str, Any] | None, 
             return None, f"its usage {name} is not a number >= 0"
         if values:
             out["cost_usd" if name == "total_cost" else name] = sum(values)
+    for usage in usages:  # inspect_ai writes each model's total: never below its parts
+        parts = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+        if parts and (usage.get("total_tokens") is None or usage["total_tokens"] < parts):
+            return None, ("its usage total_tokens is missing or below input_tokens + "
+                          "output_tokens (a budget on the total would read too little)")
     return out, ""
 
 

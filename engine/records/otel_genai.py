@@ -462,15 +462,15 @@ def _usage(owner: Span) -> dict[str, Any]:
     inside it) records a total of what is below it, so it counts the larger of the two;
     no token is left out, none is counted twice."""
     usage: dict[str, Any] = {}
+    order, stack = [], [owner]
+    while stack:  # parents before children; summed in reverse: children first
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
     for key in ("input_tokens", "output_tokens"):
         name = f"gen_ai.usage.{key}"  # whole numbers >= 0 (span_of)
         total: dict[int, int] = {}
         seen = False
-        order, stack = [], [owner]
-        while stack:  # parents before children; summed in reverse: children first
-            node = stack.pop()
-            order.append(node)
-            stack.extend(node.children)
         for node in reversed(order):
             own = node.attrs.get(name)
             seen = seen or own is not None
@@ -479,14 +479,30 @@ def _usage(owner: Span) -> dict[str, Any]:
                 else (own or 0) + below
         if seen:
             usage[key] = total[id(owner)]
-    if usage:
-        usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    if len(usage) == 2:  # one of the two counted nowhere: the total is unknown, not smaller
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
     return usage
+
+
+def _failed_agents(owner: Span) -> list[dict[str, Any]]:
+    """The agents inside the run (sub-agents, handoffs) that ended in error: the run's
+    failure too, whatever status its own span was left with."""
+    failed, stack = [], list(owner.children)
+    while stack:
+        node = stack.pop()
+        if node.operation == "invoke_agent" and _status(node) == "ERROR":
+            failed.append({"name": node.name, "span_id": node.span,
+                           "error": node.attrs.get("error.type") or node.status_message
+                           or "error"})
+        stack.extend(node.children)
+    return failed
 
 
 def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any]:
     """The record of one agent run."""
     attrs = owner.attrs
+    failed = _failed_agents(owner)
+    status = "ERROR" if failed else _status(owner)
     ident = f"{owner.trace}-{owner.span}"
     case = next((attrs[k] for k in CASE_KEYS if isinstance(attrs.get(k), str | int)
                  and not isinstance(attrs.get(k), bool)), ident)
@@ -513,7 +529,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
         "tool_calls": [_tool_call(s) for s in tools],
         "usage": _usage(owner), "inference_calls": len(inference),
         "latency_ms": (owner.end - owner.start) / 1e6,
-        "status": _status(owner), "error": _status(owner) == "ERROR",
+        "status": status, "error": status == "ERROR", "failed_agents": failed,
         "error_type": attrs.get("error.type"),
         "status_message": owner.status_message or None,
         "attributes": attrs,
