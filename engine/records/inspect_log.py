@@ -27,7 +27,7 @@ import struct
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -476,15 +476,18 @@ def _unscored(raw: bytes, refused: BadRecord) -> Record | BadRecord:
     return Record(refused.line, sample)
 
 
+def _leaves(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``value`` with ``leaf`` applied to each value that is not a dict or a list in it."""
+    if isinstance(value, dict):
+        return {k: _leaves(v, leaf) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_leaves(v, leaf) for v in value]
+    return leaf(value)
+
+
 def _without_nan(value: Any) -> Any:
     """A score value with each NaN in it (the value, or one of a dict's or list's) null."""
-    if value is NAN:
-        return None
-    if isinstance(value, dict):
-        return {k: _without_nan(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_nan(v) for v in value]
-    return value
+    return _leaves(value, lambda v: None if v is NAN else v)
 
 
 def _edited(scores: Any) -> Any:
@@ -521,14 +524,9 @@ def _resolved(sample: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
                         return text
                     if HASH.fullmatch(key):
                         unknown.append(value)
-            return value
-        if isinstance(value, dict):
-            return {k: resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [resolve(v) for v in value]
         return value
 
-    out = {k: resolve(v) if k in RESOLVED else v for k, v in sample.items()}
+    out = {k: _leaves(v, resolve) if k in RESOLVED else v for k, v in sample.items()}
     return out, unknown[0] if unknown else None
 
 
