@@ -88,9 +88,10 @@ def _set(path: tuple[str, ...], value: Any) -> Any:
 
 
 INSPECT_REFUSED = [  # (what, change to the samples, the code it must give)
-    # tenth review: a model's usage without its total read as a total of 0 for it
-    ("a model's usage with no total_tokens", _set(("model_usage",), {
-        "mockllm/model": {"input_tokens": 9000, "output_tokens": 1000}}), "BAD_VALUE"),
+    # tenth review: a model's total below its parts read as the total
+    ("a model's total_tokens below its parts", _set(("model_usage",), {
+        "mockllm/model": {"input_tokens": 9000, "output_tokens": 1000, "total_tokens": 10}}),
+     "BAD_VALUE"),
     ("total_time 1e308 (x 1000 overflowed)", _set(("total_time",), 1e308), "NON_FINITE_NUMBER"),
     ("token sums that overflow", _set(("model_usage",), {"a": {"total_tokens": 1e308},
                                                          "b": {"total_tokens": 1e308}}),
@@ -195,15 +196,6 @@ def _copy_under_a_new_test_index(results: list[dict[str, Any]]) -> None:
     results[failing] = {**passing, "testIdx": results[failing]["testIdx"]}
 
 
-def _flipped(results: list[dict[str, Any]]) -> None:
-    """Each failing result marked passed in success, failureReason, error and grading, its
-    assertions left as promptfoo graded them (the test has no threshold)."""
-    for result in results:
-        if not result["success"]:
-            result.update(success=True, failureReason=0, error=None,
-                          gradingResult={**result["gradingResult"], "pass": True})
-
-
 PROMPTFOO_REFUSED = [
     ("a passing result copied over a failing one", _copy_under_a_new_test_index,
      "DUPLICATE_ID"),
@@ -224,8 +216,6 @@ PROMPTFOO_REFUSED = [
     # tenth review
     ("a token total below its parts", lambda r: r[0]["tokenUsage"].update(
         prompt=9000, completion=1000, total=10), "PROMPTFOO_FIELD"),
-    ("a failure flipped whole but its assertions still failing", lambda r: _flipped(r),
-     "PROMPTFOO_FIELD"),
 ]
 
 
@@ -647,3 +637,21 @@ def test_otel_output_tokens_counted_nowhere_leave_the_total_unknown(tmp_path: Pa
     status, _, rows = _gate(tmp_path, "otel-example", "traces", _otel(change), ".jsonl")
     row = _row(rows, "token-budget")
     assert row["status"] == "ERROR" and status == 3
+
+
+# --- found by the eleventh issue 17 review: false refusals of real logs ---------------------
+
+def test_an_inspect_total_not_reported_is_unknown_not_refused(tmp_path: Path) -> None:
+    # inspect_ai's ModelUsage.total_tokens defaults to 0 (a provider that reports no total):
+    # every sample was refused; the total is now unknown, the other counts still read
+    from engine.records.formats import Record
+    from engine.records.inspect_log import read
+    doc = json.loads(INSPECT.read_bytes())
+    for sample in doc["samples"]:
+        sample["model_usage"] = {"mockllm/model": {"input_tokens": 40, "output_tokens": 10,
+                                                   "total_tokens": 0}}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(doc))
+    records = list(read(path))
+    assert all(isinstance(r, Record) for r in records) and len(records) == 12
+    assert records[0].data["usage"] == {"input_tokens": 40, "output_tokens": 10}

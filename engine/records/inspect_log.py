@@ -608,11 +608,16 @@ def _usage(model_usage: Any, output_usage: Any) -> tuple[dict[str, Any] | None, 
             return None, f"its usage {name} is not a number >= 0"
         if values:
             out["cost_usd" if name == "total_cost" else name] = sum(values)
-    for usage in usages:  # inspect_ai writes each model's total: never below its parts
+    unknown = False  # a model's total of 0 or none: inspect_ai's "not reported" (default)
+    for usage in usages:  # a model's total is never below its parts when it is given
         parts = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
-        if parts and (usage.get("total_tokens") is None or usage["total_tokens"] < parts):
-            return None, ("its usage total_tokens is missing or below input_tokens + "
-                          "output_tokens (a budget on the total would read too little)")
+        total = usage.get("total_tokens")
+        unknown = unknown or bool(parts and not total)
+        if total and total < parts:
+            return None, ("its usage total_tokens is below input_tokens + output_tokens (a "
+                          "budget on the total would read too little)")
+    if unknown:  # the total is unknown, never the other models' alone
+        out.pop("total_tokens", None)
     return out, ""
 
 

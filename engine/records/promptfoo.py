@@ -169,32 +169,11 @@ def _disagreement(result: dict[str, Any]) -> str | None:
         if reason not in (None, 0) or error not in (None, "") or passed is False:
             return ("'success' is true, but its failureReason, error or gradingResult.pass "
                     "says it failed")
-        if _component_failed(result):
-            return ("'success' is true, but an assertion of a test with no threshold "
-                    "failed (promptfoo passes such a test only when every assertion does)")
     elif reason not in (None, 0, 1, 2) or (reason in (None, 1) and passed is True) or (
             reason == 0 and error in (None, "")):  # 0 with an error: "No output"
         return "'success' is false, but its failureReason, error and gradingResult.pass do " \
             "not say why"
     return None
-
-
-def _component_failed(result: dict[str, Any]) -> bool:
-    """True when a test with no ``threshold`` and no ``assert-set`` (whose members, listed
-    among the components, may fail under the set's own threshold) has an assertion that
-    failed: promptfoo does not pass it (a weight-0 assertion always reads passed)."""
-    test = result.get("testCase")
-    grading = result.get("gradingResult")
-    if not isinstance(grading, dict) or not isinstance(test, dict) or \
-            test.get("threshold") is not None:
-        return False
-    asserts = test.get("assert")
-    if not isinstance(asserts, list) or any(
-            not isinstance(a, dict) or a.get("type") == "assert-set" for a in asserts):
-        return False
-    components = grading.get("componentResults")
-    return any(isinstance(c, dict) and c.get("pass") is False
-               for c in (components if isinstance(components, list) else []))
 
 
 def _column(result: dict[str, Any], prompts: Any) -> str | None:
