@@ -655,3 +655,13 @@ def test_an_inspect_total_not_reported_is_unknown_not_refused(tmp_path: Path) ->
     records = list(read(path))
     assert all(isinstance(r, Record) for r in records) and len(records) == 12
     assert records[0].data["usage"] == {"input_tokens": 40, "output_tokens": 10}
+
+
+def test_promptfoo_results_without_their_columns_are_refused(tmp_path: Path) -> None:
+    # results.prompts taken out skipped the check that a result ran its column's provider
+    doc = json.loads(PROMPTFOO.read_bytes())
+    del doc["results"]["prompts"]
+    doc["results"]["results"][0]["provider"] = {"id": "openai:gpt-4o", "label": ""}
+    status, card, _ = _gate(tmp_path, "promptfoo-example", "results",
+                            json.dumps(doc).encode(), ".json")
+    assert status == 3 and card["coverage"]["record_problems"] == {"PROMPTFOO_FIELD": 12}

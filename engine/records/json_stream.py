@@ -72,7 +72,7 @@ class JsonStream:
     already read from it). ``truncated`` is the code for a text that ends early;
     ``first_line`` the line ``head`` starts on (blank lines the caller dropped)."""
 
-    def __init__(self, handle: Any, digest: Any = None, head: bytes = b"",  # noqa: PLR0913
+    def __init__(self, handle: Any, digest: Any = None, head: bytes = b"",
                  truncated: str = "INVALID_JSON", first_line: int = 1) -> None:
         self.handle, self.digest, self.truncated = handle, digest, truncated
         self.utf8 = codecs.getincrementaldecoder("utf-8")()  # a character may straddle reads

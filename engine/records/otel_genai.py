@@ -652,8 +652,8 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     for case, (line, case_id) in unnumbered.items():
         if case in numbered:  # which trial it is is unknown: it could stand in for any
             yield BadRecord(line, "RUN_UNNUMBERED", f"case {clip(case_id)!r} has runs naming "
-                            "their specgate.trial and this one naming none (a nested agent "
-                            "span given the case?): which trial it is is unknown")
+                            "their specgate.trial and this one naming none: which trial it "
+                            "is is unknown")
     for line, case_id, trials in [] if bad else numbered.values():  # else INCOMPLETE anyway
         first = next(t for t in range(1, len(trials) + 2) if t not in trials)
         if first < max(trials):  # a trial below the highest is absent: a run left out

@@ -178,9 +178,9 @@ def _disagreement(result: dict[str, Any]) -> str | None:
 
 def _column(result: dict[str, Any], prompts: Any) -> str | None:
     """Why a result is not of the column its promptIdx names (results.prompts[promptIdx]
-    ran another provider), else None."""
-    if not isinstance(prompts, list):
-        return None
+    ran another provider, or there is no results.prompts), else None."""
+    if not isinstance(prompts, list):  # promptfoo writes it: taken out, no column is checked
+        return "results.prompts is missing: the result's provider column cannot be checked"
     column = prompts[result["promptIdx"]] if result["promptIdx"] < len(prompts) else None
     want = column.get("provider") if isinstance(column, dict) else None
     if not isinstance(want, str):
@@ -317,13 +317,12 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                                 f"{pair[0]}, promptIdx {pair[1]}")
                 continue
             seen.add(pair)
-            uuid = value.get("id")
-            if isinstance(uuid, str) and uuid in uuids:  # a copy under another testIdx
+            uuid = value["id"]  # a string (_problem)
+            if uuid in uuids:  # a copy under another testIdx
                 bad = True
                 yield BadRecord(index, "DUPLICATE_ID", f"a second result with id {uuid[:60]!r}")
                 continue
-            if isinstance(uuid, str):
-                uuids.add(uuid)
+            uuids.add(uuid)
             taken = ranks.get(_group(value), [])
             trial = bisect_left(taken, value["testIdx"]) + 1
             yield Record(index, unit(value, trial))
