@@ -167,17 +167,20 @@ def call_name(call: Mapping[str, Any]) -> str | None:
     return function if isinstance(function, str) and function else None
 
 
-def call_arguments(call: Mapping[str, Any]) -> tuple[bool, Any]:
-    """(ok, arguments): the first of arguments/args/input, from ``function`` if an object."""
+def call_arguments(call: Mapping[str, Any]) -> tuple[bool | None, Any]:
+    """(ok, arguments): the first of arguments/args/input, from ``function`` if an object.
+    ``ok`` is None when the call records no arguments (no such key, ``null``, or blank
+    text): a producer that did not record them (content capture off) has not said they
+    were empty, so a check that needs them has no evidence."""
     source = call["function"] if isinstance(call.get("function"), dict) else call
     for key in ("arguments", "args", "input"):
         if key in source:
             value = source[key]
             break
     else:
-        return True, {}
+        return None, None
     if value is None or (isinstance(value, str) and not value.strip()):
-        return True, {}
+        return None, None
     if isinstance(value, str):
         try:  # evidence: the strict record reader (no NaN, no name given twice)
             value = loads_record(value)
@@ -233,14 +236,15 @@ def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) 
     if not (allowed or forbidden or contracts or expected):
         return Outcome(ERROR, code="NOTHING_TO_VERIFY", message="no tool-call contract")
     problems: list[str] = []
-    parsed: list[tuple[str, dict[str, Any]]] = []
+    unrecorded: list[str] = []  # checks that need arguments the evidence does not hold
+    parsed: list[tuple[str, dict[str, Any] | None]] = []
     for i, call in enumerate(calls):
         name = call_name(call) if isinstance(call, dict) else None
         if name is None:
             problems.append(f"call {i}: no tool name")
             continue
         ok, args = call_arguments(call)
-        if not ok:
+        if ok is False:
             problems.append(f"{name}: arguments are not a JSON object")
             continue
         parsed.append((name, args))
@@ -248,6 +252,10 @@ def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) 
             problems.append(f"{name}: not in allowed_tools")
         if name in forbidden:
             problems.append(f"{name}: forbidden tool")
+        if args is None:
+            if isinstance(contracts.get(name), dict):
+                unrecorded.append(f"{name} (call {i}): its contract cannot be checked")
+            continue
         problems += _contract_problems(name, args, contracts.get(name))
     for want in expected:
         if not isinstance(want, dict):
@@ -255,13 +263,22 @@ def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) 
         wanted = want.get("arguments") or {}
         if isinstance(wanted, str):
             wanted = json.loads(wanted) if wanted.strip() else {}
-        if not any(name == want.get("name") and all(
+        if any(name == want.get("name") and args is not None and all(
                 k in args and json_equal(args[k], v) for k, v in wanted.items())
                 for name, args in parsed):
+            continue
+        if wanted and any(name == want.get("name") and args is None for name, args in parsed):
+            unrecorded.append(f"expected call {want.get('name')} {clip(wanted)}: a call of it "
+                              "records no arguments")
+        else:
             problems.append(f"expected call {want.get('name')} {clip(wanted)} not made")
-    return verdict(not problems, {"allowed": allowed, "forbidden": sorted(forbidden),
-                                  "expected": clip(expected)},
-                   [{"name": n, "arguments": clip(a)} for n, a in parsed], "; ".join(problems))
+    observed = [{"name": n, "arguments": clip(a)} if a is not None else
+                {"name": n, "arguments_recorded": False} for n, a in parsed]
+    expectation = {"allowed": allowed, "forbidden": sorted(forbidden), "expected": clip(expected)}
+    if unrecorded and not problems:  # a violation found is a FAIL whatever else is missing
+        return Outcome(ERROR, expectation, observed, "tool-call arguments not recorded: "
+                       + "; ".join(unrecorded), code="MISSING_VALUE")
+    return verdict(not problems, expectation, observed, "; ".join(problems))
 
 
 def must_include(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:

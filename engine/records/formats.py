@@ -102,7 +102,7 @@ class Verdict:
         return errors[0] if errors else self.klass
 
 
-Reader = Callable[[Path, Any], Iterator[Record | BadRecord]]
+Reader = Callable[..., Iterator[Record | BadRecord]]  # (path, digest, **options)
 # (record, ids seen so far, policy budgets) -> Verdict
 Validator = Callable[[Any, set[str], Any], Verdict]
 
@@ -131,6 +131,9 @@ class Format:
     # (inspect_ai's epochs): when the unit's case is the record's own case key, its run
     # number must be 1..the case's trials, each once (engine/run/rows.py admit)
     trial: tuple[str, str] | None = None
+    # JSON Schema of the ``options`` an Evaluation may give this format's reader (passed to
+    # ``read`` as keyword arguments); None: the format takes none
+    options: dict[str, Any] | None = None
 
     def part(self, record: dict[str, Any]) -> dict[str, Any]:
         """What of a record is suite data (default: all but keys starting with '_')."""
@@ -142,10 +145,22 @@ class Format:
 def _imported(module: str) -> Reader:
     """The ``read`` of ``module``, imported on first use: a tool's log format costs
     nothing to a run that does not read one."""
-    def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
+    def read(path: Path, digest: Any = None, **options: Any) -> Iterator[Record | BadRecord]:
         reader: Reader = importlib.import_module(module).read
-        return reader(path, digest)
+        return reader(path, digest, **options)
     return read
+
+
+# an attribute of a span (or of its resource) that names a run's case or trial: its key,
+# or a key of the JSON object it holds (pydantic-ai's ``metadata``, OpenInference's)
+_SOURCE = {"oneOf": [
+    {"type": "string", "minLength": 1},
+    {"type": "object", "required": ["attribute", "key"], "additionalProperties": False,
+     "properties": {"attribute": {"type": "string", "minLength": 1},
+                    "key": {"type": "string", "minLength": 1}}}]}
+_SOURCES = {"oneOf": [_SOURCE, {"type": "array", "minItems": 1, "items": _SOURCE}]}
+OTEL_OPTIONS = {"type": "object", "additionalProperties": False,
+                "properties": {"case": _SOURCES, "trial": _SOURCES}}
 
 
 GENERIC = {"jsonl": Format("jsonl", read_jsonl, line_based=True),
@@ -158,7 +173,7 @@ GENERIC = {"jsonl": Format("jsonl", read_jsonl, line_based=True),
            "promptfoo-results": Format("promptfoo-results",
                                        _imported("engine.records.promptfoo")),
            "otel-genai": Format("otel-genai", _imported("engine.records.otel_genai"),
-                                trial=("case_id", "trial"))}
+                                trial=("case_id", "trial"), options=OTEL_OPTIONS)}
 
 
 def named(name: str) -> Format:

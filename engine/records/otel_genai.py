@@ -41,7 +41,10 @@ _STATUS_NAMES = ("unset", "ok", "error")
 STATUS: dict[Any, str] = {**{i: n.upper() for i, n in enumerate(_STATUS_NAMES)},
                           **{f"status_code_{n}".upper(): n.upper() for n in _STATUS_NAMES}}
 INFERENCE = ("chat", "text_completion", "generate_content")
-CASE_KEYS = ("specgate.case_id", "gen_ai.conversation.id")
+Source = tuple[str, str | None]  # an attribute, and a key of the JSON object it holds
+CASE_SOURCES: tuple[Source, ...] = (("specgate.case_id", None), ("gen_ai.conversation.id", None))
+TRIAL_SOURCES: tuple[Source, ...] = (("specgate.trial", None),)
+TRIAL_TEXT = re.compile(r"[1-9][0-9]{0,15}")
 COUNTED = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
 # the conventions' earlier names for them, still written by older instrumentations
 LEGACY = {"gen_ai.usage.prompt_tokens": "gen_ai.usage.input_tokens",
@@ -73,12 +76,16 @@ class Span:
     status: str
     status_message: str
     attrs: dict[str, Any]
-    service: Any = None
+    resource: dict[str, Any] = field(default_factory=dict)  # its resource's attributes
     children: list[Span] = field(default_factory=list)
 
     @property
     def operation(self) -> Any:
         return self.attrs.get("gen_ai.operation.name")
+
+    @property
+    def service(self) -> Any:
+        return self.resource.get("service.name")
 
 
 # --- OTLP/JSON values -------------------------------------------------------------------
@@ -179,7 +186,7 @@ def attributes(pairs: Any) -> dict[str, Any]:
     return out
 
 
-def span_of(data: Any, line: int, service: Any) -> Span:
+def span_of(data: Any, line: int, resource: dict[str, Any]) -> Span:
     """One OTLP span object, summarised."""
     if not isinstance(data, dict):
         raise Malformed("NOT_AN_OBJECT", "a span is not a JSON object")
@@ -211,15 +218,12 @@ def span_of(data: Any, line: int, service: Any) -> Span:
             if attrs.setdefault(new, attrs[old]) != attrs[old]:
                 raise Malformed("OTEL_BAD_SPAN", f"{old} and {new} differ: which counts "
                                 "would be a guess")
-    trial = attrs.get("specgate.trial", 1)
-    if isinstance(trial, bool) or not isinstance(trial, int) or trial < 1:
-        raise Malformed("OTEL_BAD_SPAN", "specgate.trial is not a whole number >= 1")
     _check_tool(name, attrs)
     return Span(line, _id(data.get("traceId"), 16, "traceId"),
                 _id(data.get("spanId"), 8, "spanId"),
                 _id(data.get("parentSpanId"), 8, "parentSpanId", optional=True), name,
                 start, end, code, message if isinstance(message, str) else "", attrs,
-                service)
+                resource)
 
 
 def _check_tool(name: str, attrs: dict[str, Any]) -> None:
@@ -266,8 +270,8 @@ def spans_of_request(request: Any, line: int) -> Iterator[Span | BadRecord]:
         try:
             scopes = _list(resource_spans, "scopeSpans", "a resourceSpans entry")
             resource = resource_spans.get("resource") or {}
-            service = attributes(resource.get("attributes") if isinstance(resource, dict)
-                                 else None).get("service.name")
+            resource_attrs = attributes(resource.get("attributes")
+                                        if isinstance(resource, dict) else None)
         except Malformed as exc:
             yield BadRecord(line, exc.code, str(exc))
             continue
@@ -279,7 +283,7 @@ def spans_of_request(request: Any, line: int) -> Iterator[Span | BadRecord]:
                 continue
             for data in spans:
                 try:
-                    yield span_of(data, line, service)
+                    yield span_of(data, line, resource_attrs)
                 except Malformed as exc:
                     yield BadRecord(line, exc.code, str(exc))
 
@@ -302,14 +306,13 @@ def _document(stream: JsonStream) -> Iterator[Span | BadRecord]:
             if stream.peek() != "{":
                 raise Stop("OTEL_NOT_OTLP", "a resourceSpans entry is not an object")
             held: list[Span] = []
-            service: Any = None
+            resource_attrs: dict[str, Any] = {}
             for rkey in stream.members("in a resourceSpans entry"):
                 if rkey == "resource":
                     resource = stream.value("in a resource")
                     if isinstance(resource, dict):
                         try:
-                            service = attributes(resource.get("attributes")
-                                                 ).get("service.name")
+                            resource_attrs = attributes(resource.get("attributes"))
                         except Malformed as exc:
                             raise Stop(exc.code, f"in a resource: {exc}") from None
                 elif rkey == "scopeSpans":
@@ -320,7 +323,7 @@ def _document(stream: JsonStream) -> Iterator[Span | BadRecord]:
                 else:
                     stream.skip(f"in a resourceSpans entry's {rkey[:40]!r}")
             for span in held:  # the resource may follow its spans
-                span.service = service
+                span.resource = resource_attrs
                 yield span
     stream.end()
     if not seen:
@@ -343,7 +346,7 @@ def _scope(stream: JsonStream, held: list[Span]) -> Iterator[BadRecord]:
                 yield parsed
                 continue
             try:
-                held.append(span_of(parsed.data, line, None))
+                held.append(span_of(parsed.data, line, {}))
             except Malformed as exc:
                 yield BadRecord(line, exc.code, str(exc))
 
@@ -421,8 +424,10 @@ def _text(messages: Any, role: str) -> Any:
         if isinstance(message, dict) and message.get("role") == role:
             parts = message.get("parts")
             if isinstance(parts, list):
-                texts = [str(p["content"]) for p in parts if isinstance(p, dict)
-                         and p.get("type") == "text" and isinstance(p.get("content"), str)]
+                texts = [p.get("content") for p in parts
+                         if isinstance(p, dict) and p.get("type") == "text"]
+                if not all(isinstance(t, str) for t in texts):
+                    return None  # a text part whose content was not recorded: unknown
                 return "\n".join(texts)
             content = message.get("content")
             return content if isinstance(content, str) else None
@@ -498,14 +503,75 @@ def _failed_agents(owner: Span) -> list[dict[str, Any]]:
     return failed
 
 
-def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Naming:
+    """Where a run's case and trial are read: each source in turn, on the run's span, then
+    on the spans above it, then on its resource (the Evaluation's ``options``)."""
+
+    case: tuple[Source, ...] = CASE_SOURCES
+    trial: tuple[Source, ...] = TRIAL_SOURCES
+
+    @staticmethod
+    def of(case: Any = None, trial: Any = None) -> Naming:
+        def sources(given: Any, default: tuple[Source, ...]) -> tuple[Source, ...]:
+            if given is None:
+                return default
+            return tuple((g, None) if isinstance(g, str) else (g["attribute"], g["key"])
+                         for g in (given if isinstance(given, list) else [given]))
+        return Naming(sources(case, CASE_SOURCES), sources(trial, TRIAL_SOURCES))
+
+    @property
+    def attributes(self) -> set[str]:
+        return {attribute for attribute, _ in (*self.case, *self.trial)}
+
+
+def _named(owner: Span, above: list[Span], sources: tuple[Source, ...]) -> \
+        tuple[str, Any] | None:
+    """(the source's name, its value) of the first source a run names, else None."""
+    for attribute, key in sources:
+        for attrs in (owner.attrs, *(s.attrs for s in above), owner.resource):
+            if attribute not in attrs:
+                continue
+            value = attrs[attribute]
+            if key is not None:  # a key of the JSON object (or kvlist) the attribute holds
+                holder = _json_text(value) if isinstance(value, str) else value
+                if not isinstance(holder, dict) or key not in holder:
+                    continue
+                value = holder[key]
+            return (attribute if key is None else f"{attribute}[{key!r}]"), value
+    return None
+
+
+def _identity(owner: Span, above: list[Span], naming: Naming) -> tuple[Any, Any]:
+    """The run's case (its id when no source names one) and trial (None when none does);
+    ``Malformed`` for a value that is no case or no trial number."""
+    case: Any = f"{owner.trace}-{owner.span}"
+    found = _named(owner, above, naming.case)
+    if found is not None:
+        case = found[1]
+        if isinstance(case, bool) or not isinstance(case, str | int) or case == "":
+            raise Malformed("OTEL_BAD_SPAN", f"the run's case ({found[0]}) is "
+                            f"{clip(case)!r}: not text or a whole number")
+    trial = None
+    found = _named(owner, above, naming.trial)
+    if found is not None:
+        trial = found[1]
+        if isinstance(trial, str) and TRIAL_TEXT.fullmatch(trial):
+            trial = int(trial)  # a resource attribute from the environment is text
+        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 1:
+            raise Malformed("OTEL_BAD_SPAN", f"the run's trial ({found[0]}) is "
+                            f"{clip(found[1])!r}: not a whole number >= 1")
+    return case, trial
+
+
+def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None,
+         trial: Any = None) -> dict[str, Any]:
     """The record of one agent run."""
     attrs = owner.attrs
     failed = _failed_agents(owner)
     status = "ERROR" if failed else _status(owner)
     ident = f"{owner.trace}-{owner.span}"
-    case = next((attrs[k] for k in CASE_KEYS if isinstance(attrs.get(k), str | int)
-                 and not isinstance(attrs.get(k), bool)), ident)
+    case = ident if case is None else case
     model = attrs.get("gen_ai.request.model") or next(
         (s.attrs["gen_ai.request.model"] for s in inference
          if "gen_ai.request.model" in s.attrs), None)
@@ -517,7 +583,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
         outputs = _messages(inference[-1].attrs.get("gen_ai.output.messages"))
     record: dict[str, Any] = {
         "id": ident, "case_id": case,
-        "trial": attrs.get("specgate.trial"),  # a whole number >= 1 (span_of), or None
+        "trial": trial,  # a whole number >= 1 (_identity), or None
         "trace_id": owner.trace, "span_id": owner.span, "name": owner.name,
         "operation": owner.operation, "agent_name": attrs.get("gen_ai.agent.name"),
         "agent_id": attrs.get("gen_ai.agent.id"), "service": owner.service,
@@ -541,7 +607,8 @@ def unit(owner: Span, tools: list[Span], inference: list[Span]) -> dict[str, Any
     return record
 
 
-def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
+def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
+        Iterator[Record | BadRecord]:
     """The units of one trace, in start order, or why a span cannot be placed."""
     roots: list[Span] = []
     for span in spans_by_id.values():
@@ -601,7 +668,18 @@ def _trace_units(spans_by_id: dict[str, Span]) -> Iterator[Record | BadRecord]:
     for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
         tools.sort(key=lambda s: s.start)
         inference.sort(key=lambda s: s.start)
-        yield mapped(owner.line, unit(owner, tools, inference))
+        above: list[Span] = []
+        parent = spans_by_id.get(owner.parent)
+        while parent is not None and len(above) < len(spans_by_id):  # (no cycle: reached)
+            above.append(parent)
+            parent = spans_by_id.get(parent.parent)
+        try:
+            case, trial = _identity(owner, above, naming)
+        except Malformed as exc:
+            yield BadRecord(owner.line, exc.code, f"span {owner.span} of trace {owner.trace}: "
+                            f"{exc}")
+            continue
+        yield mapped(owner.line, unit(owner, tools, inference, case, trial))
 
 
 Numbered = dict[str, tuple[int, Any, set[int]]]  # case -> its first line, id, trials
@@ -614,13 +692,17 @@ def _numbered(item: Record, numbered: Numbered) -> Record | BadRecord:
                                        (item.line, data["case_id"], set()))
     if data["trial"] in trials:
         return BadRecord(item.line, "DUPLICATE_ID", f"case {clip(data['case_id'])!r} has "
-                         f"trial {data['trial']} twice (specgate.trial)")
+                         f"trial {data['trial']} twice")
     trials.add(data["trial"])
     return item
 
 
-def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
-    """The agent runs of an OTLP/JSON trace export (see the module docstring)."""
+def read(path: Path, digest: Any = None, case: Any = None, trial: Any = None) -> \
+        Iterator[Record | BadRecord]:
+    """The agent runs of an OTLP/JSON trace export (see the module docstring); ``case`` and
+    ``trial`` are the Evaluation's sources of a run's case and trial (docs/otel.md)."""
+    naming = Naming.of(case, trial)
+    kept = naming.attributes
     traces: dict[str, dict[str, Span]] = {}
     bad = False  # a problem was found: the run is INCOMPLETE, whatever else is missing
     for item in spans(path, digest):
@@ -636,12 +718,12 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             continue
         if item.parent and item.operation != "invoke_agent":  # keep what a unit maps
             item.attrs = {k: v for k, v in item.attrs.items()
-                          if k.startswith("gen_ai.") or k == "error.type"}
+                          if k.startswith("gen_ai.") or k == "error.type" or k in kept}
         held[item.span] = item
     numbered: Numbered = {}
     unnumbered: dict[str, tuple[int, Any]] = {}  # case -> its first run naming no trial
     for trace in sorted(traces.values(), key=lambda t: min(s.line for s in t.values())):
-        for unit_of in _trace_units(trace):
+        for unit_of in _trace_units(trace, naming):
             if isinstance(unit_of, Record) and unit_of.data["trial"] is not None:
                 unit_of = _numbered(unit_of, numbered)
             elif isinstance(unit_of, Record):
@@ -652,11 +734,11 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
     for case, (line, case_id) in unnumbered.items():
         if case in numbered:  # which trial it is is unknown: it could stand in for any
             yield BadRecord(line, "RUN_UNNUMBERED", f"case {clip(case_id)!r} has runs naming "
-                            "their specgate.trial and this one naming none: which trial it "
-                            "is is unknown")
+                            "their trial and this one naming none: which trial it is is "
+                            "unknown")
     for line, case_id, trials in [] if bad else numbered.values():  # else INCOMPLETE anyway
         first = next(t for t in range(1, len(trials) + 2) if t not in trials)
         if first < max(trials):  # a trial below the highest is absent: a run left out
             yield BadRecord(line, "RUN_MISSING", f"case {clip(case_id)!r} has trial "
-                            f"{max(trials)} but not trial {first} (specgate.trial): a run "
+                            f"{max(trials)} but not trial {first}: a run "
                             "left out is never replaced by another")

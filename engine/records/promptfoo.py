@@ -143,18 +143,30 @@ def _problem(result: Any) -> tuple[str, str] | None:
     disagree = _disagreement(result)
     if disagree is not None:
         return "PROMPTFOO_FIELD", disagree
-    usage = result.get("tokenUsage")
+    where, usage = _usage_of(result)
     measured = [("latencyMs", result.get("latencyMs")), ("cost", result.get("cost")),
-                *((f"tokenUsage.{k}", usage.get(k)) for k in TOKENS if isinstance(usage, dict))]
+                *((f"{where}.{k}", usage.get(k)) for k in TOKENS if isinstance(usage, dict))]
     for name, value in measured:  # what a budget bounds: a negative would pass any budget
         if value is not None and (_number(value) is None or value < 0):
             return "PROMPTFOO_FIELD", f"'{name}' must be a number >= 0"
     if isinstance(usage, dict):  # promptfoo writes the total: never below its parts
         parts = (usage.get("prompt") or 0) + (usage.get("completion") or 0)
         if parts and (usage.get("total") is None or usage["total"] < parts):
-            return "PROMPTFOO_FIELD", ("'tokenUsage.total' is missing or below prompt + "
+            return "PROMPTFOO_FIELD", (f"'{where}.total' is missing or below prompt + "
                                        "completion")
     return None
+
+
+def _usage_of(result: dict[str, Any]) -> tuple[str, Any]:
+    """Where the result's token usage is, and it: the result's own ``tokenUsage`` (promptfoo
+    0.122 and later), else its ``response.tokenUsage``, where earlier versions keep it
+    (docs/promptfoo.md, the support matrix); ``None`` when neither records it."""
+    if result.get("tokenUsage") is not None:
+        return "tokenUsage", result["tokenUsage"]
+    response = result.get("response")
+    if isinstance(response, dict) and response.get("tokenUsage") is not None:
+        return "response.tokenUsage", response["tokenUsage"]
+    return "tokenUsage", None
 
 
 def _disagreement(result: dict[str, Any]) -> str | None:
@@ -195,6 +207,9 @@ def _tallies(counts: dict[str, int], stats: Any) -> str | None:
     """Why the results disagree with promptfoo's own ``results.stats``, else None."""
     if not isinstance(stats, dict):
         return "results.stats is missing: promptfoo's own tallies cannot be checked"
+    if "errors" not in stats:  # before promptfoo counted errors apart, they were failures
+        counts = {"successes": counts["successes"],
+                  "failures": counts["failures"] + counts["errors"]}
     wrong = [f"{k} {stats.get(k)!r} (the results have {v})" for k, v in counts.items()
              if stats.get(k) != v]
     return "results.stats says " + ", ".join(wrong) if wrong else None
@@ -263,7 +278,7 @@ def unit(result: dict[str, Any], trial: int) -> dict[str, Any]:
         "latency_ms": result.get("latencyMs"),
         "cost": result.get("cost"),
         "cached": response.get("cached"),
-        "tokens": _tokens(result.get("tokenUsage")),
+        "tokens": _tokens(_usage_of(result)[1]),
         "named_scores": result.get("namedScores"),
         "grading": {"pass": grading.get("pass"), "score": grading.get("score"),
                     "reason": grading.get("reason")} if grading else None,

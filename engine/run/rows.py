@@ -26,7 +26,7 @@ def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | Bad
     source = evaluation.inputs[evaluation.unit_input]
     read = formats.named(source.format).read
     assert read is not None  # the unit input's format reads records (checked at load)
-    return read(source.path, digest)
+    return read(source.path, digest, **source.options)
 
 
 def validator(evaluation: Evaluation) -> Callable[[Any, Any, Any], Any] | None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from engine.canonical import digest
 from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
@@ -55,6 +57,8 @@ class Input:
     """The input format's name in the format table (default ``jsonl``)."""
     spec_path: str
     """Where it is declared: ``evaluation:spec.inputs.NAME``."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """``options``: how the format reads it (keyword arguments of its reader)."""
 
 
 @dataclass
@@ -397,6 +401,19 @@ def _inputs(loader: _Loader, doc: _yaml.Document,
                 f"{json.dumps(fmt)} is not one of {', '.join(map(json.dumps, known))}",
                 did_you_mean(str(fmt), known)))
             continue
+        options = decl.get("options")
+        if options is not None:
+            takes = formats.named(fmt).options
+            if takes is None:
+                loader.problems.append(doc.problem(
+                    ("spec", "inputs", name, "options"), "UNKNOWN_KEY",
+                    f"format {fmt} takes no options", key=True))
+                continue
+            found = _schema.problems(doc, jsonschema.Draft202012Validator(takes), options,
+                                     ("spec", "inputs", name, "options"))
+            if found:
+                loader.problems.extend(found)
+                continue
         if decl.get("optional") and name not in overrides and not _exists(
                 Path(doc.file).resolve().parent / decl["path"]):
             continue  # an optional input that is not there yet (e.g. reviews)
@@ -409,7 +426,7 @@ def _inputs(loader: _Loader, doc: _yaml.Document,
             target = None
         if target is not None:
             inputs[name] = Input(name, target, decl.get("format", "jsonl"),
-                                 f"evaluation:spec.inputs.{name}")
+                                 f"evaluation:spec.inputs.{name}", dict(options or {}))
     return inputs
 
 
