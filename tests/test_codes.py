@@ -35,7 +35,8 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "SPECGATE_SIGNING_KEY", "RAY_ADDRESS", "XDG_CONFIG_HOME", "EMAIL_ADDRESS",
              "CORPUS",
              "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS",  # engine.judge's lazily resolved names
-             "POSSESSIVE_REPEAT"}  # a name in the re module's parser (inspections/_prefilter.py)
+             "POSSESSIVE_REPEAT",  # a name in the re module's parser (inspections/_prefilter.py)
+             "AGENT", "TOOL"}  # OpenInference span kinds (records/otel_genai.py)
 
 
 CODES = table()

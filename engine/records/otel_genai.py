@@ -209,6 +209,8 @@ def span_of(data: Any, line: int, resource: dict[str, Any]) -> Span:
         raise Malformed("OTEL_BAD_SPAN", f"the span ends ({end}) before it starts ({start}),"
                         " or starts at 0")
     attrs = attributes(data.get("attributes"))
+    _openinference(name, attrs)
+    _details(data.get("events"), attrs)
     for key in (*COUNTED, *LEGACY):  # a value the sum would skip would hide what it counts
         if key in attrs and not (isinstance(attrs[key], int) and not isinstance(
                 attrs[key], bool) and attrs[key] >= 0):
@@ -224,6 +226,97 @@ def span_of(data: Any, line: int, resource: dict[str, Any]) -> Span:
                 _id(data.get("parentSpanId"), 8, "parentSpanId", optional=True), name,
                 start, end, code, message if isinstance(message, str) else "", attrs,
                 resource)
+
+
+# --- other conventions -------------------------------------------------------------------
+
+OI_KIND = "openinference.span.kind"  # OpenInference (Arize Phoenix, many instrumentations)
+OI_OPERATION = {"AGENT": "invoke_agent", "TOOL": "execute_tool", "LLM": "chat"}
+OI_MESSAGE = re.compile(r"llm\.(input|output)_messages\.([0-9]{1,6})\.message\.(.+)")
+
+
+def _openinference(name: str, attrs: dict[str, Any]) -> None:
+    """A span following OpenInference's conventions instead of the GenAI ones, read as the
+    GenAI operation it is: each attribute the reader maps given under its GenAI name (never
+    over one the span gives itself). What the span does not record stays absent."""
+    kind = attrs.get(OI_KIND)
+    if "gen_ai.operation.name" in attrs or not isinstance(kind, str) or \
+            kind.upper() not in OI_OPERATION:
+        return
+    operation = OI_OPERATION[kind.upper()]
+    given: dict[str, Any] = {"gen_ai.operation.name": operation}
+    if operation == "invoke_agent":
+        given["gen_ai.agent.name"] = attrs.get("agent.name", name)
+    elif operation == "execute_tool":
+        given["gen_ai.tool.name"] = attrs.get("tool.name", name)
+        for theirs, ours in (("input.value", "gen_ai.tool.call.arguments"),
+                             ("output.value", "gen_ai.tool.call.result"),
+                             ("tool_call.id", "gen_ai.tool.call.id")):
+            if theirs in attrs:
+                given[ours] = attrs[theirs]
+    else:
+        for theirs, ours in (("llm.model_name", "gen_ai.request.model"),
+                             ("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
+                             ("llm.token_count.completion", "gen_ai.usage.output_tokens")):
+            if theirs in attrs:
+                given[ours] = attrs[theirs]
+        messages: dict[str, dict[int, dict[str, Any]]] = {"input": {}, "output": {}}
+        for key, value in attrs.items():
+            found = OI_MESSAGE.fullmatch(key)
+            if found:
+                side, index, rest = found.groups()
+                messages[side].setdefault(int(index), {})[rest] = value
+        for side, held in messages.items():
+            if held:
+                given[f"gen_ai.{side}.messages"] = [_oi_message(held[i]) for i in sorted(held)]
+    for key, value in given.items():
+        attrs.setdefault(key, value)
+
+
+def _oi_message(flat: dict[str, Any]) -> dict[str, Any]:
+    """One OpenInference message (its flattened ``message.*`` attributes) in the GenAI
+    conventions' shape: a role and its parts; a text part only where content is recorded."""
+    parts: list[dict[str, Any]] = []
+    if "content" in flat:
+        parts.append({"type": "text", "content": flat["content"]})
+    texts = sorted((int(k.split(".")[1]), v) for k, v in flat.items()
+                   if re.fullmatch(r"contents\.[0-9]{1,6}\.message_content\.text", k))
+    parts.extend({"type": "text", "content": v} for _, v in texts)
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in flat.items():
+        found = re.fullmatch(r"tool_calls\.([0-9]{1,6})\.tool_call\.(.+)", key)
+        if found:
+            calls.setdefault(int(found.group(1)), {})[found.group(2)] = value
+    for index in sorted(calls):
+        call = calls[index]
+        part = {"type": "tool_call", "name": call.get("function.name"), "id": call.get("id")}
+        if "function.arguments" in call:
+            part["arguments"] = call["function.arguments"]
+        parts.append(part)
+    return {"role": flat.get("role"), "parts": parts}
+
+
+DETAILS = "gen_ai.client.inference.operation.details"  # the conventions' event for content
+DETAILED = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+            "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+
+
+def _details(events: Any, attrs: dict[str, Any]) -> None:
+    """Content the conventions allow on a span event instead of the span's attributes
+    (``gen_ai.client.inference.operation.details``), read as the span's own; an event that
+    gives a value the span gives differently is refused (which one counts would be a
+    guess)."""
+    if not isinstance(events, list):
+        return
+    for event in events:
+        if not isinstance(event, dict) or event.get("name") != DETAILS:
+            continue
+        for key, value in attributes(event.get("attributes")).items():
+            if key not in DETAILED:
+                continue
+            if attrs.setdefault(key, value) != value:
+                raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
+                                f"{DETAILS} event, differently")
 
 
 def _check_tool(name: str, attrs: dict[str, Any]) -> None:
@@ -426,9 +519,10 @@ def _text(messages: Any, role: str) -> Any:
             if isinstance(parts, list):
                 texts = [p.get("content") for p in parts
                          if isinstance(p, dict) and p.get("type") == "text"]
-                if not all(isinstance(t, str) for t in texts):
+                known = [t for t in texts if isinstance(t, str)]
+                if len(known) < len(texts):
                     return None  # a text part whose content was not recorded: unknown
-                return "\n".join(texts)
+                return "\n".join(known)
             content = message.get("content")
             return content if isinstance(content, str) else None
     return None
@@ -666,6 +760,13 @@ def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
                         f"{span.trace} ({span.operation or 'token usage'}) is below no "
                         "invoke_agent span: its tool call or tokens belong to no agent run")
     for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
+        if owner.operation is None and not _conventional(owner):
+            yield BadRecord(owner.line, "OTEL_NO_CONVENTION", f"span {owner.span} of trace "
+                            f"{owner.trace} ({clip(owner.name)!r}) and the spans below it "
+                            "follow no convention the reader knows (no gen_ai.* attribute, "
+                            "no OpenInference span kind it reads): its tool calls, tokens and "
+                            "answer are unknown, never none")
+            continue
         tools.sort(key=lambda s: s.start)
         inference.sort(key=lambda s: s.start)
         above: list[Span] = []
@@ -680,6 +781,18 @@ def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
                             f"{exc}")
             continue
         yield mapped(owner.line, unit(owner, tools, inference, case, trial))
+
+
+def _conventional(owner: Span) -> bool:
+    """Whether a span, or one below it, carries an attribute of the GenAI conventions (an
+    OpenInference span the reader reads has been given them)."""
+    stack = [owner]
+    while stack:
+        node = stack.pop()
+        if any(k.startswith("gen_ai.") for k in node.attrs):
+            return True
+        stack.extend(node.children)
+    return False
 
 
 Numbered = dict[str, tuple[int, Any, set[int]]]  # case -> its first line, id, trials
