@@ -414,7 +414,9 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
     choices = output.get("choices")
     choice = _dict(choices[0]) if isinstance(choices, list) and choices else {}
     total, working = sample.get("total_time"), sample.get("working_time")
-    usage, bad = _usage(sample.get("model_usage"), output.get("usage"))
+    events = _events(sample)
+    usage, bad = _usage(sample.get("model_usage"), output.get("usage"), events,
+                        sample.get("messages"))
     for name, value in (("total_time", total), ("working_time", working)):
         if value is not None and not _quantity(value):
             bad = bad or f"its {name} is not a number >= 0"
@@ -441,7 +443,7 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
         "latency_s": total if _number(total) else None,
         "latency_ms": round(total * 1000, 3) if _number(total) else None,
         "working_time_s": working if _number(working) else None,
-        "tool_calls": _tool_calls(sample.get("messages"), sample.get("events")),
+        "tool_calls": _tool_calls(sample.get("messages"), events),
         "error": _error(error),
         "limit": sample.get("limit"),
         "metadata": sample.get("metadata"),
@@ -634,13 +636,51 @@ TOKENS = ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_r
           "input_tokens_cache_write", "reasoning_tokens")
 
 
-def _usage(model_usage: Any, output_usage: Any) -> tuple[dict[str, Any] | None, str]:
-    """Tokens summed over every model the sample called (``model_usage``), else the final
-    output's ``usage``; ``cost_usd`` from inspect_ai's ``total_cost`` where it has one. The
-    second item says why a value cannot be summed (not a number >= 0), else ''."""
-    usages = [u for u in model_usage.values() if isinstance(u, dict)] \
-        if isinstance(model_usage, dict) and model_usage else \
-        [output_usage] if isinstance(output_usage, dict) else []
+def _events(sample: dict[str, Any]) -> Any:
+    """The sample's events: ``events``, or ``transcript.events`` where inspect_ai wrote them
+    before it had ``events`` (0.3.25 and its time; docs/inspect.md, the support matrix)."""
+    if "events" in sample:
+        return sample["events"]
+    return _dict(sample.get("transcript")).get("events")
+
+
+def _model_calls(events: Any) -> list[Any]:
+    """The ``usage`` of every model call the sample's events record (nested ones too)."""
+    found: list[Any] = []
+    stack = [events] if isinstance(events, list) else []
+    while stack:
+        for event in stack.pop():
+            if not isinstance(event, dict):
+                continue
+            if isinstance(event.get("events"), list):
+                stack.append(event["events"])
+            if event.get("event") == "model" and "usage" in _dict(event.get("output")):
+                found.append(event["output"]["usage"])
+    return found
+
+
+def _usage(model_usage: Any, output_usage: Any, events: Any = None,
+           messages: Any = None) -> tuple[dict[str, Any] | None, str]:
+    """Tokens summed over every model the sample called (``model_usage``); where inspect_ai
+    kept none (before 0.3.3x), over the model calls its events record; where it kept no
+    event either, the final output's ``usage`` when the sample made one model call (one
+    assistant message), else none: the last call's usage is not the sample's. ``cost_usd``
+    from inspect_ai's ``total_cost`` where it has one. The second item says why a value
+    cannot be summed (not a number >= 0), else ''."""
+    if isinstance(model_usage, dict) and model_usage:
+        usages = [u for u in model_usage.values() if isinstance(u, dict)]
+    elif (calls := _model_calls(events)):
+        usages = calls
+        if not all(isinstance(u, dict) or u is None for u in calls):
+            return None, "a model event's usage is not an object"
+        usages = [u for u in calls if isinstance(u, dict)]
+        if len(usages) < len(calls):  # a call whose usage is unknown: so is the sum
+            return None, ""
+    else:
+        answers = [m for m in messages if isinstance(m, dict)
+                   and m.get("role") == "assistant"] if isinstance(messages, list) else []
+        usages = [output_usage] if isinstance(output_usage, dict) and len(answers) <= 1 \
+            else []
     if not usages:
         return None, ""
     out: dict[str, Any] = {}

@@ -1,0 +1,150 @@
+"""Logs that the real tools wrote, at every version of the support matrix (issue 25).
+
+Each fixture under tests/data/field/<tool>/ was written by the tool itself at the version
+its MADE.json names, with the command that made it (bench/field/ regenerates them). The
+expected values are MADE.json's ``expected``: worked out from the scripted scenario that
+produced the file (the mock model's script, the loopback server's replies), never from
+specgate's reading. Every genuine file must read with no record problem and give exactly
+those units, scores, tokens and tool calls; each cut, emptied or edited copy must still be
+refused with its code.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+from engine.records.formats import BadRecord, Record
+from engine.records.inspect_log import read as read_inspect
+
+from .conftest import ROOT
+
+FIELD = ROOT / "tests" / "data" / "field"
+
+
+def made(tool: str) -> list[dict[str, Any]]:
+    """The fixtures of one tool, as MADE.json records them."""
+    entries: list[dict[str, Any]] = json.loads((FIELD / tool / "MADE.json").read_text())
+    return entries
+
+
+def gate(spec: Path, name: str, path: Path, out: Path) -> tuple[int, dict[str, Any]]:
+    """``engine run`` of a field gate on one file, through the CLI: exit code, scorecard."""
+    code = main(["run", str(spec), "--input", f"{name}={path}", "--out", str(out)])
+    return code, json.loads((out / "scorecard.json").read_bytes())
+
+
+def problems(records: list[Record | BadRecord]) -> list[tuple[str, str]]:
+    return [(r.code, r.message) for r in records if isinstance(r, BadRecord)]
+
+
+# --- inspect_ai -----------------------------------------------------------------------------
+
+INSPECT = made("inspect")
+
+
+@pytest.mark.parametrize("entry", INSPECT, ids=lambda e: e["path"])
+def test_inspect_ai_logs_of_every_version_read_as_the_scenario_says(
+        entry: dict[str, Any]) -> None:
+    records = list(read_inspect(FIELD / "inspect" / entry["path"]))
+    assert problems(records) == []
+    want = entry["expected"]
+    found = {(r.data["sample_id"], r.data["epoch"]): r.data for r in records
+             if isinstance(r, Record)}
+    assert len(records) == len(found) == want["samples"]
+    for unit in want["units"]:
+        data = found[unit["id"], unit["epoch"]]
+        assert data["scores"][want["scorer"]]["value"] == unit["score"]
+        assert data["output"] == unit["output"]
+        assert {k: data["usage"].get(k) for k in unit["tokens"]} == unit["tokens"]
+        assert [(c["name"], c["arguments"]) for c in data["tool_calls"]] == \
+            [(c["name"], c["arguments"]) for c in unit["tool_calls"]]
+    assert sum(d["scores"][want["scorer"]]["value"] == "C" for d in found.values()) == \
+        want["scores_correct"]
+
+
+@pytest.mark.parametrize("entry", INSPECT, ids=lambda e: e["path"])
+def test_inspect_ai_logs_of_every_version_pass_one_gate(entry: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    want = entry["expected"]
+    code, card = gate(FIELD / "inspect" / "gate", "samples",
+                      FIELD / "inspect" / entry["path"], tmp_path / "out")
+    assert card["coverage"]["record_problems"] == {}
+    assert card["coverage"]["records"] == want["samples"]
+    correct = card["categories"]["correctness"]
+    assert (correct["passed"], correct["n"]) == (want["scores_correct"], want["samples"])
+    # every call within its contract, every sample within 75 tokens (3 calls of 25)
+    assert card["categories"]["tools"]["passed"] == want["samples"]
+    assert card["categories"]["efficiency"]["passed"] == want["samples"]
+    assert (code, card["decision"]) == (0, "PASS")
+
+
+def _json_log(entry: dict[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((FIELD / "inspect" / entry["path"]).read_text())
+    return doc
+
+
+JSON_LOGS = [e for e in INSPECT if e["form"] == "json"]
+
+
+@pytest.mark.parametrize("entry", JSON_LOGS, ids=lambda e: e["path"])
+def test_a_genuine_log_cut_emptied_or_copied_into_is_still_refused(entry: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    source = FIELD / "inspect" / entry["path"]
+    text = source.read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(text[: len(text) * 2 // 3])
+    assert "INSPECT_LOG_TRUNCATED" in {c for c, _ in problems(list(read_inspect(cut)))}
+
+    doc = _json_log(entry)
+    doc["samples"] = []  # the header alone: every sample of the run is missing
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(doc))
+    # the header names its samples (eval.dataset.sample_ids) from 0.3.3x on; before, the
+    # Suite's cases are what is missing
+    named = {c for c, _ in problems(list(read_inspect(empty)))}
+    assert named == ({"RUN_MISSING"} if "sample_ids" in doc["eval"]["dataset"] else set())
+    code, card = gate(FIELD / "inspect" / "gate", "samples", empty, tmp_path / "out")
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
+
+    doc = _json_log(entry)
+    samples = doc["samples"]
+    first = samples[0]
+    other = next(s for s in samples if s["id"] == first["id"] and s["epoch"] != first["epoch"])
+    samples[samples.index(other)] = {**first, "epoch": other["epoch"]}  # a pass copied over
+    copied = tmp_path / "copied.json"
+    copied.write_text(json.dumps(doc))
+    codes = [c for c, _ in problems(list(read_inspect(copied)))]
+    assert codes == ["DUPLICATE_ID"], codes
+
+
+PRE_UUID = [e for e in INSPECT if not e["expected"]["sample_uuid"]]
+
+
+@pytest.mark.parametrize("entry", PRE_UUID, ids=lambda e: e["path"])
+def test_a_log_without_uuids_under_a_header_naming_a_later_version_is_refused(
+        entry: dict[str, Any], tmp_path: Path) -> None:
+    """inspect_ai 0.3.70 and later write a uuid for every sample: a log claiming such a
+    version without them contradicts itself (uuids dropped to hide a copy)."""
+    source = FIELD / "inspect" / entry["path"]
+    out = tmp_path / source.name
+    if entry["form"] == "json":
+        doc = _json_log(entry)
+        doc["eval"]["packages"]["inspect_ai"] = "0.3.70"
+        out.write_text(json.dumps(doc))
+    else:
+        with zipfile.ZipFile(source) as old, zipfile.ZipFile(out, "w") as new:
+            for info in old.infolist():
+                data = old.read(info)
+                if info.filename in ("header.json", "_journal/start.json"):
+                    header = json.loads(data)
+                    header["eval"]["packages"]["inspect_ai"] = "0.3.70"
+                    data = json.dumps(header).encode()
+                new.writestr(info.filename, data, zipfile.ZIP_DEFLATED)
+    codes = {c for c, _ in problems(list(read_inspect(out)))}
+    assert codes == {"INSPECT_LOG_MALFORMED"}
