@@ -12,15 +12,19 @@ refused with its code.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from engine.cli import main
 from engine.records.formats import BadRecord, Record
 from engine.records.inspect_log import read as read_inspect
+from engine.records.otel_genai import read as read_otel
 
 from .conftest import ROOT
 
@@ -148,3 +152,123 @@ def test_a_log_without_uuids_under_a_header_naming_a_later_version_is_refused(
                 new.writestr(info.filename, data, zipfile.ZIP_DEFLATED)
     codes = {c for c, _ in problems(list(read_inspect(out)))}
     assert codes == {"INSPECT_LOG_MALFORMED"}
+
+
+# --- OpenTelemetry GenAI (and OpenInference) ----------------------------------------------
+
+OTEL = json.loads((FIELD / "otel" / "MADE.json").read_text())["files"]
+# which exports record tool-call arguments and message content: the framework settings
+# each was made with (MADE.json's settings and env), not what the reader finds
+RECORDS = {("pydantic_ai", "content"): True, ("pydantic_ai", "no_content"): False,
+           ("strands", "default"): False, ("strands", "latest"): True,
+           ("strands", "latest_attributes"): True, ("openai_v2", "span_only"): True,
+           ("openai_v2", "no_content"): False, ("openai_agents", "default"): True,
+           ("openai_agents", "no_sensitive_data"): False}
+RECIPE = re.compile(r"<!-- otel-recipe: (\w+) -->\n```yaml\n(.*?)```", re.DOTALL)
+
+
+def recipes() -> dict[str, dict[str, Any]]:
+    """Each framework's input declaration, as docs/otel.md gives it."""
+    page = (ROOT / "docs" / "otel.md").read_text()
+    return {name: yaml.safe_load(text)["inputs"]["traces"]
+            for name, text in RECIPE.findall(page)}
+
+
+def otel_gate(tmp_path: Path, framework: str) -> Path:
+    """The field gate with the framework's recipe from docs/otel.md as its input."""
+    spec = tmp_path / "gate"
+    shutil.copytree(FIELD / "otel" / "gate", spec)
+    declared = recipes()[framework]
+    (spec / "traces.jsonl").write_text("")  # the recipe's path; the test rebinds it
+    evaluation = {"apiVersion": "specgate/v1", "kind": "Evaluation",
+                  "metadata": {"name": f"otel-field-{framework.replace('_', '-')}",
+                               "version": "1.0.0", "owner": "support-platform"},
+                  "spec": {"policy": "policy.yaml", "suite": "suite.yaml",
+                           "inputs": {"traces": declared},
+                           "units": {"input": "traces", "id": "id", "case": "case_id"}}}
+    (spec / "evaluation.yaml").write_text(yaml.safe_dump(evaluation))
+    return spec
+
+
+def test_every_framework_has_a_recipe_and_a_record_of_what_it_records() -> None:
+    assert set(recipes()) == {e["framework"] for e in OTEL}
+    assert set(RECORDS) == {(e["framework"], e["mode"]) for e in OTEL}
+
+
+@pytest.mark.parametrize("entry", OTEL, ids=lambda e: e["path"].split("otel/")[1])
+def test_framework_exports_read_as_the_script_says(entry: dict[str, Any]) -> None:
+    options = recipes()[entry["framework"]].get("options", {})
+    records = list(read_otel(ROOT / entry["path"], None, **options))
+    assert problems(records) == []
+    found = {(r.data["case_id"], r.data["trial"]): r.data for r in records
+             if isinstance(r, Record)}
+    runs = entry["expected"]["runs"]
+    assert len(records) == len(found) == len(runs) == 6
+    recorded = RECORDS[entry["framework"], entry["mode"]]
+    for run in runs:
+        data = found[run["case"], run["trial"]]
+        assert [c["name"] for c in data["tool_calls"]] == [c["name"] for c in run["tool_calls"]]
+        if recorded:
+            assert [c["arguments"] for c in data["tool_calls"]] == \
+                [c["arguments"] for c in run["tool_calls"]]
+            assert data["output"].strip() == run["final_text"]  # strands ends it with "\n"
+        else:  # not recorded is absent, never an empty value
+            assert all("arguments" not in c for c in data["tool_calls"])
+            assert data["output"] is None
+        assert (data["usage"]["input_tokens"], data["usage"]["output_tokens"]) == \
+            (run["input_tokens"], run["output_tokens"])
+
+
+@pytest.mark.parametrize("entry", OTEL, ids=lambda e: e["path"].split("otel/")[1])
+def test_framework_exports_fail_where_recorded_and_never_pass_where_not(
+        entry: dict[str, Any], tmp_path: Path) -> None:
+    """The big case refunds 80 and 42.5 against a limit of 40 and says "full refund
+    approved": an export recording that FAILs; one that does not is INCOMPLETE."""
+    spec = otel_gate(tmp_path, entry["framework"])
+    code, card = gate(spec, "traces", ROOT / entry["path"], tmp_path / "out")
+    assert card["coverage"]["record_problems"] == {}
+    tools, answer = card["categories"]["tools"], card["categories"]["answer"]
+    assert card["categories"]["efficiency"]["passed"] == 6
+    if RECORDS[entry["framework"], entry["mode"]]:
+        assert (tools["passed"], tools["failed"]) == (4, 2)
+        assert (answer["passed"], answer["failed"]) == (4, 2)
+        assert (code, card["decision"]) == (1, "FAIL")
+    else:
+        # a refund's arguments unrecorded: its contract has no evidence (4 runs refund)
+        assert (tools["passed"], tools["errors"]) == (2, 4)
+        assert answer["errors"] == 6
+        assert (code, card["decision"]) == (3, "INCOMPLETE")
+
+
+def _without(path: Path, out: Path, key: str) -> None:
+    """``path``'s export with attribute ``key`` taken off every span."""
+    lines = []
+    for line in path.read_text().splitlines():
+        request = json.loads(line)
+        for resource in request["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    span["attributes"] = [a for a in span.get("attributes", [])
+                                          if a["key"] != key]
+        lines.append(json.dumps(request))
+    out.write_text("\n".join(lines) + "\n")
+
+
+def test_an_export_following_no_known_convention_is_never_an_empty_run(
+        tmp_path: Path) -> None:
+    """The OpenAI Agents SDK's OpenInference export with its span kinds taken off: no
+    convention the reader knows. Each run is OTEL_NO_CONVENTION (it was read as a run with
+    no tool calls, which passed an allow-list forbidding the refund it made)."""
+    source = FIELD / "otel" / "openai_agents" / "default.jsonl"
+    bare = tmp_path / "bare.jsonl"
+    _without(source, bare, "openinference.span.kind")
+    spec = otel_gate(tmp_path, "openai_agents")
+    suite = spec / "suite.yaml"
+    suite.write_text(suite.read_text().replace("[lookup_order, issue_refund, escalate]",
+                                               "[lookup_order, escalate]"))
+    code, card = gate(spec, "traces", bare, tmp_path / "out")
+    assert card["coverage"]["record_problems"] == {"OTEL_NO_CONVENTION": 6}
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
+    code, card = gate(spec, "traces", source, tmp_path / "genuine")  # read: the refund shows
+    assert card["categories"]["tools"]["failed"] == 4
+    assert (code, card["decision"]) == (1, "FAIL")

@@ -303,20 +303,23 @@ DETAILED = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_in
 
 def _details(events: Any, attrs: dict[str, Any]) -> None:
     """Content the conventions allow on a span event instead of the span's attributes
-    (``gen_ai.client.inference.operation.details``), read as the span's own; an event that
-    gives a value the span gives differently is refused (which one counts would be a
-    guess)."""
+    (``gen_ai.client.inference.operation.details``), read as the span's own. A later event
+    giving a key again replaces the earlier one's value, as a later write of the attribute
+    does (strands writes the input of a loop cycle twice, once per model call); an event
+    giving a key the span's own attributes give differently is refused (which one counts
+    would be a guess)."""
     if not isinstance(events, list):
         return
+    given: dict[str, Any] = {}
     for event in events:
         if not isinstance(event, dict) or event.get("name") != DETAILS:
             continue
-        for key, value in attributes(event.get("attributes")).items():
-            if key not in DETAILED:
-                continue
-            if attrs.setdefault(key, value) != value:
-                raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
-                                f"{DETAILS} event, differently")
+        given.update((k, v) for k, v in attributes(event.get("attributes")).items()
+                     if k in DETAILED)
+    for key, value in given.items():
+        if attrs.setdefault(key, value) != value:
+            raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
+                            f"{DETAILS} event, differently")
 
 
 def _check_tool(name: str, attrs: dict[str, Any]) -> None:
