@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from engine.cli import main
+from engine.records import support
 from engine.records.formats import BadRecord, Record
 from engine.records.inspect_log import read as read_inspect
 from engine.records.otel_genai import read as read_otel
@@ -272,3 +273,27 @@ def test_an_export_following_no_known_convention_is_never_an_empty_run(
     code, card = gate(spec, "traces", source, tmp_path / "genuine")  # read: the refund shows
     assert card["categories"]["tools"]["failed"] == 4
     assert (code, card["decision"]) == (1, "FAIL")
+
+
+# --- the support matrix -----------------------------------------------------------------------
+
+PACKAGES = {"pydantic_ai": "pydantic-ai-slim", "strands": "strands-agents",
+            "openai_v2": "opentelemetry-instrumentation-openai-v2",
+            "openai_agents": "openai-agents"}
+
+
+def test_the_support_matrix_in_the_docs_is_current() -> None:
+    for name, file in support.DOCS.items():
+        page = (ROOT / "docs" / file).read_text()
+        assert support.render(page, name) == page, \
+            f"docs/{file}: stale support matrix, run python -m engine.records.support"
+
+
+def test_every_version_the_matrix_names_as_tested_has_a_fixture_the_tool_wrote() -> None:
+    formats = support.matrix()["formats"]
+    assert set(formats["inspect-log"]["tested"]) == {e["inspect_ai"] for e in INSPECT}
+    assert set(formats["promptfoo-results"]["tested"]) == {e["promptfoo"] for e in PROMPTFOO}
+    tested = " | ".join(formats["otel-genai"]["tested"])
+    for entry in OTEL:
+        package = PACKAGES[entry["framework"]]
+        assert f"{package} {entry['versions'][package]}" in tested, entry["path"]
