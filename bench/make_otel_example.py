@@ -144,7 +144,7 @@ def record(runs: Iterable[Run], agent: str = "refund-agent",
     return list(exporter.get_finished_spans())
 
 
-def _hex_ids(request: dict[str, Any]) -> dict[str, Any]:
+def hex_ids(request: dict[str, Any]) -> dict[str, Any]:
     """protobuf's JSON mapping writes bytes as base64; OTLP/JSON wants trace and span ids
     (and parentSpanId, links' ids) as hex."""
     def fix(node: Any) -> None:
@@ -171,7 +171,7 @@ def otlp_json(spans: Sequence[Any], batch: int = 7) -> list[str]:
     for start in range(0, len(spans), batch):
         message = encode_spans(spans[start:start + batch])
         request = MessageToDict(message, use_integers_for_enums=True)
-        lines.append(json.dumps(_hex_ids(request), separators=(",", ":"), sort_keys=False))
+        lines.append(json.dumps(hex_ids(request), separators=(",", ":"), sort_keys=False))
     return lines
 
 

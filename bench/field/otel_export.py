@@ -12,11 +12,12 @@ written in:
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from bench.make_otel_example import hex_ids
 
 SERVICE = "refund-service"
 
@@ -52,23 +53,6 @@ def provider(service: str = SERVICE, install: bool = False) -> tuple[Any, Any]:
     if install:
         trace.set_tracer_provider(tracer_provider)
     return tracer_provider, exporter
-
-
-def hex_ids(request: dict[str, Any]) -> dict[str, Any]:
-    """protobuf's JSON mapping writes bytes as base64; OTLP/JSON wants the trace and span
-    ids (and parentSpanId, links' ids) as hex."""
-    def fix(node: Any) -> None:
-        if isinstance(node, dict):
-            for key in ("traceId", "spanId", "parentSpanId"):
-                if isinstance(node.get(key), str) and node[key]:
-                    node[key] = base64.b64decode(node[key]).hex()
-            for value in node.values():
-                fix(value)
-        elif isinstance(node, list):
-            for value in node:
-                fix(value)
-    fix(request)
-    return request
 
 
 class Batches:
