@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -128,31 +127,33 @@ def test_a_genuine_log_cut_emptied_or_copied_into_is_still_refused(entry: dict[s
     assert codes == ["DUPLICATE_ID"], codes
 
 
-PRE_UUID = [e for e in INSPECT if not e["expected"]["sample_uuid"]]
-
-
-@pytest.mark.parametrize("entry", PRE_UUID, ids=lambda e: e["path"])
-def test_a_log_without_uuids_under_a_header_naming_a_later_version_is_refused(
+@pytest.mark.parametrize("entry", JSON_LOGS, ids=lambda e: e["path"])
+def test_a_copy_under_a_fresh_uuid_or_none_is_refused_a_retried_log_is_not(
         entry: dict[str, Any], tmp_path: Path) -> None:
-    """inspect_ai 0.3.70 and later write a uuid for every sample: a log claiming such a
-    version without them contradicts itself (uuids dropped to hide a copy)."""
-    source = FIELD / "inspect" / entry["path"]
-    out = tmp_path / source.name
-    if entry["form"] == "json":
+    """A sample copied over another epoch is found by its content, whatever its uuid says
+    (a fresh one, or none as before 0.3.70); a log whose header names 0.3.70 or later but
+    whose samples have no uuid (``inspect eval-retry`` carries an earlier version's samples
+    over as they were) is read."""
+    for uuid in ("a-fresh-uuid", None):
         doc = _json_log(entry)
-        doc["eval"]["packages"]["inspect_ai"] = "0.3.70"
-        out.write_text(json.dumps(doc))
-    else:
-        with zipfile.ZipFile(source) as old, zipfile.ZipFile(out, "w") as new:
-            for info in old.infolist():
-                data = old.read(info)
-                if info.filename in ("header.json", "_journal/start.json"):
-                    header = json.loads(data)
-                    header["eval"]["packages"]["inspect_ai"] = "0.3.70"
-                    data = json.dumps(header).encode()
-                new.writestr(info.filename, data, zipfile.ZIP_DEFLATED)
-    codes = {c for c, _ in problems(list(read_inspect(out)))}
-    assert codes == {"INSPECT_LOG_MALFORMED"}
+        samples = doc["samples"]
+        first = samples[0]
+        other = next(s for s in samples
+                     if s["id"] == first["id"] and s["epoch"] != first["epoch"])
+        copy = {**first, "epoch": other["epoch"], "uuid": uuid}
+        if uuid is None:
+            copy.pop("uuid")
+        samples[samples.index(other)] = copy
+        path = tmp_path / f"copied-{uuid}.json"
+        path.write_text(json.dumps(doc))
+        assert [c for c, _ in problems(list(read_inspect(path)))] == ["DUPLICATE_ID"]
+    doc = _json_log(entry)
+    doc["eval"]["packages"]["inspect_ai"] = "0.3.70"
+    for sample in doc["samples"]:
+        sample.pop("uuid", None)
+    retried = tmp_path / "retried.json"
+    retried.write_text(json.dumps(doc))
+    assert problems(list(read_inspect(retried))) == []
 
 
 # --- OpenTelemetry GenAI (and OpenInference) ----------------------------------------------
@@ -241,18 +242,55 @@ def test_framework_exports_fail_where_recorded_and_never_pass_where_not(
         assert (code, card["decision"]) == (3, "INCOMPLETE")
 
 
-def _without(path: Path, out: Path, key: str) -> None:
-    """``path``'s export with attribute ``key`` taken off every span."""
+def _edited(path: Path, out: Path, change: Any) -> None:
+    """``path``'s export with ``change(span)`` applied to every span."""
     lines = []
     for line in path.read_text().splitlines():
         request = json.loads(line)
         for resource in request["resourceSpans"]:
             for scope in resource["scopeSpans"]:
                 for span in scope["spans"]:
-                    span["attributes"] = [a for a in span.get("attributes", [])
-                                          if a["key"] != key]
+                    change(span)
         lines.append(json.dumps(request))
     out.write_text("\n".join(lines) + "\n")
+
+
+def test_content_openinference_hides_is_not_recorded_never_its_placeholder(
+        tmp_path: Path) -> None:
+    """OPENINFERENCE_HIDE_INPUTS / _HIDE_OUTPUT_TEXT write "__REDACTED__" in place of the
+    content: read as the arguments it was a contract FAIL on every call, read as the answer
+    a must-not-contain PASS on text never shown (hostile review of issue 25)."""
+    def hide(span: dict[str, Any]) -> None:
+        for attribute in span.get("attributes", []):
+            key, value = attribute["key"], attribute["value"]
+            if key == "input.value" or re.fullmatch(
+                    r"llm\.output_messages\.\d+\.message\.content", key):
+                value["stringValue"] = "__REDACTED__"
+    hidden = tmp_path / "hidden.jsonl"
+    _edited(FIELD / "otel" / "openai_agents" / "default.jsonl", hidden, hide)
+    code, card = gate(otel_gate(tmp_path, "openai_agents"), "traces", hidden, tmp_path / "out")
+    tools, answer = card["categories"]["tools"], card["categories"]["answer"]
+    assert (tools["passed"], tools["errors"], answer["errors"]) == (2, 4, 6)
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
+
+
+def test_a_tool_span_of_a_convention_the_reader_does_not_read_is_refused(
+        tmp_path: Path) -> None:
+    """A tool call marked only by OpenLLMetry's traceloop.span.kind inside a GenAI run
+    would be missing from the run's calls: the run is OTEL_NO_CONVENTION."""
+    def relabel(span: dict[str, Any]) -> None:
+        attributes = span.get("attributes", [])
+        if any(a["key"] == "gen_ai.operation.name" and
+               a["value"].get("stringValue") == "execute_tool" for a in attributes):
+            span["name"] = "issue_refund.tool"
+            span["attributes"] = [{"key": "traceloop.span.kind",
+                                   "value": {"stringValue": "tool"}}] + [
+                a for a in attributes if not a["key"].startswith("gen_ai.")]
+    relabelled = tmp_path / "traceloop.jsonl"
+    _edited(FIELD / "otel" / "strands" / "latest.jsonl", relabelled, relabel)
+    code, card = gate(otel_gate(tmp_path, "strands"), "traces", relabelled, tmp_path / "out")
+    assert card["coverage"]["record_problems"] == {"OTEL_NO_CONVENTION": 6}
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
 
 
 def test_an_export_following_no_known_convention_is_never_an_empty_run(
@@ -262,7 +300,8 @@ def test_an_export_following_no_known_convention_is_never_an_empty_run(
     no tool calls, which passed an allow-list forbidding the refund it made)."""
     source = FIELD / "otel" / "openai_agents" / "default.jsonl"
     bare = tmp_path / "bare.jsonl"
-    _without(source, bare, "openinference.span.kind")
+    _edited(source, bare, lambda span: span.update(attributes=[
+        a for a in span.get("attributes", []) if a["key"] != "openinference.span.kind"]))
     spec = otel_gate(tmp_path, "openai_agents")
     suite = spec / "suite.yaml"
     suite.write_text(suite.read_text().replace("[lookup_order, issue_refund, escalate]",

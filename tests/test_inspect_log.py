@@ -645,7 +645,8 @@ def test_best_of_three_epochs_is_refused_whatever_the_case_grouping(tmp_path: Pa
         failing = next(s for s in doc["samples"] if s["id"] == "multiply" and s["epoch"] == 2)
         passing = next(s for s in doc["samples"] if s["id"] == "multiply" and s["epoch"] == 1)
         assert failing["scores"]["match"]["value"] == "I"
-        doc["samples"][doc["samples"].index(failing)] = {**passing, "epoch": 3, "uuid": "new"}
+        doc["samples"][doc["samples"].index(failing)] = {  # times of its own, as a rerun's
+            **passing, "epoch": 3, "uuid": "new", "total_time": passing["total_time"] + 0.25}
     honest, trimmed = tmp_path / "honest.json", tmp_path / "trimmed.json"
     honest.write_bytes(_json_log(grouped))
     trimmed.write_bytes(_json_log(best_of_three))

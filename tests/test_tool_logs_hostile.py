@@ -145,7 +145,8 @@ def test_an_eval_entry_holding_another_sample_is_refused(tmp_path: Path) -> None
     entries = _eval_entries()
     one = _sample_of("samples/add-carry_epoch_1.json")
     # epoch 2's entry holds epoch 1's passing sample, under a uuid of its own
-    swapped = _with_sample(entries, "samples/add-carry_epoch_2.json", {**one, "uuid": "new"})
+    swapped = _with_sample(entries, "samples/add-carry_epoch_2.json",
+                           {**one, "uuid": "new", "total_time": one["total_time"] + 0.25})
     status, card, _ = _gate(tmp_path, "inspect-example", "samples", _raw_zip(swapped), ".eval")
     assert status == 3 and "INSPECT_LOG_MALFORMED" in card["coverage"]["record_problems"]
     # the same copy keeping its uuid, as the third review made it
@@ -293,14 +294,18 @@ def _sample(doc: dict[str, Any], sample_id: str, epoch: int) -> dict[str, Any]:
     return next(s for s in doc["samples"] if s["id"] == sample_id and s["epoch"] == epoch)
 
 
-def _renumbered(epoch: int, uuid: str | None, epochs: int | None = None) -> Any:
+def _renumbered(epoch: int, uuid: str | None, epochs: int | None = None,
+                edited: bool = False) -> Any:
     """multiply's failing epoch 2 replaced by its passing epoch 1 as ``epoch`` (its uuid
-    kept when ``uuid`` is None); ``epochs``: the header's count made that many."""
+    kept when ``uuid`` is None); ``epochs``: the header's count made that many; ``edited``:
+    its times changed too, as a rerun's would be (so its content is no exact copy)."""
     def change(doc: dict[str, Any]) -> None:
         passing, failing = _sample(doc, "multiply", 1), _sample(doc, "multiply", 2)
         assert passing["scores"]["match"]["value"] == "C"
         assert failing["scores"]["match"]["value"] == "I"
         copy = {**passing, "epoch": epoch, "uuid": uuid or passing["uuid"]}
+        if edited:
+            copy["total_time"] = passing["total_time"] + 0.25
         if uuid == "DELETE":  # eighth review: the uuid check was skipped without one
             del copy["uuid"]
         doc["samples"][doc["samples"].index(failing)] = copy
@@ -317,11 +322,13 @@ INSPECT_SUBSTITUTED = [  # (what, change to the log, text or None, the code it m
     ("a passing epoch copied over a failing one, its uuid kept",
      _renumbered(2, None), None, "DUPLICATE_ID"),
     ("epoch 3 standing in for a failing epoch 2 (the header says 2 epochs)",
-     _renumbered(3, "fresh-uuid"), None, "BAD_VALUE"),
+     _renumbered(3, "fresh-uuid", edited=True), None, "BAD_VALUE"),
     ("the same with the header raised to 3 epochs (the suite still says 2 trials)",
-     _renumbered(3, "fresh-uuid", epochs=3), None, "EXTRA_RUN"),
+     _renumbered(3, "fresh-uuid", epochs=3, edited=True), None, "EXTRA_RUN"),
     ("a passing epoch copied over a failing one, its uuid deleted",
-     _renumbered(2, "DELETE"), None, "INSPECT_LOG_MALFORMED"),
+     _renumbered(2, "DELETE"), None, "DUPLICATE_ID"),
+    ("a passing epoch copied over a failing one under a fresh uuid (issue 25: its content)",
+     _renumbered(2, "fresh-uuid"), None, "DUPLICATE_ID"),
     ("a header naming its model twice",  # read leniently, it named nothing
      _header_model_twice, ('"eval": {', '"eval": {"model": "x", '), "DUPLICATE_KEY"),
 ]

@@ -263,9 +263,9 @@ def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) 
         wanted = want.get("arguments") or {}
         if isinstance(wanted, str):
             wanted = json.loads(wanted) if wanted.strip() else {}
-        if any(name == want.get("name") and args is not None and all(
-                k in args and json_equal(args[k], v) for k, v in wanted.items())
-                for name, args in parsed):
+        if any(name == want.get("name") and (not wanted or args is not None and all(
+                k in args and json_equal(args[k], v) for k, v in wanted.items()))
+                for name, args in parsed):  # a name-only expectation needs no arguments
             continue
         if wanted and any(name == want.get("name") and args is None for name, args in parsed):
             unrecorded.append(f"expected call {want.get('name')} {clip(wanted)}: a call of it "

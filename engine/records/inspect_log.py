@@ -324,9 +324,6 @@ def _context(log: dict[str, Any]) -> dict[str, Any]:
     if "eval" in log:  # how many epochs the run was asked for (inspect_ai's default: 1)
         epochs = _dict(spec.get("config")).get("epochs")
         out["epochs"] = 1 if epochs is None else epochs
-        version = _dict(spec.get("packages")).get("inspect_ai")
-        if isinstance(version, str):  # which inspect_ai wrote the log (what it must hold)
-            out["inspect_version"] = version
         ids = _dict(spec.get("dataset")).get("sample_ids")
         if isinstance(ids, list):  # the samples the run had (after --limit)
             out["sample_ids"] = [i for i in ids if isinstance(i, str | int)
@@ -342,7 +339,7 @@ class _Seen:
 
     def __init__(self) -> None:
         self.uuids: set[str] = set()
-        self.bodies: set[str] = set()  # samples without a uuid (before 0.3.70): contents
+        self.bodies: set[bytes] = set()  # the digests of the samples' contents (_copy)
         self.epochs: dict[str, tuple[int, Any, set[int]]] = {}
         self.bad = False  # a sample was refused: the log is INCOMPLETE whatever is missing
 
@@ -393,7 +390,7 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
     if epoch > context.get("epochs", epoch):
         return BadRecord(line, "BAD_VALUE", f"{where}: epoch {epoch} of a run of "
                          f"{context['epochs']} epochs (its header's eval.config.epochs)")
-    copied = _copy(sample, context, seen)
+    copied = _copy(sample, seen)
     if copied is not None:
         return BadRecord(line, copied[0], f"{where}: {copied[1]}")
     if sample.get("invalidation") is not None:
@@ -453,45 +450,29 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
     return mapped(line, record, where)
 
 
-UUID_SINCE = (0, 3, 70)  # the first inspect_ai giving every sample of every epoch a uuid
-
-
-def _release(version: str) -> tuple[int, ...] | None:
-    """``0.3.58`` (or ``0.3.70.dev12+g1a2b``) as (0, 3, 58); None when it is no version."""
-    found = re.match(r"([0-9]+)\.([0-9]+)\.([0-9]+)", version)
-    return tuple(int(n) for n in found.groups()) if found else None
-
-
-def _copy(sample: dict[str, Any], context: dict[str, Any], seen: _Seen) -> \
-        tuple[str, str] | None:
-    """Why a sample is a copy of another of the log (or cannot be told from one), else
-    None. inspect_ai 0.3.70 and later give every sample of every epoch its own ``uuid``: a
-    uuid given twice is a copy, and a sample without one contradicts a header naming such a
-    version. Earlier versions wrote none; their samples are told apart by sample id and
-    epoch (checked by the caller) and by their content, epoch aside: a sample copied whole
-    under another epoch repeats it, where a real epoch differs at least in its times. A
-    copy that was also edited is not seen (docs/inspect.md, the support matrix)."""
+def _copy(sample: dict[str, Any], seen: _Seen) -> tuple[str, str] | None:
+    """Why a sample is a copy of another of the log, else None. inspect_ai 0.3.70 and later
+    give every sample of every epoch its own ``uuid``: one given twice is a copy. Earlier
+    versions wrote none, and a log retried across 0.3.70 (``inspect eval-retry``) carries
+    its earlier samples without one, so a missing uuid is no contradiction. Every sample is
+    also told apart by its content, epoch and uuid aside: a sample copied under another
+    epoch repeats it (a fresh uuid or none at all), where a real epoch differs at least in
+    its times. A copy that was also edited is not seen (docs/inspect.md, the support
+    matrix); sample id and epoch are checked by the caller."""
     uuid = sample.get("uuid")
-    if uuid is not None or "uuid" in sample:
+    if "uuid" in sample:
         if not isinstance(uuid, str) or not uuid:
             return MALFORMED, "its uuid is not a string"
         if uuid in seen.uuids:
             return "DUPLICATE_ID", f"sample uuid {clip(uuid)!r} appears twice (a copied sample)"
         seen.uuids.add(uuid)
-        return None
-    version = context.get("inspect_version")
-    release = _release(version) if isinstance(version, str) else None
-    if release is None or release >= UUID_SINCE:
-        said = f"inspect_ai {clip(version)}" if release else "no inspect_ai version"
-        return MALFORMED, (f"it has no uuid, and its header names {said} (inspect_ai "
-                           "0.3.70 and later write one for every sample of every epoch; a "
-                           "copy without it is unseen)")
-    body = hashlib.sha256(json.dumps({k: v for k, v in sample.items() if k != "epoch"},
-                                     sort_keys=True, ensure_ascii=True).encode()).hexdigest()
-    if body in seen.bodies:
+    body = hashlib.sha256(json.dumps({k: v for k, v in sample.items()
+                                      if k not in ("epoch", "uuid")},
+                                     ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if body.digest() in seen.bodies:
         return "DUPLICATE_ID", ("it repeats another sample of the log whole but for its epoch "
-                                f"(a copied sample; inspect_ai {clip(version)} writes no uuid)")
-    seen.bodies.add(body)
+                                "and uuid (a copied sample)")
+    seen.bodies.add(body.digest())
     return None
 
 
@@ -654,8 +635,8 @@ def _model_calls(events: Any) -> list[Any]:
                 continue
             if isinstance(event.get("events"), list):
                 stack.append(event["events"])
-            if event.get("event") == "model" and "usage" in _dict(event.get("output")):
-                found.append(event["output"]["usage"])
+            if event.get("event") == "model":  # inspect_ai leaves out a null usage
+                found.append(_dict(event.get("output")).get("usage"))
     return found
 
 

@@ -231,6 +231,12 @@ def span_of(data: Any, line: int, resource: dict[str, Any]) -> Span:
 # --- other conventions -------------------------------------------------------------------
 
 OI_KIND = "openinference.span.kind"  # OpenInference (Arize Phoenix, many instrumentations)
+# what OpenInference writes in place of content its configuration hides
+# (OPENINFERENCE_HIDE_INPUTS, _HIDE_OUTPUT_TEXT, ...): not recorded, never the text
+OI_REDACTED = "__REDACTED__"
+# a span another convention marks as a tool call, which the reader does not read: its call
+# would be missing from the run, so the run is refused (OpenLLMetry's traceloop.span.kind)
+UNREAD_TOOL = {"traceloop.span.kind": "tool"}
 OI_OPERATION = {"AGENT": "invoke_agent", "TOOL": "execute_tool", "LLM": "chat"}
 OI_MESSAGE = re.compile(r"llm\.(input|output)_messages\.([0-9]{1,6})\.message\.(.+)")
 
@@ -252,7 +258,7 @@ def _openinference(name: str, attrs: dict[str, Any]) -> None:
         for theirs, ours in (("input.value", "gen_ai.tool.call.arguments"),
                              ("output.value", "gen_ai.tool.call.result"),
                              ("tool_call.id", "gen_ai.tool.call.id")):
-            if theirs in attrs:
+            if theirs in attrs and attrs[theirs] != OI_REDACTED:  # hidden: not recorded
                 given[ours] = attrs[theirs]
     else:
         for theirs, ours in (("llm.model_name", "gen_ai.request.model"),
@@ -276,12 +282,16 @@ def _openinference(name: str, attrs: dict[str, Any]) -> None:
 def _oi_message(flat: dict[str, Any]) -> dict[str, Any]:
     """One OpenInference message (its flattened ``message.*`` attributes) in the GenAI
     conventions' shape: a role and its parts; a text part only where content is recorded."""
+    def text(value: Any) -> dict[str, Any]:  # a hidden text is a part whose content is
+        return {"type": "text"} if value == OI_REDACTED else {  # not recorded
+            "type": "text", "content": value}
+
     parts: list[dict[str, Any]] = []
     if "content" in flat:
-        parts.append({"type": "text", "content": flat["content"]})
+        parts.append(text(flat["content"]))
     texts = sorted((int(k.split(".")[1]), v) for k, v in flat.items()
                    if re.fullmatch(r"contents\.[0-9]{1,6}\.message_content\.text", k))
-    parts.extend({"type": "text", "content": v} for _, v in texts)
+    parts.extend(text(v) for _, v in texts)
     calls: dict[int, dict[str, Any]] = {}
     for key, value in flat.items():
         found = re.fullmatch(r"tool_calls\.([0-9]{1,6})\.tool_call\.(.+)", key)
@@ -290,7 +300,7 @@ def _oi_message(flat: dict[str, Any]) -> dict[str, Any]:
     for index in sorted(calls):
         call = calls[index]
         part = {"type": "tool_call", "name": call.get("function.name"), "id": call.get("id")}
-        if "function.arguments" in call:
+        if "function.arguments" in call and call["function.arguments"] != OI_REDACTED:
             part["arguments"] = call["function.arguments"]
         parts.append(part)
     return {"role": flat.get("role"), "parts": parts}
@@ -523,8 +533,8 @@ def _text(messages: Any, role: str) -> Any:
                 texts = [p.get("content") for p in parts
                          if isinstance(p, dict) and p.get("type") == "text"]
                 known = [t for t in texts if isinstance(t, str)]
-                if len(known) < len(texts):
-                    return None  # a text part whose content was not recorded: unknown
+                if not texts or len(known) < len(texts):
+                    return None  # no text (only tool calls), or its content not recorded
                 return "\n".join(known)
             content = message.get("content")
             return content if isinstance(content, str) else None
@@ -763,6 +773,13 @@ def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
                         f"{span.trace} ({span.operation or 'token usage'}) is below no "
                         "invoke_agent span: its tool call or tokens belong to no agent run")
     for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
+        unread = _unread_tool(owner)
+        if unread is not None:
+            yield BadRecord(unread.line, "OTEL_NO_CONVENTION", f"span {unread.span} of trace "
+                            f"{unread.trace} ({clip(unread.name)!r}) is a tool call by a "
+                            "convention the reader does not read (OpenLLMetry's "
+                            "traceloop.span.kind): the run's calls would be read without it")
+            continue
         if owner.operation is None and not _conventional(owner):
             yield BadRecord(owner.line, "OTEL_NO_CONVENTION", f"span {owner.span} of trace "
                             f"{owner.trace} ({clip(owner.name)!r}) and the spans below it "
@@ -796,6 +813,19 @@ def _conventional(owner: Span) -> bool:
             return True
         stack.extend(node.children)
     return False
+
+
+def _unread_tool(owner: Span) -> Span | None:
+    """A span in the run that another convention marks as a tool call and no GenAI
+    operation names, else None."""
+    stack = [owner]
+    while stack:
+        node = stack.pop()
+        if node.operation is None and any(node.attrs.get(k) == v
+                                           for k, v in UNREAD_TOOL.items()):
+            return node
+        stack.extend(node.children)
+    return None
 
 
 Numbered = dict[str, tuple[int, Any, set[int]]]  # case -> its first line, id, trials
@@ -834,7 +864,8 @@ def read(path: Path, digest: Any = None, case: Any = None, trial: Any = None) ->
             continue
         if item.parent and item.operation != "invoke_agent":  # keep what a unit maps
             item.attrs = {k: v for k, v in item.attrs.items()
-                          if k.startswith("gen_ai.") or k == "error.type" or k in kept}
+                          if k.startswith("gen_ai.") or k == "error.type" or k in kept
+                          or k in UNREAD_TOOL}
         held[item.span] = item
     numbered: Numbered = {}
     unnumbered: dict[str, tuple[int, Any]] = {}  # case -> its first run naming no trial
