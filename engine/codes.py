@@ -166,6 +166,7 @@ INSPECT_SCORE_EDITED: an inspect_ai sample whose score was edited after scoring 
 RUN_MISSING: a run a tool numbered is absent (an epoch of a sample, an otel trial below a higher)
 PROMPTFOO_TRUNCATED: a promptfoo results file ends before its JSON document does
 PROMPTFOO_NOT_RESULTS: the file holds no results.results list of promptfoo eval -o results.json
+PROMPTFOO_UNSUPPORTED: a promptfoo results file of a format version the reader does not read (< 3)
 PROMPTFOO_FIELD: a promptfoo result lacks testIdx, promptIdx or success, or has one of a wrong type
 OTEL_NOT_OTLP: an otel-genai line or document is not an OTLP trace export (no resourceSpans list)
 OTEL_BAD_SPAN: an OTLP span with a bad name, time, status or attribute; the span is dropped

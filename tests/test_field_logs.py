@@ -25,6 +25,7 @@ from engine.records import support
 from engine.records.formats import BadRecord, Record
 from engine.records.inspect_log import read as read_inspect
 from engine.records.otel_genai import read as read_otel
+from engine.records.promptfoo import read as read_promptfoo
 
 from .conftest import ROOT
 
@@ -314,6 +315,64 @@ def test_an_export_following_no_known_convention_is_never_an_empty_run(
     assert (code, card["decision"]) == (1, "FAIL")
 
 
+# --- promptfoo -------------------------------------------------------------------------------
+
+PROMPTFOO = json.loads((FIELD / "promptfoo" / "MADE.json").read_text())["files"]
+# files promptfoo wrote that the reader must refuse, and the code: promptfoo before 0.90
+# writes results format version 2 (no testIdx, promptIdx); 0.120.27 and 0.121.1 to
+# 0.121.11 with --no-write write an empty results list under full stats (a promptfoo bug)
+REFUSED = {"0.80.3/results.json": "PROMPTFOO_UNSUPPORTED",
+           "0.80.3/results-written.json": "PROMPTFOO_UNSUPPORTED",
+           "0.121.1/results.json": "PROMPTFOO_STATS"}
+READ = [e for e in PROMPTFOO if e["path"] not in REFUSED]
+
+
+def test_every_promptfoo_file_is_read_or_refused_on_purpose() -> None:
+    assert set(REFUSED) <= {e["path"] for e in PROMPTFOO}
+    assert {e["promptfoo_version"] for e in READ} >= {"0.92.2", "0.121.13", "0.123.1"}
+
+
+@pytest.mark.parametrize("entry", READ, ids=lambda e: e["path"])
+def test_promptfoo_results_of_every_version_read_as_the_scenario_says(
+        entry: dict[str, Any]) -> None:
+    records = list(read_promptfoo(FIELD / "promptfoo" / entry["path"]))
+    assert problems(records) == []
+    want = entry["expected"]
+    found = {r.data["test_index"]: r.data for r in records if isinstance(r, Record)}
+    assert len(records) == len(found) == want["results"]
+    assert sum(d["success"] for d in found.values()) == want["successes"]
+    for result in want["per_result"]:
+        data = found[result["testIdx"]]
+        assert (data["case_id"], data["trial"]) == (result["description"], result["repeat"] + 1)
+        assert data["success"] == result["success"]
+        if result["tokens"] is None:  # the server answered 500: no usage was reported
+            assert data["tokens"] is None or not data["tokens"].get("total")
+        else:
+            assert {k: data["tokens"][k] for k in result["tokens"]} == result["tokens"]
+        if result["outcome"] != "error":
+            assert data["output"] == result["output"]
+            assert [(a["type"], a["pass"]) for a in data["assertions"]] == \
+                [(a["type"], a["pass"]) for a in result["assertions"]]
+
+
+@pytest.mark.parametrize("entry", PROMPTFOO, ids=lambda e: e["path"])
+def test_promptfoo_results_of_every_version_gate_alike(entry: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    code, card = gate(FIELD / "promptfoo" / "gate", "results",
+                      FIELD / "promptfoo" / entry["path"], tmp_path / "out")
+    if entry["path"] in REFUSED:
+        assert list(card["coverage"]["record_problems"]) == [REFUSED[entry["path"]]]
+        assert (code, card["decision"]) == (3, "INCOMPLETE")
+        return
+    want = entry["expected"]
+    assert card["coverage"]["record_problems"] == {}
+    assertions = card["categories"]["assertions"]
+    assert (assertions["passed"], assertions["n"]) == (want["successes"], want["results"])
+    # each answered result within 36 tokens, read wherever its version keeps them
+    assert card["categories"]["efficiency"]["passed"] == want["successes"]
+    assert (code, card["decision"]) == (0, "PASS")
+
+
 # --- the support matrix -----------------------------------------------------------------------
 
 PACKAGES = {"pydantic_ai": "pydantic-ai-slim", "strands": "strands-agents",
@@ -331,7 +390,8 @@ def test_the_support_matrix_in_the_docs_is_current() -> None:
 def test_every_version_the_matrix_names_as_tested_has_a_fixture_the_tool_wrote() -> None:
     formats = support.matrix()["formats"]
     assert set(formats["inspect-log"]["tested"]) == {e["inspect_ai"] for e in INSPECT}
-    assert set(formats["promptfoo-results"]["tested"]) == {e["promptfoo"] for e in PROMPTFOO}
+    assert set(formats["promptfoo-results"]["tested"]) == \
+        {e["promptfoo_version"] for e in PROMPTFOO}
     tested = " | ".join(formats["otel-genai"]["tested"])
     for entry in OTEL:
         package = PACKAGES[entry["framework"]]

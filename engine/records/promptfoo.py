@@ -47,7 +47,7 @@ def _elements(stream: JsonStream, ranking: bool,
             raise Stop("PROMPTFOO_NOT_RESULTS", "'results' is not an object holding the "
                        "results list (write it with promptfoo eval -o results.json)")
         for inner in stream.members("in 'results'"):
-            if inner in ("prompts", "stats") and meta is not None:  # promptfoo's own tallies
+            if inner in ("version", "prompts", "stats") and meta is not None:  # its tallies
                 meta[inner] = _loose(stream.text(f"in results.{inner}"))
                 continue
             if inner != "results":
@@ -159,7 +159,7 @@ def _problem(result: Any) -> tuple[str, str] | None:
 
 def _usage_of(result: dict[str, Any]) -> tuple[str, Any]:
     """Where the result's token usage is, and it: the result's own ``tokenUsage`` (promptfoo
-    0.122 and later), else its ``response.tokenUsage``, where earlier versions keep it
+    0.121.14 and later), else its ``response.tokenUsage``, where earlier versions keep it
     (docs/promptfoo.md, the support matrix); ``None`` when neither records it."""
     if result.get("tokenUsage") is not None:
         return "tokenUsage", result["tokenUsage"]
@@ -307,6 +307,19 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                 ranks.setdefault(_group(value), []).append(value["testIdx"])
         for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
             ranks[group] = sorted(set(indexes))
+        version = meta.get("version")
+        if isinstance(version, int) and not isinstance(version, bool) and version < 3:
+            yield BadRecord(1, "PROMPTFOO_UNSUPPORTED", f"results.version {version}: written by "
+                            "a promptfoo before 0.9x, whose results name no test or column "
+                            "(testIdx, promptIdx); the reader reads version 3, promptfoo "
+                            "0.90 and later (docs/promptfoo.md, the support matrix)")
+            handle.seek(0)
+            for _ in _frame(handle, second):  # hashed, to bind the digest, but not read
+                pass
+            if first.digest() != second.digest():
+                yield BadRecord(1, "PROMPTFOO_CHANGED", f"{path.name} changed while it was "
+                                "read: the records cannot be bound to the bytes hashed")
+            return
         handle.seek(0)
         seen: set[tuple[int, int]] = set()
         uuids: set[str] = set()
