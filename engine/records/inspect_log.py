@@ -390,7 +390,7 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
     if epoch > context.get("epochs", epoch):
         return BadRecord(line, "BAD_VALUE", f"{where}: epoch {epoch} of a run of "
                          f"{context['epochs']} epochs (its header's eval.config.epochs)")
-    copied = _copy(sample, seen)
+    copied = _copy(sample, raw, seen)
     if copied is not None:
         return BadRecord(line, copied[0], f"{where}: {copied[1]}")
     if sample.get("invalidation") is not None:
@@ -450,15 +450,21 @@ def _unit(raw: bytes, parsed: Record | BadRecord, context: dict[str, Any], where
     return mapped(line, record, where)
 
 
-def _copy(sample: dict[str, Any], seen: _Seen) -> tuple[str, str] | None:
+# every "uuid" and "epoch" member of a sample's text (the sample's own, its events'): what
+# a copy under another epoch changes, left out of the content a copy repeats
+_RENUMBERED = re.compile(rb'"(?:uuid|epoch)"\s*:\s*(?:"[^"\\]*"|-?[0-9]+)')
+
+
+def _copy(sample: dict[str, Any], raw: bytes, seen: _Seen) -> tuple[str, str] | None:
     """Why a sample is a copy of another of the log, else None. inspect_ai 0.3.70 and later
     give every sample of every epoch its own ``uuid``: one given twice is a copy. Earlier
     versions wrote none, and a log retried across 0.3.70 (``inspect eval-retry``) carries
     its earlier samples without one, so a missing uuid is no contradiction. Every sample is
-    also told apart by its content, epoch and uuid aside: a sample copied under another
-    epoch repeats it (a fresh uuid or none at all), where a real epoch differs at least in
-    its times. A copy that was also edited is not seen (docs/inspect.md, the support
-    matrix); sample id and epoch are checked by the caller."""
+    also told apart by its content, its uuids and epochs aside (its text, ``raw``, as the
+    log holds it): a sample copied under another epoch repeats it (under a fresh uuid or
+    none at all), where a real epoch differs at least in its times. A copy that was also
+    edited is not seen (docs/inspect.md, the support matrix); sample id and epoch are
+    checked by the caller."""
     uuid = sample.get("uuid")
     if "uuid" in sample:
         if not isinstance(uuid, str) or not uuid:
@@ -466,13 +472,12 @@ def _copy(sample: dict[str, Any], seen: _Seen) -> tuple[str, str] | None:
         if uuid in seen.uuids:
             return "DUPLICATE_ID", f"sample uuid {clip(uuid)!r} appears twice (a copied sample)"
         seen.uuids.add(uuid)
-    body = hashlib.sha256(json.dumps({k: v for k, v in sample.items()
-                                      if k not in ("epoch", "uuid")},
-                                     ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    if body.digest() in seen.bodies:
+    # commas and white space left out too: a member taken out leaves no trace of where
+    body = hashlib.sha256(_RENUMBERED.sub(b"", raw).translate(None, b", \t\r\n")).digest()
+    if body in seen.bodies:
         return "DUPLICATE_ID", ("it repeats another sample of the log whole but for its epoch "
-                                "and uuid (a copied sample)")
-    seen.bodies.add(body.digest())
+                                "and uuids (a copied sample)")
+    seen.bodies.add(body)
     return None
 
 
