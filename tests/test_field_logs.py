@@ -294,6 +294,19 @@ def test_a_tool_span_of_a_convention_the_reader_does_not_read_is_refused(
     assert (code, card["decision"]) == (3, "INCOMPLETE")
 
 
+def test_a_case_source_holding_no_json_object_is_refused_never_skipped(tmp_path: Path) -> None:
+    """pydantic-ai's metadata written as text the strict reader refuses: the trial it holds
+    is unknown, not absent (a NaN in it turned every trial null, silently)."""
+    def broken(span: dict[str, Any]) -> None:
+        for attribute in span.get("attributes", []):
+            if attribute["key"] == "metadata":
+                attribute["value"] = {"stringValue": '{"specgate.trial": 1, "x": NaN}'}
+    path = tmp_path / "nan.jsonl"
+    _edited(FIELD / "otel" / "pydantic_ai" / "content.jsonl", path, broken)
+    options = recipes()["pydantic_ai"]["options"]
+    assert {c for c, _ in problems(list(read_otel(path, None, **options)))} == {"OTEL_BAD_SPAN"}
+
+
 def test_an_export_following_no_known_convention_is_never_an_empty_run(
         tmp_path: Path) -> None:
     """The OpenAI Agents SDK's OpenInference export with its span kinds taken off: no
@@ -371,6 +384,47 @@ def test_promptfoo_results_of_every_version_gate_alike(entry: dict[str, Any],
     # each answered result within 36 tokens, read wherever its version keeps them
     assert card["categories"]["efficiency"]["passed"] == want["successes"]
     assert (code, card["decision"]) == (0, "PASS")
+
+
+def _forged(entry: str, change: Any, out: Path) -> Path:
+    doc = json.loads((FIELD / "promptfoo" / entry).read_text())
+    change(doc)
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_a_later_promptfoo_file_dressed_as_an_earlier_one_is_refused(tmp_path: Path) -> None:
+    """0.123.1's results with failureReason and stats.errors taken out, errors counted as
+    failures, as before 0.110: a gate on failure_reason == 2 passed (second hostile review
+    of issue 25). The file still names its version and carries results' own tokenUsage."""
+    def dressed(doc: dict[str, Any]) -> None:
+        stats = doc["results"]["stats"]
+        stats["failures"] += stats.pop("errors")
+        for result in doc["results"]["results"]:
+            result.pop("failureReason")
+    path = _forged("0.123.1/results.json", dressed, tmp_path / "dressed.json")
+    assert {c for c, _ in problems(list(read_promptfoo(path)))} == {"PROMPTFOO_FIELD"}
+
+    def unversioned(doc: dict[str, Any]) -> None:  # no version named: its tokens show it
+        dressed(doc)
+        doc["metadata"].pop("promptfooVersion")
+    path = _forged("0.123.1/results.json", unversioned, tmp_path / "unversioned.json")
+    assert {c for c, _ in problems(list(read_promptfoo(path)))} == {"PROMPTFOO_FIELD"}
+
+
+def test_a_provider_error_relabelled_an_assertion_failure_is_refused(tmp_path: Path) -> None:
+    """failureReason 2 turned 1 (stats moved to match): an assertion failure that nothing
+    graded. Every genuine version grades a failureReason 1 (second hostile review)."""
+    def relabelled(doc: dict[str, Any]) -> None:
+        stats = doc["results"]["stats"]
+        stats["failures"] += stats["errors"]
+        stats["errors"] = 0
+        for result in doc["results"]["results"]:
+            if result["failureReason"] == 2:
+                result["failureReason"] = 1
+    for version in ("0.110.1", "0.123.1"):
+        path = _forged(f"{version}/results.json", relabelled, tmp_path / f"{version}.json")
+        assert [c for c, _ in problems(list(read_promptfoo(path)))] == ["PROMPTFOO_FIELD"] * 2
 
 
 # --- the support matrix -----------------------------------------------------------------------

@@ -642,7 +642,11 @@ def _named(owner: Span, above: list[Span], sources: tuple[Source, ...]) -> \
             value = attrs[attribute]
             if key is not None:  # a key of the JSON object (or kvlist) the attribute holds
                 holder = _json_text(value) if isinstance(value, str) else value
-                if not isinstance(holder, dict) or key not in holder:
+                if not isinstance(holder, dict):  # unreadable: the key is not known absent
+                    raise Malformed("OTEL_BAD_SPAN", f"{attribute} does not hold a JSON "
+                                    "object the strict reader accepts, so its "
+                                    f"{clip(key)!r} is unknown")
+                if key not in holder:
                     continue
                 value = holder[key]
             return (attribute if key is None else f"{attribute}[{key!r}]"), value
@@ -773,34 +777,38 @@ def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
                         f"{span.trace} ({span.operation or 'token usage'}) is below no "
                         "invoke_agent span: its tool call or tokens belong to no agent run")
     for owner, tools, inference in sorted(found, key=lambda f: (f[0].start, f[0].line)):
-        unread = _unread_tool(owner)
-        if unread is not None:
-            yield BadRecord(unread.line, "OTEL_NO_CONVENTION", f"span {unread.span} of trace "
-                            f"{unread.trace} ({clip(unread.name)!r}) is a tool call by a "
-                            "convention the reader does not read (OpenLLMetry's "
-                            "traceloop.span.kind): the run's calls would be read without it")
-            continue
-        if owner.operation is None and not _conventional(owner):
-            yield BadRecord(owner.line, "OTEL_NO_CONVENTION", f"span {owner.span} of trace "
-                            f"{owner.trace} ({clip(owner.name)!r}) and the spans below it "
-                            "follow no convention the reader knows (no gen_ai.* attribute, "
-                            "no OpenInference span kind it reads): its tool calls, tokens and "
-                            "answer are unknown, never none")
-            continue
-        tools.sort(key=lambda s: s.start)
-        inference.sort(key=lambda s: s.start)
-        above: list[Span] = []
-        parent = spans_by_id.get(owner.parent)
-        while parent is not None and len(above) < len(spans_by_id):  # (no cycle: reached)
-            above.append(parent)
-            parent = spans_by_id.get(parent.parent)
-        try:
-            case, trial = _identity(owner, above, naming)
-        except Malformed as exc:
-            yield BadRecord(owner.line, exc.code, f"span {owner.span} of trace {owner.trace}: "
-                            f"{exc}")
-            continue
-        yield mapped(owner.line, unit(owner, tools, inference, case, trial))
+        yield _run(owner, tools, inference, spans_by_id, naming)
+
+
+def _run(owner: Span, tools: list[Span], inference: list[Span],
+         spans_by_id: dict[str, Span], naming: Naming) -> Record | BadRecord:
+    """One run's record, or why the run cannot be read (a convention the reader does not
+    read, a case or trial that is none)."""
+    unread = _unread_tool(owner)
+    if unread is not None:
+        return BadRecord(unread.line, "OTEL_NO_CONVENTION", f"span {unread.span} of trace "
+                         f"{unread.trace} ({clip(unread.name)!r}) is a tool call by a "
+                         "convention the reader does not read (OpenLLMetry's "
+                         "traceloop.span.kind): the run's calls would be read without it")
+    if owner.operation is None and not _conventional(owner):
+        return BadRecord(owner.line, "OTEL_NO_CONVENTION", f"span {owner.span} of trace "
+                         f"{owner.trace} ({clip(owner.name)!r}) and the spans below it "
+                         "follow no convention the reader knows (no gen_ai.* attribute, no "
+                         "OpenInference span kind it reads): its tool calls, tokens and "
+                         "answer are unknown, never none")
+    tools.sort(key=lambda s: s.start)
+    inference.sort(key=lambda s: s.start)
+    above: list[Span] = []
+    parent = spans_by_id.get(owner.parent)
+    while parent is not None and len(above) < len(spans_by_id):  # (no cycle: reached)
+        above.append(parent)
+        parent = spans_by_id.get(parent.parent)
+    try:
+        case, trial = _identity(owner, above, naming)
+    except Malformed as exc:
+        return BadRecord(owner.line, exc.code, f"span {owner.span} of trace {owner.trace}: "
+                         f"{exc}")
+    return mapped(owner.line, unit(owner, tools, inference, case, trial))
 
 
 def _conventional(owner: Span) -> bool:

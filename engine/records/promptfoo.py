@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -40,6 +41,9 @@ def _elements(stream: JsonStream, ranking: bool,
     the record pass, which decodes strictly, finds no problem (then both agree)."""
     found = False
     for name in stream.members("at the top level"):
+        if name == "metadata" and meta is not None:  # promptfooVersion, from 0.121
+            meta["file"] = _loose(stream.text("in the top-level member 'metadata'"))
+            continue
         if name != "results":
             stream.skip(f"in the top-level member {name[:40]!r}")
             continue
@@ -182,7 +186,8 @@ def _disagreement(result: dict[str, Any]) -> str | None:
             return ("'success' is true, but its failureReason, error or gradingResult.pass "
                     "says it failed")
     elif reason not in (None, 0, 1, 2) or (reason in (None, 1) and passed is True) or (
-            reason == 0 and error in (None, "")):  # 0 with an error: "No output"
+            reason == 0 and error in (None, "")) or (  # 0 with an error: "No output"
+            reason == 1 and not isinstance(grading, dict)):  # an assertion's, ungraded
         return "'success' is false, but its failureReason, error and gradingResult.pass do " \
             "not say why"
     return None
@@ -203,16 +208,35 @@ def _column(result: dict[str, Any], prompts: Any) -> str | None:
     return None
 
 
-def _tallies(counts: dict[str, int], stats: Any) -> str | None:
-    """Why the results disagree with promptfoo's own ``results.stats``, else None."""
+def _tallies(counts: dict[str, int], stats: Any, modern: str | None = None) -> str | None:
+    """Why the results disagree with promptfoo's own ``results.stats``, else None;
+    ``modern`` says why the file must be of a version counting errors apart."""
     if not isinstance(stats, dict):
         return "results.stats is missing: promptfoo's own tallies cannot be checked"
+    if "errors" not in stats and modern:
+        return f"results.stats has no errors, which {modern} writes (0.110 and later)"
     if "errors" not in stats:  # before promptfoo counted errors apart, they were failures
         counts = {"successes": counts["successes"],
                   "failures": counts["failures"] + counts["errors"]}
     wrong = [f"{k} {stats.get(k)!r} (the results have {v})" for k, v in counts.items()
              if stats.get(k) != v]
     return "results.stats says " + ", ".join(wrong) if wrong else None
+
+
+def _modern(meta: dict[str, Any], top_level_tokens: bool) -> str | None:
+    """What shows the file was written by promptfoo 0.110 or later, which writes every
+    result's ``failureReason`` and ``results.stats.errors`` (so a file lacking them while
+    showing a later version contradicts itself), else None: its ``metadata.promptfooVersion``
+    (written from 0.121), or results carrying their own ``tokenUsage`` (from 0.121.14)."""
+    file = meta.get("file")
+    version = file.get("promptfooVersion") if isinstance(file, dict) else None
+    version = version if isinstance(version, str) else ""
+    found = re.match(r"([0-9]+)\.([0-9]+)\.([0-9]+)", version)
+    if found and tuple(int(n) for n in found.groups()) >= (0, 110, 0):
+        return f"promptfoo {version[:40]} (its metadata.promptfooVersion)"
+    if top_level_tokens:
+        return "the promptfoo that wrote results' own tokenUsage (0.121.14 and later)"
+    return None
 
 
 def _group(result: dict[str, Any]) -> tuple[str, int, str | None]:
@@ -302,11 +326,15 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
         first, second = hashlib.sha256(), hashlib.sha256()
         ranks: dict[tuple[str, int, str | None], list[int]] = {}
         meta: dict[str, Any] = {}
+        top_level_tokens = False  # a result's own tokenUsage: promptfoo 0.121.14 or later
         for _, value, code, _ in _frame(handle, _Both(digest, first), True, meta):
+            top_level_tokens = top_level_tokens or (
+                isinstance(value, dict) and value.get("tokenUsage") is not None)
             if code is None and _problem(value) is None:
                 ranks.setdefault(_group(value), []).append(value["testIdx"])
         for group, indexes in ranks.items():  # a copied result (DUPLICATE_ID) takes no rank
             ranks[group] = sorted(set(indexes))
+        modern = _modern(meta, top_level_tokens)
         version = meta.get("version")
         if isinstance(version, int) and not isinstance(version, bool) and version < 3:
             yield BadRecord(1, "PROMPTFOO_UNSUPPORTED", f"results.version {version}: written by "
@@ -330,6 +358,10 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                 yield BadRecord(abs(index), code, message)
                 continue
             problem = _problem(value)
+            if problem is None and modern and "failureReason" not in value:
+                problem = "PROMPTFOO_FIELD", (f"the result has no 'failureReason', which "
+                                              f"{modern} writes on every result (0.110 and "
+                                              "later)")
             if problem is None and (column := _column(value, meta.get("prompts"))):
                 problem = "PROMPTFOO_FIELD", column
             if problem is not None:
@@ -354,7 +386,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
             taken = ranks.get(_group(value), [])
             trial = bisect_left(taken, value["testIdx"]) + 1
             yield Record(index, unit(value, trial))
-        tallies = None if bad else _tallies(counts, meta.get("stats"))
+        tallies = None if bad else _tallies(counts, meta.get("stats"), modern)
         if tallies is not None:  # a result added, dropped or flipped: promptfoo's counts show
             yield BadRecord(1, "PROMPTFOO_STATS", tallies)
         if first.digest() != second.digest():
