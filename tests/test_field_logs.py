@@ -427,6 +427,24 @@ def test_a_provider_error_relabelled_an_assertion_failure_is_refused(tmp_path: P
         assert [c for c, _ in problems(list(read_promptfoo(path)))] == ["PROMPTFOO_FIELD"] * 2
 
 
+CUT = [("promptfoo", e["path"], "PROMPTFOO_TRUNCATED") for e in READ] + [
+    ("otel", e["path"].split("otel/")[1], "INVALID_JSON") for e in OTEL
+    if e["form"] in ("jsonl", "json")]
+
+
+@pytest.mark.parametrize("tool, path, code", CUT, ids=lambda v: str(v))
+def test_a_genuine_file_cut_short_is_refused_with_its_code(tool: str, path: str, code: str,
+                                                           tmp_path: Path) -> None:
+    text = (FIELD / tool / path).read_bytes()
+    cut = tmp_path / Path(path).name
+    end = len(text) * 2 // 3
+    while text[end - 1:end] in (b"}", b"\n", b"]"):  # inside a value: a JSON Lines file cut
+        end -= 1  # at a line's end is a shorter file, whose runs the Suite finds missing
+    cut.write_bytes(text[:end])
+    read = read_promptfoo if tool == "promptfoo" else read_otel
+    assert code in {c for c, _ in problems(list(read(cut)))}
+
+
 # --- the support matrix -----------------------------------------------------------------------
 
 PACKAGES = {"pydantic_ai": "pydantic-ai-slim", "strands": "strands-agents",
