@@ -193,6 +193,25 @@ def otel_gate(tmp_path: Path, framework: str) -> Path:
     return spec
 
 
+@pytest.mark.parametrize("declared, code, where", [
+    ({"format": "otel-genai", "options": {"cas": "session.id"}}, "UNKNOWN_KEY", "cas"),
+    ({"format": "otel-genai", "options": {"trial": 5}}, "BAD_TYPE", "trial"),
+    ({"format": "otel-genai", "options": {"case": {"attribute": "metadata"}}},
+     "MISSING_KEY", "case"),
+    ({"format": "jsonl", "options": {"case": "x"}}, "UNKNOWN_KEY", "options"),
+])
+def test_bad_input_options_are_located_spec_errors(declared: dict[str, Any], code: str,
+                                                   where: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    spec = otel_gate(tmp_path, "strands")
+    evaluation = yaml.safe_load((spec / "evaluation.yaml").read_text())
+    evaluation["spec"]["inputs"]["traces"] = {"path": "traces.jsonl", **declared}
+    (spec / "evaluation.yaml").write_text(yaml.safe_dump(evaluation))
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"evaluation.yaml:" in err and f": {code}: " in err and where in err, err
+
+
 def test_every_framework_has_a_recipe_and_a_record_of_what_it_records() -> None:
     assert set(recipes()) == {e["framework"] for e in OTEL}
     assert set(RECORDS) == {(e["framework"], e["mode"]) for e in OTEL}

@@ -153,12 +153,13 @@ def _imported(module: str) -> Reader:
 
 # an attribute of a span (or of its resource) that names a run's case or trial: its key,
 # or a key of the JSON object it holds (pydantic-ai's ``metadata``, OpenInference's)
-_SOURCE = {"oneOf": [
-    {"type": "string", "minLength": 1},
-    {"type": "object", "required": ["attribute", "key"], "additionalProperties": False,
-     "properties": {"attribute": {"type": "string", "minLength": 1},
-                    "key": {"type": "string", "minLength": 1}}}]}
-_SOURCES = {"oneOf": [_SOURCE, {"type": "array", "minItems": 1, "items": _SOURCE}]}
+# (each keyword applies to its own type only, so a problem is said plainly, not as a oneOf)
+_SOURCE: dict[str, Any] = {
+    "type": ["string", "object"], "minLength": 1, "required": ["attribute", "key"],
+    "additionalProperties": False,
+    "properties": {"attribute": {"type": "string", "minLength": 1},
+                   "key": {"type": "string", "minLength": 1}}}
+_SOURCES = {**_SOURCE, "type": ["string", "object", "array"], "minItems": 1, "items": _SOURCE}
 OTEL_OPTIONS = {"type": "object", "additionalProperties": False,
                 "properties": {"case": _SOURCES, "trial": _SOURCES}}
 
