@@ -209,7 +209,7 @@ def test_bad_input_options_are_located_spec_errors(declared: dict[str, Any], cod
     (spec / "evaluation.yaml").write_text(yaml.safe_dump(evaluation))
     assert main(["validate", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"evaluation.yaml:" in err and f": {code}: " in err and where in err, err
+    assert "evaluation.yaml:" in err and f": {code}: " in err and where in err, err
 
 
 def test_every_framework_has_a_recipe_and_a_record_of_what_it_records() -> None:
