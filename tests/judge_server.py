@@ -5,7 +5,8 @@ repeating, or a function of the request body giving the step. A step is a dict:
 ``verdict`` (text the model answers), ``status``, ``headers``, ``delay`` (seconds before
 answering), ``truncate`` (send fewer bytes than announced), ``usage`` (the provider's usage
 object instead of the usual counts; Python's json writes NaN and Infinity as such) or
-``raw`` (a body that is not the provider's JSON).
+``raw`` (a body that is not the provider's JSON) or ``body`` (bytes sent as they are, e.g.
+compressed, with the ``headers`` that say so).
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ class Judge:
         text = step.get("verdict", '{"score": 5, "reason": "supported"}')
         if self.responder is not None and "verdict" not in step and "raw" not in step:
             text = self.responder(body)
-        if "raw" in step:
+        if "body" in step:  # bytes as they are (a compressed body, with its headers)
+            payload = step["body"]
+        elif "raw" in step:
             payload = step["raw"].encode()
         elif handler.path.endswith("/v1/messages"):
             payload = json.dumps({"content": [{"type": "text", "text": text}],

@@ -6,9 +6,12 @@ protocol (agent-release-gate §11) and the issue, not from our output.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import re
 import shutil
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ import yaml
 from engine.evidence import signing
 
 from . import refund
-from .conftest import Gate, suite_sha256
+from .conftest import ROOT, Gate, suite_sha256
 from .judge_server import Judge
 
 FAST = {"timeout_s": 0.5, "retries": 2, "backoff_s": 0.01, "max_backoff_s": 0.05}
@@ -549,7 +552,8 @@ def shaped(step: dict[str, Any], provider: str) -> dict[str, Any]:
 @pytest.mark.parametrize("step, status", [
     ({"headers": {"Content-Encoding": "gzip"}}, "ERROR"),        # a plain body said to be gzip
     ({"headers": {"Content-Encoding": "deflate"}}, "ERROR"),
-    ({"headers": {"Content-Encoding": "x-unknown"}}, "PASS"),  # httpx passes it through as is
+    ({"headers": {"Content-Encoding": "x-unknown"}}, "ERROR"),  # not read (issue 26: only
+    ({"headers": {"Content-Encoding": "gzip, gzip"}}, "ERROR"),  # gzip or deflate, once)
     ({"usage": {"prompt_tokens": float("nan"), "completion_tokens": 7}}, "ERROR"),
     ({"usage": {"prompt_tokens": float("inf"), "completion_tokens": 7}}, "ERROR"),
     ({"usage": {"prompt_tokens": 10**30, "completion_tokens": 7}}, "ERROR"),
@@ -691,3 +695,105 @@ def test_the_documented_replay_command_runs_verbatim(tmp_path: Path, judge: Judg
     assert (out / "judgements.jsonl").read_bytes() == \
         (tmp_path / "earlier-run" / "judgements.jsonl").read_bytes()
     assert [r["code"] for r in card["reasons"]] == ["JUDGE_OVERRIDDEN"]
+
+
+# --- issue 26: the runner's environment and the judge's replies decide nothing ------------
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                   "all_proxy")
+
+
+def test_proxy_variables_cannot_route_the_declared_judge_elsewhere(
+        gate: Gate, judge: Judge, monkeypatch: Any, tmp_path: Path) -> None:
+    """The team's own server as the proxy of every scheme answered 5/5 for a release its
+    declared judge scores 1/5: PASS, with the declared base_url in the scorecard. The
+    client reads no proxy, CA bundle or .netrc from the environment (trust_env=False)."""
+    team = Judge()
+    try:
+        team.script["*"] = [{"verdict": '{"score": 5, "reason": "supported"}'}]
+        for variable in PROXY_VARIABLES:
+            monkeypatch.setenv(variable, team.url)
+        monkeypatch.setenv("NO_PROXY", "")
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "team-ca.pem"))
+        monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+        configure(gate, judge)
+        judge.script["m1"] = [{"verdict": '{"score": 1, "reason": "unsupported"}'}]
+        code, card, out = run(gate, [grounding(1), grounding(2)])
+        assert team.calls() == 0 and judge.calls() == 2
+        assert card["categories"]["grounding"]["failed"] == 2
+        assert (code, card["decision"]) == (1, "FAIL")
+    finally:
+        team.close()
+
+
+def test_a_redirect_from_the_judge_is_not_followed(gate: Gate, judge: Judge) -> None:
+    team = Judge()
+    try:
+        team.script["*"] = [{"verdict": '{"score": 5, "reason": "supported"}'}]
+        configure(gate, judge)
+        judge.script["m1"] = [{"status": 307, "headers": {
+            "location": f"{team.url}/v1/chat/completions"}}]
+        code, card, out = run(gate, [grounding(1)])
+        assert team.calls() == 0
+        assert (rows_of(out)["g1"]["status"], rows_of(out)["g1"]["code"]) == \
+            ("ERROR", "JUDGE_CALL_FAILED")
+        assert (code, card["decision"]) == (3, "INCOMPLETE")
+    finally:
+        team.close()
+
+
+def _gzip(size: int) -> bytes:
+    """``size`` zero bytes, gzip-compressed (a few hundred bytes a MiB)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1 << 20)
+    return b"".join(packer.compress(block) for _ in range(size >> 20)) + packer.flush()
+
+
+@pytest.mark.parametrize("what, step", [
+    ("a gzip bomb: 256 MiB from 250 kB", {"body": _gzip(256 << 20),
+                                          "headers": {"Content-Encoding": "gzip"}}),
+    ("gzip inside gzip", {"body": gzip.compress(_gzip(64 << 20)),
+                          "headers": {"Content-Encoding": "gzip, gzip"}}),
+    ("9 MiB on the wire", {"raw": " " * (9 << 20) + '{"choices": []}'}),
+])
+def test_a_reply_beyond_the_transport_bounds_is_a_coded_failure(
+        gate: Gate, judge: Judge, what: str, step: dict[str, Any],
+        capsys: Any) -> None:
+    """A 1.2 MB gzip body inflating to gigabytes ended in INTERNAL_ERROR: MemoryError with a
+    traceback; now the reply is read to 8 MiB on the wire and 16 MiB decoded, at most."""
+    configure(gate, judge)
+    judge.script["m1"] = [step]
+    code, card, out = run(gate, [grounding(1)])
+    row = rows_of(out)["g1"]
+    assert (row["status"], row["code"]) == ("ERROR", "JUDGE_CALL_FAILED"), what
+    assert judge.calls() == 1  # not transient: not asked again
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
+    assert "Traceback" not in capsys.readouterr().err
+
+
+_READS = re.compile(r"""os\.(?:environ\.get|getenv|environ\[)\(?\s*"""
+                    r"""([A-Za-z_][A-Za-z0-9_]*|"[^"]+")""")
+
+
+def test_the_environment_inventory_is_complete() -> None:
+    """Every environment variable the engine's code reads is a row of docs/security.md's
+    inventory; a variable read through a name (``KEY_VARIABLE``) is resolved in its module,
+    and the one read through a parameter is the Evaluation's declared ``api_key_env``."""
+    page = (ROOT / "docs" / "security.md").read_text()
+    table = page[page.index("## What the engine reads from outside"):page.index("## Threat")]
+    listed = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        text = path.read_text()
+        for token in _READS.findall(text):
+            if token.startswith('"'):
+                found[token.strip('"')] = str(path)
+                continue
+            constant = re.search(rf'^{token}\s*=\s*"([^"]+)"', text, re.MULTILINE)
+            if constant:
+                found[constant.group(1)] = str(path)
+            else:  # a parameter: only the transport reads one, the declared api_key_env
+                assert path.name == "_transport.py" and token == "variable", (path, token)
+    assert found, "the scan found no read at all: the pattern is stale"
+    assert set(found) <= listed, {k: v for k, v in found.items() if k not in listed}
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} <= listed

@@ -12,7 +12,12 @@ odd reaches the evidence. API keys come from the environment only, must be visib
 (a line break would split the request's headers) and never appear in a message.
 
 Every HTTP call the engine makes to a model goes through ``call`` on a client from
-``open_client``: the judge runtime's and the discovery protocol's reviews alike.
+``open_client``: the judge runtime's and the discovery protocol's reviews alike. The client
+reads nothing from the environment (``trust_env=False``: no proxy variable, CA bundle
+variable or ``.netrc`` can send a judged verdict elsewhere; docs/security.md) and follows no
+redirect. A reply is read in bounded pieces: at most ``MAX_RAW`` bytes on the wire and
+``MAX_DECODED`` once decoded (gzip or deflate, decoded here with a bounded output, one
+coding only), else a failed call, never the memory of the machine.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import math
 import os
 import random
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +39,9 @@ from engine.records.strict_json import loads
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_COUNT = 2**53 - 1  # the largest integer every JSON reader keeps exactly
+MAX_RAW = 8 << 20  # bytes of one reply on the wire (a judge's verdict is a few kB)
+MAX_DECODED = 16 << 20  # bytes of one reply once its Content-Encoding is decoded
+CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}  # read; none besides
 
 
 @dataclass(frozen=True)
@@ -64,9 +73,10 @@ Client = httpx.AsyncClient
 
 
 def open_client(concurrency: int, timeout_s: float) -> Client:
-    """The HTTP client for model calls: at most ``concurrency`` connections."""
+    """The HTTP client for model calls: at most ``concurrency`` connections, nothing taken
+    from the environment (proxies, CA bundles, .netrc), no redirect followed."""
     return httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency),
-                             timeout=timeout_s)
+                             timeout=timeout_s, trust_env=False, follow_redirects=False)
 
 
 class CallFailed(Exception):
@@ -106,13 +116,14 @@ def _request(endpoint: Endpoint, model: str, prompt: str,
     base = endpoint.base_url.rstrip("/")
     user = [{"role": "user", "content": prompt}]
     if endpoint.provider == "anthropic":
-        headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
+        headers = {"anthropic-version": "2023-06-01", "content-type": "application/json",
+                   "accept-encoding": "gzip, deflate"}  # what _post decodes
         if key:
             headers["x-api-key"] = key
         body = {"model": model, "max_tokens": params["max_tokens"],
                 **_optional(params, "temperature", "system"), "messages": user}
         return f"{base}/v1/messages", headers, body
-    headers = {"content-type": "application/json"}
+    headers = {"content-type": "application/json", "accept-encoding": "gzip, deflate"}
     if key:
         headers["authorization"] = f"Bearer {key}"
     system = [{"role": "system", "content": params["system"]}] if params.get("system") else []
@@ -153,9 +164,9 @@ def _text(provider: str, data: Any) -> tuple[str, dict[str, int]]:
                   "output_tokens": _count(usage.get("completion_tokens"))}
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(headers: httpx.Headers) -> float | None:
     """The wait a response asks for in seconds; None if it asks none or is unreadable."""
-    value = response.headers.get("retry-after", "").strip()
+    value = headers.get("retry-after", "").strip()
     if not value:
         return None
     try:
@@ -185,15 +196,55 @@ def _about(provider: str, data: Any) -> tuple[str | None, str | None]:
     return reason, said if isinstance(said, str) else None
 
 
-def _reply(response: httpx.Response, provider: str, started: float, attempt: int) -> Reply:
+def _reply(content: bytes, provider: str, started: float, attempt: int) -> Reply:
     try:
-        data = loads(response.content)  # strict: duplicate keys, NaN, lone surrogates
+        data = loads(content)  # strict: duplicate keys, NaN, lone surrogates
         text, usage = _text(provider, data)
         finish, said = _about(provider, data)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
         raise CallFailed("the endpoint's response is not the expected JSON (reply text and "
                          "token counts)", attempt) from None
     return Reply(text, usage, int((time.monotonic() - started) * 1000), attempt, finish, said)
+
+
+class TooLarge(Exception):
+    """A reply beyond the transport's bounds (its size, or a coding it does not read)."""
+
+
+async def _post(client: httpx.AsyncClient, url: str, headers: dict[str, str],
+                body: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
+    """Status, headers and the decoded body of one POST, read within the bounds."""
+    async with client.stream("POST", url, headers=headers, json=body) as response:
+        coding = response.headers.get("content-encoding", "").strip().lower()
+        if coding not in ("", "identity", *CODINGS):  # gzip twice multiplies a bomb
+            raise TooLarge(f"the response's Content-Encoding {coding[:40]!r} is not read "
+                           "(gzip, deflate or none)")
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_RAW:
+            raise TooLarge(f"the response declares {int(declared):,} bytes, more than "
+                           f"{MAX_RAW >> 20} MiB")
+        decoder = zlib.decompressobj(CODINGS[coding]) if coding in CODINGS else None
+        raw, out = 0, bytearray()
+        async for chunk in response.aiter_raw():
+            raw += len(chunk)
+            if raw > MAX_RAW:
+                raise TooLarge(f"the response is larger than {MAX_RAW >> 20} MiB")
+            if decoder is None:
+                out += chunk
+            else:
+                try:
+                    out += decoder.decompress(chunk, MAX_DECODED + 1 - len(out))
+                except zlib.error:
+                    raise TooLarge(f"the response is not valid {coding}") from None
+                if decoder.unconsumed_tail:
+                    out += b"?"  # more than the room left: over the bound
+            if len(out) > MAX_DECODED:
+                raise TooLarge(f"the response decodes to more than {MAX_DECODED >> 20} MiB")
+        if decoder is not None:
+            out += decoder.flush(MAX_DECODED + 1 - len(out))
+            if len(out) > MAX_DECODED:
+                raise TooLarge(f"the response decodes to more than {MAX_DECODED >> 20} MiB")
+        return response.status_code, response.headers, bytes(out)
 
 
 async def call(client: httpx.AsyncClient, endpoint: Endpoint, model: str, prompt: str,
@@ -205,8 +256,10 @@ async def call(client: httpx.AsyncClient, endpoint: Endpoint, model: str, prompt
     for attempt in range(1, endpoint.retries + 2):
         delay = _backoff(endpoint, attempt)
         try:
-            response = await asyncio.wait_for(client.post(url, headers=headers, json=body),
-                                              endpoint.timeout_s)
+            status, got, content = await asyncio.wait_for(
+                _post(client, url, headers, body), endpoint.timeout_s)
+        except TooLarge as exc:  # not transient: asking again would read as much again
+            raise CallFailed(str(exc), attempt) from None
         except (TimeoutError, httpx.TimeoutException):
             reason = f"no reply within {endpoint.timeout_s:g} s"
         except httpx.TransportError as exc:
@@ -215,12 +268,12 @@ async def call(client: httpx.AsyncClient, endpoint: Endpoint, model: str, prompt
             raise CallFailed(f"the response cannot be read ({type(exc).__name__})",
                              attempt) from None
         else:
-            if response.status_code == 200:
-                return _reply(response, endpoint.provider, started, attempt)
-            reason = f"HTTP {response.status_code}"
-            if response.status_code not in RETRY_STATUS:
+            if status == 200:
+                return _reply(content, endpoint.provider, started, attempt)
+            reason = f"HTTP {status}"
+            if status not in RETRY_STATUS:
                 raise CallFailed(reason, attempt)
-            asked = _retry_after(response)
+            asked = _retry_after(got)
             if asked is not None and asked > endpoint.max_backoff_s:
                 raise CallFailed(f"{reason}; the endpoint asked to wait {asked:.3g} s, longer "
                                  f"than max_backoff_s ({endpoint.max_backoff_s:g} s)", attempt)
