@@ -36,7 +36,8 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "CORPUS",
              "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS",  # engine.judge's lazily resolved names
              "POSSESSIVE_REPEAT",  # a name in the re module's parser (inspections/_prefilter.py)
-             "AGENT", "TOOL"}  # OpenInference span kinds (records/otel_genai.py)
+             "AGENT", "TOOL",  # OpenInference span kinds (records/otel_genai.py)
+             "POST"}  # the HTTP method (judge/_transport.py)
 
 
 CODES = table()

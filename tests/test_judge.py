@@ -181,11 +181,23 @@ def test_identical_prompts_are_asked_once(gate: Gate, judge: Judge) -> None:
     assert card["categories"]["grounding"]["passed"] == 2 and code == 0
 
 
+def signer(tmp_path: Path) -> list[str]:
+    """``--key`` of a fresh key pair: a release reads its cache only when signed (issue 26)."""
+    signing.keygen(tmp_path / "keys")
+    return ["--key", str(tmp_path / "keys" / "private.pem")]
+
+
+def not_a_release(gate: Gate) -> None:
+    """The gate's policy made a triage: its cache is sealed with the per-user key file."""
+    policy = gate.dir / "policy.yaml"
+    policy.write_text(policy.read_text().replace("purpose: release", "purpose: triage"))
+
+
 def test_the_cache_makes_a_rerun_free_and_a_change_pays(gate: Gate, judge: Judge,
                                                         tmp_path: Path) -> None:
     configure(gate, judge)
     judge.script["m1"] = [{"verdict": '{"score": 5}'}]
-    cache = ["--judge-cache", str(tmp_path / "cache")]
+    cache = ["--judge-cache", str(tmp_path / "cache"), *signer(tmp_path)]
     rows = refund.rows(fixed=True) + [grounding(1), grounding(2)]
     _, first, _ = gate.run(rows, *cache)
     assert judge.calls() == 2
@@ -206,11 +218,12 @@ def entries(cache: Path) -> list[Path]:
 def test_a_tampered_cache_entry_is_not_believed(gate: Gate, judge: Judge, tmp_path: Path,
                                                 cache_key: Path, capsys: Any) -> None:
     configure(gate, judge)
+    not_a_release(gate)  # the per-user key file seals it (a release's key: the next test)
     judge.script["m1"] = [{"verdict": '{"score": 1}'}]
     cache = tmp_path / "cache"
     rows = refund.rows(fixed=True) + [grounding(1)]
     code, _, _ = gate.run(rows, "--judge-cache", str(cache))
-    assert code == 1 and judge.calls() == 1
+    assert code == 4 and judge.calls() == 1  # a triage
     assert cache_key.stat().st_mode & 0o777 == 0o600 and not cache_key.is_relative_to(cache)
     # what the evaluated party can do without the key: rewrite the answer and recompute
     # every plain digest the entry carries
@@ -223,7 +236,7 @@ def test_a_tampered_cache_entry_is_not_believed(gate: Gate, judge: Judge, tmp_pa
         entry.write_text(json.dumps(data))
     capsys.readouterr()
     code, card, out = gate.run(rows, "--judge-cache", str(cache))
-    assert rows_of(out)["g1"]["status"] == "FAIL" and code == 1
+    assert rows_of(out)["g1"]["status"] == "FAIL" and code == 4
     assert judge.calls() == 2  # not believed: asked again
     assert "1 entry failed the MAC check" in capsys.readouterr().out
     # the fresh answer replaced the forged entry: the next run is free again
@@ -241,6 +254,7 @@ def test_the_cache_key_is_made_once_in_the_users_config_folder(
     monkeypatch.delenv("SPECGATE_CACHE_KEY")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     configure(gate, judge)
+    not_a_release(gate)
     rows = refund.rows(fixed=True) + [grounding(1)]
     gate.run(rows, "--judge-cache", str(tmp_path / "cache"))
     key = tmp_path / "xdg" / "specgate" / "cache.key"
@@ -249,6 +263,30 @@ def test_the_cache_key_is_made_once_in_the_users_config_folder(
     assert (tmp_path / "xdg" / "specgate").stat().st_mode & 0o777 == 0o700
     gate.run(rows, "--judge-cache", str(tmp_path / "cache"))
     assert key.read_text() == made and judge.calls() == 1  # the same key reads the entry
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_release_never_rests_on_answers_sealed_with_the_runners_key(
+        gate: Gate, judge: Judge, tmp_path: Path, cache_key: Path, signed: bool) -> None:
+    """The team seals forged 5/5 answers with a key of its own making where
+    $SPECGATE_CACHE_KEY points (mode 600, 64 hex digits): a release its judge scores 1/5
+    PASSed with 0 calls. A release reads no cache unsigned, and a signed one only entries
+    sealed with a key derived from its signing key (issue 26)."""
+    configure(gate, judge)
+    judge.script["m1"] = [{"verdict": '{"score": 5}'}]
+    cache = tmp_path / "cache"
+    rows = refund.rows(fixed=True) + [grounding(1)]
+    policy = (gate.dir / "policy.yaml").read_text()
+    not_a_release(gate)  # the team's own triage run fills the cache, sealed with its key
+    gate.run(rows, "--judge-cache", str(cache))
+    assert judge.calls() == 1 and cache_key.exists() and entries(cache)
+    (gate.dir / "policy.yaml").write_text(policy)
+    judge.script["m1"] = [{"verdict": '{"score": 1}'}]  # what the declared judge says now
+    code, card, out = gate.run(rows, "--judge-cache", str(cache),
+                               *(signer(tmp_path) if signed else []))
+    assert judge.calls() == 2  # asked: the sealed 5/5 was not believed
+    assert rows_of(out)["g1"]["status"] == "FAIL"
+    assert (code, card["decision"]) == (1, "FAIL")
 
 
 @pytest.mark.parametrize("place", ["inside the cache", "readable by others", "not hex"])
@@ -263,6 +301,7 @@ def test_a_cache_key_that_cannot_be_trusted_is_a_usage_error(
         key.chmod(0o644 if place == "readable by others" else 0o600)
     monkeypatch.setenv("SPECGATE_CACHE_KEY", str(key))
     configure(gate, judge)
+    not_a_release(gate)
     code, _, out = gate.run(refund.rows(fixed=True) + [grounding(1)], "--judge-cache",
                             str(cache))
     err = capsys.readouterr().err

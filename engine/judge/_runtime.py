@@ -51,6 +51,9 @@ class JudgeConfig:
     disagreement: str = "annotate"
     replay: Path | None = None  # as named: a scorecard or its folder; once bound, its judgements
     cache: Path | None = None
+    # the cache's MAC key when the run chooses it (a release: derived from its signing key);
+    # None: the per-user key file (engine.judge._cache.key_path)
+    cache_key: bytes | None = field(default=None, repr=False)
     replay_sha256: str | None = None  # of the bound judgements.jsonl
     replayed_from: str | None = None  # sha256 of the verified scorecard they come from
     replay_signer: int | None = None  # which of the run's trusted keys verified the replay
@@ -221,7 +224,9 @@ class Runtime:
         """The sealed cache, when one is configured (its key is made on first use)."""
         if self.config.cache is None:
             return None
-        return Cache(self.config.cache, load_key(key_path(), self.config.cache))
+        key = self.config.cache_key
+        return Cache(self.config.cache,
+                     key if key is not None else load_key(key_path(), self.config.cache))
 
     async def _call_all(self, pending: list[Request], cache: Cache | None) -> None:
         import asyncio

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -103,7 +104,8 @@ def _score(run: _Run) -> None:
     evaluation, staging = run.evaluation, run.staging
     run.keys = [signing.load_public(k) for k in evaluation.trusted_keys] + \
         list(run.options.trusted)
-    run.runtime = _judge_runtime(evaluation, run.options.cache, run.options.progress,
+    run.runtime = _judge_runtime(evaluation, _cache_of(evaluation, run.options),
+                                 run.options.progress,
                                  run.keys)
     if run.runtime is not None:  # first pass: gather the prompts, then answer them all
         runner.run(evaluation, runner.records(evaluation), lambda row: None, run.runtime)
@@ -197,7 +199,28 @@ def _protocol_report(evaluation: Evaluation,
     return protocols.reports()[evaluation.policy.report].build(evaluation, tally)
 
 
-def _judge_runtime(evaluation: Evaluation, cache: Path | None,
+CACHE_KEY_DOMAIN = b"specgate.judgement-cache-key/v1"
+
+
+def _cache_of(evaluation: Evaluation, options: RunOptions) -> tuple[Path | None, bytes | None]:
+    """The judgement cache a run reads and writes, and its MAC key (None: the per-user key
+    file). The key file lies on the runner, whose owner may be the evaluated party, so a
+    release never rests on answers sealed with it: a signed release seals and reads its
+    cache with a key derived from its signing key (whoever could forge an entry could sign
+    the scorecard itself), an unsigned release uses no cache at all (docs/judges.md)."""
+    if options.cache is None or evaluation.policy.purpose != "release":
+        return options.cache, None
+    if options.key is None:
+        return None, None
+    from cryptography.hazmat.primitives import serialization  # a signed run has it loaded
+
+    raw = options.key.private_bytes(serialization.Encoding.Raw,
+                                    serialization.PrivateFormat.Raw,
+                                    serialization.NoEncryption())
+    return options.cache, hmac.new(raw, CACHE_KEY_DOMAIN, "sha256").digest()
+
+
+def _judge_runtime(evaluation: Evaluation, cache: tuple[Path | None, bytes | None],
                    progress: Callable[[int, int], None] | None,
                    keys: list[Ed25519PublicKey]) -> Runtime | None:
     """A judge runtime when the Evaluation configures a judge and the policy asks one; a
@@ -205,7 +228,7 @@ def _judge_runtime(evaluation: Evaluation, cache: Path | None,
     rubrics = shards.rubrics(evaluation)
     if evaluation.judge.provider == "none" or not rubrics:
         return None
-    config = replace(evaluation.judge, cache=cache)
+    config = replace(evaluation.judge, cache=cache[0], cache_key=cache[1])
     if config.replay is not None:
         config = bind_replay(config, keys)
         # answers vouched for only by a key of the command line are the command line's
