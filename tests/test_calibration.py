@@ -169,19 +169,22 @@ def require(gate: Gate, artifact: str | None = "calibration/calibration.json",
         path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def gate_run(gate: Gate, trusted: Path | None, *extra: str) -> tuple[int, dict[str, Any]]:
-    """A gated run whose Evaluation trusts ``trusted`` (governance's key, in
-    history.trusted_keys; none when None)."""
+def gate_run(gate: Gate, trusted: Path | None, *extra: str,
+             runs: Path | None = None) -> tuple[int, dict[str, Any]]:
+    """A gated run whose Evaluation declares ``trusted`` (governance's key pair folder) in
+    judge.calibration_keys (none when None), and ``runs`` in history.trusted_keys."""
     path = gate.dir / "evaluation.yaml"
     data = yaml.safe_load(path.read_text())
-    history = data["spec"].setdefault("history", {})
-    history.pop("trusted_keys", None)
-    if trusted is not None:
-        (gate.dir / "keys").mkdir(exist_ok=True)
-        shutil.copy(trusted / "public.pem", gate.dir / "keys" / f"{trusted.name}.pub.pem")
-        history["trusted_keys"] = [f"keys/{trusted.name}.pub.pem"]
-    if not history:
-        data["spec"].pop("history")
+    spec = data["spec"]
+    for block, key, pair in (("judge", "calibration_keys", trusted),
+                             ("history", "trusted_keys", runs)):
+        spec.setdefault(block, {}).pop(key, None)
+        if pair is not None:
+            (gate.dir / "keys").mkdir(exist_ok=True)
+            shutil.copy(pair / "public.pem", gate.dir / "keys" / f"{pair.name}.pub.pem")
+            spec[block][key] = [f"keys/{pair.name}.pub.pem"]
+        if not spec[block]:
+            spec.pop(block)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     rows = refund.rows(fixed=True) + [grounding(1), grounding(2)]
     code, card, _ = gate.run(rows, "--no-judge-cache", *extra)
@@ -425,7 +428,7 @@ def test_a_key_on_the_command_line_cannot_vouch_for_a_calibration(
     require(gate, min_kappa=0.5)
     code, card = gate_run(gate, None, "--trusted-key", str(keys[1] / "public.pem"))
     assert card["calibration"]["status"] == "untrusted"
-    assert "history.trusted_keys" in card["calibration"]["reason"]
+    assert "judge.calibration_keys" in card["calibration"]["reason"]
     assert "CALIBRATION_MISSING" in reasons(card) and card["decision"] != "PASS"
 
 
@@ -490,13 +493,37 @@ def test_answers_cached_from_another_endpoint_are_not_the_declared_judges(
 
 def test_an_artifact_signed_by_the_runs_own_key_is_not_believed(
         gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
-    # history.trusted_keys often holds the CI signing key (for baselines); whoever holds it
-    # must not be able to vouch for a calibration of their own
+    # whoever holds the key signing this run must not vouch for a calibration of their own,
+    # even when the Evaluation (wrongly) declares it for calibration as well
     genuine_calibration(gate, judge, keys)
     code, card = gate_run(gate, keys[0], "--key", str(keys[0] / "private.pem"))
     assert card["calibration"]["status"] == "untrusted"
-    assert "key signing this run" in card["calibration"]["reason"]
+    assert "a key that signs runs" in card["calibration"]["reason"]
     assert "CALIBRATION_MISSING" in reasons(card)
+
+
+def test_a_key_trusted_for_baselines_never_vouches_for_a_calibration(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    # issue 26, attack 3: the CI signing key is in history.trusted_keys (for baselines); a
+    # calibration signed with it used to be refused only when the run was signed with that
+    # same key, and the same run unsigned PASSed with status verified
+    genuine_calibration(gate, judge, keys)
+    # the key only in history.trusted_keys: not a calibration key at all
+    code, card = gate_run(gate, None, runs=keys[0])
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    assert card["calibration"]["status"] == "untrusted"
+    assert "judge.calibration_keys" in card["calibration"]["reason"]
+    assert "CALIBRATION_MISSING" in reasons(card)
+    # declared for calibration too: a key that signs runs vouches for nothing, signed or not
+    code, card = gate_run(gate, keys[0], runs=keys[0])
+    assert code == 3 and card["calibration"]["status"] == "untrusted"
+    assert "a key that signs runs" in card["calibration"]["reason"]
+    # the same key handed in as --trusted-key for a baseline: the same
+    code, card = gate_run(gate, keys[0], "--trusted-key", str(keys[0] / "public.pem"))
+    assert code == 3 and card["calibration"]["status"] == "untrusted"
+    # the honest arrangement: governance's calibration key apart from the run keys
+    code, card = gate_run(gate, keys[0], runs=keys[1])
+    assert card["calibration"]["status"] == "verified" and code == 0, card["reasons"]
 
 
 def test_only_the_judges_own_verdicts_are_counted(gate: Gate, judge: Judge,

@@ -3,8 +3,10 @@ and what ``engine run`` believes of it.
 
 The hold-out set, its human labels and the artifact are governance's; the run records, the
 CI runner and perhaps the command line are the evaluated party's. So an artifact counts only
-when it verifies against a key the Evaluation trusts (``history.trusted_keys``; never a
-``--trusted-key`` of the command line, never the ``signer.pub.pem`` beside it), is a
+when it verifies against a key the Evaluation declares for calibration
+(``judge.calibration_keys``; never a ``--trusted-key`` of the command line, never the
+``signer.pub.pem`` beside it) that signs no runs (not this run's key, not a key vouching for
+baselines: whoever holds a CI key holds it whether or not this run is signed), is a
 calibration statement (a scorecard is not), names the judge identity of this run, and was
 made over the same judged inspection definitions, each category's kappa reaching the
 policy's *current* ``min_kappa``. Anything else is a status with a reason, never a crash.
@@ -45,8 +47,8 @@ def judged(evaluation: Evaluation) -> dict[str, str]:
 
 
 def _artifact(path: Path | None, keys: list[Ed25519PublicKey],
-              own: str | None) -> tuple[str, str, dict[str, Any] | None,
-                                        dict[str, Any] | None]:
+              runs: frozenset[str]) -> tuple[str, str, dict[str, Any] | None,
+                                             dict[str, Any] | None]:
     """(status, reason, artifact summary, calibration value) of the named artifact."""
     if path is None:
         return "missing", f"no calibration artifact is named ({WHERE})", None, None
@@ -58,9 +60,10 @@ def _artifact(path: Path | None, keys: list[Ed25519PublicKey],
         return "missing", f"the artifact {WHERE} names ({path.name}) does not exist", \
             None, None
     if not keys:
-        return "untrusted", ("no key in the Evaluation's history.trusted_keys to verify the "
-                             "calibration with (a --trusted-key on the command line does not "
-                             "vouch for governance's calibration)"), None, None
+        return "untrusted", ("no key in the Evaluation's judge.calibration_keys to verify the "
+                             "calibration with (history.trusted_keys and a --trusted-key vouch "
+                             "for baselines, which run keys sign, never for governance's "
+                             "calibration)"), None, None
     problems = []
     for key in keys:
         try:
@@ -72,10 +75,11 @@ def _artifact(path: Path | None, keys: list[Ed25519PublicKey],
         if found is not None:
             return "mismatch", f"the calibration is malformed ({found.message[:200]})", \
                 None, None
-        if signed.signer == own:
-            return "untrusted", ("signed by the key signing this run: whoever holds the CI "
-                                 "signing key cannot vouch for governance's calibration"), \
-                None, None
+        if signed.signer in runs:
+            return "untrusted", (
+                f"signed by {signed.signer[:16]}..., a key that signs runs (this run's key, "
+                "or one history.trusted_keys or --trusted-key trusts for baselines): whoever "
+                "holds a CI signing key cannot vouch for governance's calibration"), None, None
         summary = {"sha256": signed.sha256, "signer": signed.signer,
                    "generated_at": signed_time(signed.statement) or None}
         return "verified", "", summary, signed.value
@@ -107,13 +111,15 @@ def _category(name: str, sha: str, value: dict[str, Any] | None, reason: str,
 
 
 def check(evaluation: Evaluation, judge: dict[str, Any] | None,
-          keys: list[Ed25519PublicKey], own: str | None = None) -> dict[str, Any] | None:
+          keys: list[Ed25519PublicKey], runs: frozenset[str] = frozenset()
+          ) -> dict[str, Any] | None:
     """The scorecard's ``calibration`` block; None when there is nothing to check (no live
-    judge ran, or neither an artifact is named nor calibration required)."""
+    judge ran, or neither an artifact is named nor calibration required). ``keys`` are the
+    Evaluation's calibration keys, ``runs`` the key ids of every key known to sign runs."""
     policy = evaluation.policy
     if judge is None or (evaluation.calibration is None and not policy.calibration_required):
         return None
-    status, reason, artifact, value = _artifact(evaluation.calibration, keys, own)
+    status, reason, artifact, value = _artifact(evaluation.calibration, keys, runs)
     if value is not None and value["judge"]["judge_sha256"] != judge["judge_sha256"]:
         status, reason = "mismatch", (
             f"the judge identity differs: calibrated {value['judge']['judge_sha256'][:16]}..., "

@@ -127,12 +127,14 @@ def _decide(run: _Run) -> Decision:
     """The protocol report, the decision, and the comparison with a baseline."""
     evaluation, tally, judge = run.evaluation, run.tally, run.judge
     run.report = _protocol_report(evaluation, tally)
-    # governance's calibration is vouched for by governance's keys (the Evaluation's), never
-    # by a key the command line adds: whoever runs CI could sign their own artifact
-    governance = run.keys[:len(evaluation.trusted_keys)]
-    own = run.options.key  # an artifact this run's own key signed is not governance's
-    outcome = decide(evaluation, tally, judge, calibration.check(
-        evaluation, judge, governance, signing.keyid(own.public_key()) if own else None))
+    # governance's calibration is vouched for only by the keys the Evaluation declares for
+    # calibration, and never by a key that signs runs (this run's, or one trusted for
+    # baselines): whoever runs CI holds those, signed run or not
+    governance = [signing.load_public(k) for k in evaluation.calibration_keys]
+    own = run.options.key
+    runs = frozenset(signing.keyid(k) for k in run.keys + ([own.public_key()] if own else []))
+    outcome = decide(evaluation, tally, judge, calibration.check(evaluation, judge, governance,
+                                                                 runs))
     baseline = run.options.baseline or evaluation.baseline
     labelled = run.options.history
     if baseline is not None or labelled or run.keys or evaluation.policy.comparison_required:

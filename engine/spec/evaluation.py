@@ -110,6 +110,8 @@ class Evaluation:
     calibration: Path | None = None
     """``judge.calibration``: the signed calibration.json the judge is held to (it may not
     exist yet: a missing artifact is a status, not an error)."""
+    calibration_keys: list[Path] = field(default_factory=list)
+    """``judge.calibration_keys``: the only public keys that vouch for a calibration."""
 
 
 def display(path: Path) -> str:
@@ -337,6 +339,9 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                                f"'{history['baseline']}' leads outside the "
                                                "spec root", "use --baseline for other places"))
     calibration = _calibration(loader, doc, spec.get("judge") or {})
+    calibrators = [loader.path(doc, ("spec", "judge", "calibration_keys", i), rel)
+                   for i, rel in enumerate((spec.get("judge") or {}).get("calibration_keys",
+                                                                         []))]
     keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
     judge, warnings = _judge_config(loader, doc, spec.get("judge"))
@@ -362,7 +367,8 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
                       [k for k in keys if k is not None], judge,
                       suite_pin=spec.get("suite_sha256"), warnings=warnings,
-                      calibration=calibration)
+                      calibration=calibration,
+                      calibration_keys=[k for k in calibrators if k is not None])
 
 
 def _calibration(loader: _Loader, doc: _yaml.Document, block: dict[str, Any]) -> Path | None:
