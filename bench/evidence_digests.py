@@ -10,7 +10,8 @@ The runs: ``engine run specs/`` (all shipped evaluations, signed), and the relea
 generated Assevra-format datasets (bench/assevra_data.py: 2,000 rows with full JSON Schema
 contracts, 2,000 with compact contracts, 300 with a different seed), each signed. To make
 bytes comparable the clock is frozen (2026-01-02T03:04:05Z, for ``generated_at`` and the
-output folder stamp) and the signing key is fixed (Ed25519 signatures are deterministic).
+output folder stamp), each run is given its run id (``--run-id golden-NAME``) and the
+signing key is fixed (Ed25519 signatures are deterministic).
 Everything runs in a scratch folder with relative paths, so no machine path enters a file.
 """
 
@@ -69,7 +70,7 @@ def _runs(work: Path) -> list[tuple[str, list[str]]]:
     text = (unpinned / "evaluation.yaml").read_text()
     (unpinned / "evaluation.yaml").write_text(re.sub(r"(?m)^  suite_sha256:.*\n", "", text))
     sign = ["--key", "key.pem"]
-    return [
+    runs = [
         ("shipped", ["run", "specs/", "--out", "out/shipped", *sign]),
         ("full-2000", ["run", gate, "--input", f"runs={full.relative_to(work)}",
                        "--out", "out/full-2000", *sign]),
@@ -86,6 +87,8 @@ def _runs(work: Path) -> list[tuple[str, list[str]]]:
                       "out/shipped/agent-release-gate/scorecard.json",
                       "--out", "out/baseline", *sign]),
     ]
+    # a fixed run id per case: the one input of the signed statements not frozen above
+    return [(name, [*argv, "--run-id", f"golden-{name}"]) for name, argv in runs]
 
 
 def collect() -> dict[str, str]:

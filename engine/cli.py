@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from engine import protocols
 from engine._version import __version__
 from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
-from engine.evidence import signing
-from engine.evidence.verify import Verified, verify, verify_folder
+from engine.evidence import runs, signing
+from engine.evidence.scorecard import signed_now
+from engine.evidence.verify import Verified, verify
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 from engine.reports import summary
 from engine.run import shards, workers
@@ -53,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="output folder (must be new or empty)")
     run.add_argument("--key", type=Path, help=f"Ed25519 private key (or ${KEY_VARIABLE})")
     run.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    run.add_argument("--run-id", metavar="ID", help="this run's id, signed into every "
+                     "scorecard's statement and the summary (e.g. the CI run's id and "
+                     "attempt); default: 128 random bits")
     run.add_argument("--baseline", type=Path, help="earlier signed scorecard to compare with")
     run.add_argument("--trusted-key", action="append", default=[], type=Path,
                      help="public key a baseline must be signed by (repeatable)")
@@ -88,6 +92,10 @@ def _parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("--expect", action="append", default=[], metavar="EVALUATION",
                             help="with a folder: an evaluation that must be there, verified "
                             "(repeatable); any other is then a failure")
+    verify_cmd.add_argument("--run-id", metavar="ID", help="the run id the run was given or "
+                            "printed (a CI step records it): every scorecard must be of it")
+    verify_cmd.add_argument("--not-before", metavar="TIME", help="UTC date or time "
+                            "(YYYY-MM-DD[THH:MM[:SS]Z]): nothing signed earlier is valid")
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     keygen.add_argument("--out-dir", type=Path, required=True)
     test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
@@ -216,16 +224,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = _executor(args)
     options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor,
                          label=args.label, history=history)
-    results = [_execute(e, d, options) for e, d in zip(evaluations, dests, strict=True)]
+    run_id = runs.checked_id(args.run_id) if args.run_id is not None else runs.new_id()
+    together = [e.name for e in evaluations] if args.out is not None else None
+    results = [_execute(e, d, replace(options, run=runs.predicate(run_id, together or [e.name])))
+               for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.out is not None and len(results) > 1:
-        _write_summary(args.out, results)
+        _write_summary(args.out, results, run_id, key)
     if args.json:
-        print(json.dumps({"exit_code": worst, "evaluations": [_summary(r) for r in results]},
-                         indent=2))
+        print(json.dumps({"exit_code": worst, "run_id": run_id,
+                          "evaluations": [_summary(r) for r in results]}, indent=2))
     else:
         for result in results:
             _print_result(result, key is not None)
+        print(f"run: {run_id}")
     return worst
 
 
@@ -337,14 +349,25 @@ def _check_new_or_empty(out: Path) -> None:
                          "(choose another --out)", "OUTPUT_EXISTS")
 
 
-def _write_summary(out: Path, results: list[Result]) -> None:
+def _write_summary(out: Path, results: list[Result], run_id: str, key: Any) -> None:
     """summary.md and summary.json at the top of --out, beside the evidence folders of a
-    run of several evaluations (not part of any signed evidence)."""
-    entries = [summary.entry(r.evaluation, r.decision, r.exit_code, r.overall,
-                             Path(os.path.relpath(r.out, out)).as_posix(),
-                             r.scorecard_sha256, r.reasons) for r in results]
-    _publish(out / "summary.json", summary.summary_json(entries))
-    _publish(out / "summary.md", summary.summary_markdown(entries))
+    run of several evaluations; with a key, the seal over them and every scorecard
+    (summary.json.sig, summary.intoto.jsonl, signer.pub.pem), written last."""
+    folders = [Path(os.path.relpath(r.out, out)).as_posix() for r in results]
+    entries = [summary.entry(r.evaluation, r.decision, r.exit_code, r.overall, folder,
+                             r.scorecard_sha256, r.reasons, r.inputs)
+               for r, folder in zip(results, folders, strict=True)]
+    markdown = summary.summary_markdown(entries, run_id, key is not None)
+    data = summary.summary_json(entries, run_id, key is not None)
+    _publish(out / "summary.md", markdown)
+    _publish(out / "summary.json", data)
+    if key is not None:
+        scorecards = {f"{folder}/scorecard.json": r.scorecard_sha256
+                      for r, folder in zip(results, folders, strict=True)}
+        sealed = runs.seal_files(key, data, markdown, scorecards, run_id,
+                                 max(r.exit_code for r in results), signed_now())
+        for name, signed in sealed.items():
+            _publish(out / name, signed)
 
 
 def _publish(path: Path, data: bytes) -> None:
@@ -486,6 +509,8 @@ def _verified(result: Verified) -> list[str]:
         lines = [f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, "
                  f"signed by the pinned key (keyid {result.signer[:16]})"]
     lines.append(f"signed files checked: {', '.join(result.checked)}")
+    lines.append(f"run {result.run_id or '(none named: signed before runs were sealed)'}, "
+                 f"signed {result.generated_at or 'at no stated time'} (as the signer asserts)")
     if result.absent:
         lines.append(f"projections not present (not checked): {', '.join(result.absent)}")
     if result.unsigned:
@@ -494,10 +519,12 @@ def _verified(result: Verified) -> list[str]:
     return lines
 
 
-def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[str]) -> int:
-    """Every scorecard under ``folder``, each named with its result; 0 only if all are VALID."""
-    found = verify_folder(folder, trusted, expect)
-    for one in found:
+def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[str],
+                   run_id: str | None, earliest: str | None) -> int:
+    """Every scorecard under ``folder``, each named with its result, then the run they
+    make: 0 only if all are VALID and are one whole run (engine/evidence/runs.py)."""
+    result = runs.check(folder, trusted, expect, run_id, earliest)
+    for one in result.found:
         if one.verified is None:
             error = one.error or VerifyError("not verified", "VERIFY")
             print(f"{one.path}: INVALID {error.code}: {error}")
@@ -506,24 +533,53 @@ def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[
         print(f"{one.path}: {first}")
         for line in rest:
             print(f"  {line}")
-    invalid = [str(f.path) for f in found if f.verified is None]
-    valid = sum(1 for f in found if f.verified is not None and f.verified.trusted)
-    unpinned = len(found) - valid - len(invalid)
-    if not expect:
-        print("note: a removed evaluation folder goes unnoticed here; name every evaluation "
-              "you require with --expect NAME")
-    print(f"{len(found)} scorecard(s) under {folder}: {valid} valid"
+    seal_ok = _print_seal(folder, result)
+    invalid = [str(f.path) for f in result.found if f.verified is None]
+    valid = sum(1 for f in result.found if f.verified is not None and f.verified.trusted)
+    unpinned = len(result.found) - valid - len(invalid)
+    if not expect and not result.run_id:
+        print("note: these scorecards name no run, so a removed evaluation folder goes "
+              "unnoticed here; name every evaluation you require with --expect NAME")
+    print(f"{len(result.found)} scorecard(s) under {folder}: {valid} valid"
           + (f", {unpinned} integrity only (no --trusted-key)" if unpinned else "")
-          + (f", {len(invalid)} INVALID: {', '.join(invalid)}" if invalid else ""))
-    return 0 if valid == len(found) else 1
+          + (f", {len(invalid)} INVALID: {', '.join(invalid)}" if invalid else "")
+          + (f"; run {result.run_id}" if result.run_id else ""))
+    return 0 if valid == len(result.found) and seal_ok else 1
+
+
+def _print_seal(folder: Path, result: runs.Checked) -> bool:
+    """The line about the run's signed summary; whether it holds (or is not needed)."""
+    where = folder / runs.SUMMARY
+    if result.seal_error is not None:
+        print(f"{where}: INVALID {result.seal_error.code}: {result.seal_error}")
+        return False
+    seal = result.seal
+    if seal is None:
+        return True
+    if not seal.trusted:
+        print(f"{where}: INTEGRITY OK, AUTHORSHIP UNVERIFIED: run {seal.run_id} (pin the "
+              "signer's public key with --trusted-key)")
+        return False
+    print(f"{where}: VALID: run {seal.run_id} of {len(seal.scorecards)} evaluation(s), "
+          f"sealed {seal.generated_at or 'at no stated time'} by the pinned key (keyid "
+          f"{seal.signer[:16]})")
+    print(f"  signed files checked: {', '.join(seal.checked)}")
+    if seal.absent:
+        print(f"  not present (not checked): {', '.join(seal.absent)}")
+    return True
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     trusted = signing.load_public(args.trusted_key) if args.trusted_key else None
+    run_id = runs.checked_id(args.run_id) if args.run_id is not None else None
+    earliest = runs.not_before(args.not_before) if args.not_before is not None else None
     if args.scorecard.is_dir():
-        return _verify_folder(args.scorecard, trusted, args.expect)
+        return _verify_folder(args.scorecard, trusted, args.expect, run_id, earliest)
     try:
         result = verify(args.scorecard, trusted)
+        late = runs.single(result, run_id, earliest)
+        if late is not None:
+            raise late
     except VerifyError as exc:
         print(f"INVALID {exc.code}: {exc}")
         return 1

@@ -295,7 +295,10 @@ WRONG_FOLDER: a scorecard sits in the folder of another evaluation than the one 
 DUPLICATE_SCORECARD: the same scorecard lies in more than one place under a folder
 WRONG_PREDICATE: a signed statement of another kind (a calibration is not a scorecard)
 UNEXPECTED_EVALUATION: a scorecard of an evaluation --expect does not name
-MISSING_EVALUATION: an evaluation --expect names has no verified scorecard under the folder
+MISSING_EVALUATION: an evaluation --expect or the run names has no verified scorecard there
+RUN_MISMATCH: a scorecard or seal of another run than the folder's, or than --run-id states
+RUN_UNBOUND: a scorecard naming no run, beside others: nothing shows it is of their run
+STALE: a scorecard or seal signed before the time --not-before states
 """)
 
 _block("verify", "2", "nothing verified", """
@@ -309,6 +312,7 @@ DUPLICATE_NAME: two Evaluations under the given paths share a name
 NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command needs)
 AMBIGUOUS_BASELINE: --baseline or --baseline-label with more than one Evaluation
 BAD_LABEL: --label or --baseline-label is not 1-64 characters of A-Z, a-z, 0-9, '.', '_', '-'
+BAD_RUN_ID: --run-id is not 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':', '@', '+', '-'
 BASELINE_CONFLICT: --baseline with --baseline-label, or one of --baseline-label and --history
 BAD_SHARDS: --shards without --executor ray, or not a positive number
 BAD_WORKERS: --workers is not a positive number or auto, or is given with --executor ray

@@ -3,6 +3,7 @@ run summary at the top of --out, and a junit.xml whose test tab agrees with the 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -45,8 +46,13 @@ def repo(tmp_path: Path, only: str | None = None) -> Path:
 
 
 def keypair(tmp_path: Path) -> tuple[Path, Path]:
-    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    if not (tmp_path / "keys").exists():
+        assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     return tmp_path / "keys" / "private.pem", tmp_path / "keys" / "public.pem"
+
+
+# What GitHub sets for the jobs of one workflow run (its id, and the attempt of a re-run)
+GITHUB_RUN = {"GITHUB_RUN_ID": "4711", "GITHUB_RUN_ATTEMPT": "1"}
 
 
 def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -56,18 +62,19 @@ def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
                           capture_output=True, timeout=300)
 
 
-def github(tmp_path: Path, work: Path) -> tuple[int, str]:
+def github(tmp_path: Path, work: Path, attempt: str = "1") -> tuple[int, str]:
     """The GitHub job's steps after `pip install .`; returns the exit code and the step
     summary. $GITHUB_STEP_SUMMARY and $RUNNER_TEMP are files the runner would provide."""
     steps = recipe("GitHub Actions")["jobs"]["gate"]["steps"]
     runs = [s for s in steps if "run" in s and not s["run"].startswith("pip install")]
     assert [s.get("name") for s in runs] == [None, "Gate"]
     private, _ = keypair(tmp_path)
-    (tmp_path / "runner").mkdir()
+    (tmp_path / "runner").mkdir(exist_ok=True)
     summary = tmp_path / "step-summary.md"
     summary.touch()
     env = {"SIGNING_KEY_PEM": private.read_text().rstrip("\n"),  # what secrets.* expands to
-           "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_STEP_SUMMARY": str(summary)}
+           "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_STEP_SUMMARY": str(summary),
+           **GITHUB_RUN, "GITHUB_RUN_ATTEMPT": attempt}
     assert set(runs[1]["env"]) == {"SIGNING_KEY_PEM"}
     code = 0
     for step in runs:
@@ -103,16 +110,70 @@ def test_the_later_job_verifies_the_folder_as_written(tmp_path: Path) -> None:
     shutil.copy(tmp_path / "keys" / "public.pem", work / "governance-signing.pub.pem")
     text = (ROOT / "docs" / "ci.md").read_text()
     line = next(x for x in text.splitlines() if x.startswith("engine verify gate-out/"))
-    done = bash(line, work, {})
+    done = bash(line, work, GITHUB_RUN)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("VALID") == len(SHIPPED)
+    assert done.stdout.count(": VALID") == len(SHIPPED) + 1  # and the run's seal
+    assert "summary.json: VALID: run 4711.1 of 6 evaluation(s)" in done.stdout
     shutil.rmtree(work / "gate-out" / SHIPPED[1])  # the evidence of one evaluation removed
-    done = bash(line, work, {})
+    done = bash(line, work, GITHUB_RUN)
     assert done.returncode == 1 and "MISSING_EVALUATION" in done.stdout
     report = work / "gate-out" / SHIPPED[0] / "scorecard.html"
     report.write_text(report.read_text() + "<!-- edited between jobs -->")
-    done = bash(line, work, {})
+    done = bash(line, work, GITHUB_RUN)
     assert done.returncode == 1 and f"{SHIPPED[0]}/scorecard.json" in done.stdout
+
+
+def test_an_evaluation_swapped_for_an_older_signed_pass_is_named(tmp_path: Path) -> None:
+    # issue 26, attack 4: the evaluation that FAILed, swapped between jobs for the same
+    # evaluation's older signed PASS folder, used to verify as "valid", exit 0
+    work = repo(tmp_path)
+    before = utc(dt.datetime.now(dt.UTC))  # to the second, rounded down
+    assert github(tmp_path, work, attempt="1")[0] == 0  # last week's run: all PASS
+    after = utc(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1))  # rounded up
+    older = tmp_path / "older-gate-out"
+    shutil.move(work / "gate-out", older)
+    leak(work / "specs" / "example")
+    assert github(tmp_path, work, attempt="2")[0] == 1  # this run: support-agent FAILs
+    shutil.copy(tmp_path / "keys" / "public.pem", work / "governance-signing.pub.pem")
+    text = (ROOT / "docs" / "ci.md").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("engine verify gate-out/"))
+    now = {**GITHUB_RUN, "GITHUB_RUN_ATTEMPT": "2"}
+    assert bash(line, work, now).returncode == 0  # as written, this run verifies
+    shutil.rmtree(work / "gate-out" / "support-agent")
+    shutil.copytree(older / "support-agent", work / "gate-out" / "support-agent")
+    card = json.loads((work / "gate-out" / "support-agent" / "scorecard.json").read_text())
+    assert card["decision"] == "PASS"  # a genuine, signed PASS of the same evaluation
+    for check in (line, line.split(" --run-id")[0]):  # with and without the run id
+        done = bash(check, work, now)
+        assert done.returncode == 1, done.stdout
+        said = [x for x in done.stdout.splitlines() if "INVALID" in x]
+        assert said[0].startswith("gate-out/support-agent/scorecard.json: INVALID "
+                                  "RUN_MISMATCH: the scorecard of 'support-agent' belongs "
+                                  "to run 4711.1"), said
+    # the seal removed as well: the scorecards still name their run
+    for name in ("summary.json", "summary.json.sig", "summary.intoto.jsonl", "summary.md"):
+        (work / "gate-out" / name).unlink()
+    done = bash(line, work, now)
+    assert done.returncode == 1
+    assert "gate-out/support-agent/scorecard.json: INVALID RUN_MISMATCH" in done.stdout
+    assert "gate-out/summary.json: INVALID SUBJECT_MISSING" in done.stdout
+    # the whole older run handed over instead: every part of it is another run's
+    shutil.rmtree(work / "gate-out")
+    shutil.copytree(older, work / "gate-out")
+    done = bash(line, work, now)
+    assert done.returncode == 1
+    assert "gate-out/summary.json: INVALID RUN_MISMATCH: the run is 4711.1, not --run-id " \
+        "4711.2" in done.stdout
+    assert done.stdout.count("INVALID RUN_MISMATCH") == len(SHIPPED) + 1
+    # with no run id recorded, a time the auditor states: the older run predates it
+    done = bash(line.split(" --run-id")[0] + f" --not-before {after}", work, now)
+    assert done.returncode == 1 and done.stdout.count("INVALID STALE") == len(SHIPPED) + 1
+    done = bash(line.split(" --run-id")[0] + f" --not-before {before}", work, now)
+    assert done.returncode == 0, done.stdout
+
+
+def utc(when: dt.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_the_github_recipe_explains_a_failed_gate(tmp_path: Path) -> None:
@@ -138,7 +199,7 @@ def gitlab(tmp_path: Path, work: Path) -> tuple[int, str]:
     path)."""
     job = recipe("GitLab CI")["agent-gate"]
     private, _ = keypair(tmp_path)
-    env = {"SPECGATE_SIGNING_KEY": str(private)}
+    env = {"SPECGATE_SIGNING_KEY": str(private), "CI_PIPELINE_ID": "815"}
     code = 0
     for line in job["script"]:
         if line.startswith("pip install"):

@@ -80,7 +80,8 @@ def run_both(root: Path, spec_dir: Path, data: Path | None, *extra: str,
     for name, executor in (("local", []), ("ray", ["--executor", "ray", "--shards",
                                                     str(shards_n)])):
         codes.append(main(["run", str(spec_dir), *given_input, "--out", str(root / name),
-                           "--as-of", "2026-11-29", *extra, *executor]))
+                           "--as-of", "2026-11-29", "--run-id", "one-run", *extra,
+                           *executor]))
     assert codes[0] == codes[1]
     return evidence_files(root / "local"), evidence_files(root / "ray"), codes[0]
 

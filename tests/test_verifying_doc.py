@@ -9,6 +9,7 @@ marker tests/test_docs.py reads too).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -105,6 +106,11 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "out", root / "keys" / "public.pem"
 
 
+def run_of(out: Path) -> str:
+    """The run id a run's summary.json states."""
+    return str(json.loads((out / "summary.json").read_bytes())["run_id"])
+
+
 def verify(capsys: Any, *args: Path | str) -> tuple[int, list[str], str]:
     capsys.readouterr()
     code = main(["verify", *map(str, args)])
@@ -132,7 +138,8 @@ def test_a_folder_names_the_one_tampered_scorecard(tmp_path: Path, signed: tuple
         if name != "finding-quality-discovery":
             assert line(name).startswith(f"{out}/{name}/scorecard.json: VALID: sha256 ")
     n = len(EVALUATIONS)
-    assert lines[-1] == f"{n} scorecard(s) under {out}: {n - 1} valid, 1 INVALID: {bad}"
+    assert lines[-1] == f"{n} scorecard(s) under {out}: {n - 1} valid, 1 INVALID: {bad}; " \
+        f"run {run_of(out)}"
 
 
 def test_a_folder_is_searched_at_any_depth(tmp_path: Path, signed: tuple[Path, Path],
@@ -141,15 +148,22 @@ def test_a_folder_is_searched_at_any_depth(tmp_path: Path, signed: tuple[Path, P
     shutil.copytree(signed[0], out)
     shutil.move(out / "support-agent", out / "archive" / "2024" / "support-agent")
     code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
-    assert code == 0, lines
-    nested = f"{out}/archive/2024/support-agent/scorecard.json: VALID: sha256 "
-    assert any(line.startswith(nested) for line in lines), lines
-    n = len(EVALUATIONS)
-    assert lines[-1] == f"{n} scorecard(s) under {out}: {n} valid"
-    # a copy of it left beside is the same scorecard twice: one of them is not the run's
+    # found, and named: the run sealed it at support-agent/, not here
+    nested = f"{out}/archive/2024/support-agent/scorecard.json: INVALID RUN_MISMATCH: " \
+        "archive/2024/support-agent/scorecard.json is not the scorecard run"
+    assert code == 1 and any(line.startswith(nested) for line in lines), lines
+    assert f"{out}/support-agent/scorecard.json: INVALID MISSING_EVALUATION: run " in \
+        "\n".join(lines)
+    # a copy of it put back is the same scorecard twice: one of them is not the run's
     shutil.copytree(out / "archive" / "2024" / "support-agent", out / "support-agent")
     code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
     assert code == 1 and any("DUPLICATE_SCORECARD" in line for line in lines), lines
+    # one evaluation's own --out, archived deeper, still verifies on its own
+    alone = tmp_path / "alone"
+    shutil.copytree(signed[0] / "support-agent", alone / "2024" / "support-agent")
+    code, lines, _ = verify(capsys, alone, "--trusted-key", signed[1])
+    assert code == 1 and "RUN_MISMATCH" not in "\n".join(lines)  # it names a run of six
+    assert "MISSING_EVALUATION: run " in "\n".join(lines)
 
 
 def test_a_folder_without_a_pinned_key_is_not_valid(signed: tuple[Path, Path],
@@ -157,17 +171,18 @@ def test_a_folder_without_a_pinned_key_is_not_valid(signed: tuple[Path, Path],
     code, lines, _ = verify(capsys, signed[0])
     assert code == 1
     n = len(EVALUATIONS)
-    assert sum("INTEGRITY OK, AUTHORSHIP UNVERIFIED" in line for line in lines) == n
+    assert sum("INTEGRITY OK, AUTHORSHIP UNVERIFIED" in line for line in lines) == n + 1
     assert lines[-1] == f"{n} scorecard(s) under {signed[0]}: 0 valid, {n} integrity only " \
-        "(no --trusted-key)"
+        f"(no --trusted-key); run {run_of(signed[0])}"
 
 
 def test_one_scorecard_reads_as_before(signed: tuple[Path, Path], capsys: Any) -> None:
     card = signed[0] / "support-agent" / "scorecard.json"
     code, lines, _ = verify(capsys, card, "--trusted-key", signed[1])
-    assert code == 0 and len(lines) == 2
+    assert code == 0 and len(lines) == 3
     assert lines[0].startswith("VALID: sha256 ")
     assert lines[1].startswith("signed files checked: scorecard.json, ")
+    assert lines[2].startswith(f"run {run_of(signed[0])}, signed 20")
 
 
 @pytest.mark.parametrize("content", [{}, {"summary.json": "{}", "sub/notes.txt": "x"}])
@@ -212,8 +227,9 @@ def test_a_removed_swapped_or_linked_evaluation_is_caught(tmp_path: Path,
     capsys.readouterr()
     removed = _copy(out, tmp_path / "a")  # a failing evaluation's folder deleted
     shutil.rmtree(removed / EVALUATIONS[1])
-    assert main([*base, str(removed)]) == 0  # without --expect: only a note says so
-    assert "name every evaluation you require with --expect" in capsys.readouterr().out
+    assert main([*base, str(removed)]) == 1  # without --expect: the run's seal names it
+    assert f"MISSING_EVALUATION: run {run_of(out)} sealed {EVALUATIONS[1]}/scorecard.json" \
+        in capsys.readouterr().out
     assert main([*base, str(removed), *expect]) == 1
     assert f"MISSING_EVALUATION: no verified scorecard of '{EVALUATIONS[1]}'" in \
         capsys.readouterr().out
@@ -233,3 +249,76 @@ def test_a_removed_swapped_or_linked_evaluation_is_caught(tmp_path: Path,
     assert "MISSING_EVALUATION: no verified scorecard of 'nobody'" in capsys.readouterr().out
     assert main([*base, str(out), "--expect", EVALUATIONS[0]]) == 1
     assert "UNEXPECTED_EVALUATION" in capsys.readouterr().out
+
+
+# ------------------------------------------------ one run, sealed whole (issue 26)
+
+def test_an_edited_summary_is_caught(tmp_path: Path, signed: tuple[Path, Path],
+                                     capsys: Any) -> None:
+    out = _copy(signed[0], tmp_path)
+    md = out / "summary.md"
+    md.write_text(md.read_text().replace("**PASS**", "**PASS** (reviewed)"))
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 1
+    assert f"{out}/summary.json: INVALID DIGEST_MISMATCH: summary.md changed after " \
+        "signing" in "\n".join(lines)
+    out = _copy(signed[0], tmp_path / "again")
+    data = json.loads((out / "summary.json").read_bytes())
+    data["exit_code"] = 1  # any edit: here one evaluation's line made to read FAIL
+    data["evaluations"][0]["decision"] = "FAIL"
+    (out / "summary.json").write_text(json.dumps(data, separators=(",", ":"), sort_keys=True))
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    said = "\n".join(lines)
+    assert code == 1 and f"{out}/summary.json: INVALID " in said
+    assert "DIGEST_MISMATCH" in said or "BAD_SIGNATURE" in said
+
+
+def test_the_run_id_and_a_time_are_checked_on_one_scorecard(signed: tuple[Path, Path],
+                                                            capsys: Any) -> None:
+    card = signed[0] / "support-agent" / "scorecard.json"
+    run = run_of(signed[0])
+    code, lines, _ = verify(capsys, card, "--trusted-key", signed[1], "--run-id", run,
+                            "--not-before", "2026-01-01")
+    assert code == 0, lines
+    code, lines, _ = verify(capsys, card, "--trusted-key", signed[1], "--run-id", "other")
+    assert code == 1 and lines == [f"INVALID RUN_MISMATCH: the scorecard belongs to run {run}"
+                                   ", not --run-id other"]
+    code, lines, _ = verify(capsys, card, "--trusted-key", signed[1], "--not-before",
+                            "2999-01-01T00:00Z")
+    assert code == 1 and lines[0].startswith("INVALID STALE: the scorecard was signed 20")
+    assert lines[0].endswith("before --not-before 2999-01-01T00:00:00Z")
+
+
+@pytest.mark.parametrize(("option", "value", "code"), [
+    ("--run-id", "a b", "BAD_RUN_ID"), ("--run-id", "x" * 129, "BAD_RUN_ID"),
+    ("--run-id", "", "BAD_RUN_ID"), ("--not-before", "2026-02-30", "BAD_DATE"),
+    ("--not-before", "yesterday", "BAD_DATE"), ("--not-before", "2026-01-01T10:00", "BAD_DATE"),
+])
+def test_a_bad_run_id_or_time_is_a_usage_error(signed: tuple[Path, Path], capsys: Any,
+                                               option: str, value: str, code: str) -> None:
+    done, lines, err = verify(capsys, signed[0], "--trusted-key", signed[1], option, value)
+    assert done == 2 and lines == [] and f"engine: {code}: {option}" in err
+    if option == "--run-id":
+        capsys.readouterr()
+        assert main(["run", str(ROOT / "specs" / "example"), "--run-id", value]) == 2
+        assert f"engine: {code}: --run-id" in capsys.readouterr().err
+
+
+def test_scorecards_naming_no_run_do_not_vouch_for_each_other(
+        tmp_path: Path, signed: tuple[Path, Path], capsys: Any) -> None:
+    # evidence written before runs were sealed: each scorecard proves itself, not that it
+    # belongs with the others
+    from engine.evidence import signing
+    from engine.run.execute import RunOptions, execute
+    from engine.spec import evaluation as spec
+    key = signing.load_private(signed[1].parent / "private.pem")
+    out = tmp_path / "old"
+    for evaluation in spec.load([ROOT / "specs" / "example", ROOT / "specs" / "inspect-example"]):
+        evaluation.as_of = evaluation.as_of_requested = "2026-11-30"
+        execute(evaluation, out / evaluation.name, RunOptions(key=key))
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 1
+    assert sum("INVALID RUN_UNBOUND: the scorecard of " in line for line in lines) == 2
+    alone = out / "support-agent" / "scorecard.json"
+    code, lines, _ = verify(capsys, alone, "--trusted-key", signed[1])
+    assert code == 0 and "run (none named: signed before runs were sealed)" in lines[2]

@@ -74,7 +74,8 @@ def same_in_every_process_count(work: Path, *argv: str, want: int,
     outs = {}
     for count in ("1", "2", "3"):
         done = engine(work, SHARD_AND_SAY, "run", *argv, "--out", f"out-{count}", "--key",
-                      "key.pem", "--workers", count, capture_output=True)
+                      "key.pem", "--workers", count, "--run-id", "same-run",
+                      capture_output=True)
         assert done.returncode == want, done.stderr
         cuts = [f"sharded into {count}"] * sharded if count != "1" else []
         assert done.stderr.splitlines() == cuts

@@ -170,8 +170,9 @@ def _remove_stale(dest: Path) -> None:
 
 
 def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
-         subjects: dict[str, str]) -> str:
-    """Write the scorecard (and, with a key, its signature files); return its digest."""
+         subjects: dict[str, str], run: dict[str, Any] | None = None) -> str:
+    """Write the scorecard (and, with a key, its signature files, the statement naming
+    the ``run`` that wrote it: engine/evidence/runs.py); return its digest."""
     data = canonical(card)
     digest = hashlib.sha256(data).hexdigest()
     staging.write("scorecard.json", data)
@@ -185,6 +186,8 @@ def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
         "scoring_version": card["policy"]["scoring_version"],
         "generated_at": signed_now(), "generated_at_note": "asserted by the signer",
     }
+    if run is not None:
+        predicate["run"] = run
     for name, signed in signing.signed_files(key, "scorecard.json", data, subjects,
                                              signing.PREDICATE_TYPE, predicate).items():
         staging.write(name, signed)

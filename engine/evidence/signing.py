@@ -25,6 +25,7 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://specgate.dev/scorecard/v1"
 CALIBRATION_PREDICATE_TYPE = "https://specgate.dev/calibration/v1"  # never a scorecard's
+RUN_PREDICATE_TYPE = "https://specgate.dev/run/v1"  # the seal of one engine run's summary
 
 
 def keygen(out_dir: Path) -> tuple[Path, Path]:

@@ -36,6 +36,7 @@ BOUND = {"rows.jsonl": "rows_sha256", "findings.jsonl": "findings_sha256"}
 PROJECTIONS = frozenset({"scorecard.md", "scorecard.html", "junit.xml"})
 SIGNED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 MAX_SIGNED_BYTES = 256 * 1024 * 1024  # a signed JSON file or envelope read whole
+RUN_ID = re.compile(r"[A-Za-z0-9._:@+-]{1,128}", re.ASCII)  # --run-id, and a made-up one
 INPUTS = "inputs/"  # digests of the run's inputs, which live elsewhere; never looked for here
 
 
@@ -52,6 +53,8 @@ class Verified:
     signer: str = ""                 # keyid (hex SHA-256 of the raw public key) that verified
     evaluation: str = ""             # the Evaluation the signed scorecard names
     generated_at: str = ""           # the signed statement's time (YYYY-MM-DDTHH:MM:SSZ)
+    run_id: str = ""                 # the engine run that wrote it ("" before runs were sealed)
+    run_evaluations: tuple[str, ...] = ()  # every evaluation that run wrote into its --out
 
 
 def read_file(path: Path, limit: int = MAX_SIGNED_BYTES) -> bytes:
@@ -124,17 +127,23 @@ def _open(envelope: dict[str, Any], key: Ed25519PublicKey, pinned: bool) -> dict
         raise
 
 
-def _subjects(statement: dict[str, Any]) -> dict[str, str]:
-    """name -> sha256 of the statement's subjects; names must be plain file names."""
+def _plain(name: str) -> bool:
+    """A file name that names no other folder: no separator, no control character."""
+    return 0 < len(name.encode()) <= 255 and name not in (".", "..") and \
+        not any(c in "/\\" or c < " " for c in name)
+
+
+def _subjects(statement: dict[str, Any], nested: bool = False) -> dict[str, str]:
+    """name -> sha256 of the statement's subjects; names must be plain file names (with
+    ``nested``, a run's seal, also ``FOLDER/NAME`` one level down)."""
     subjects: dict[str, str] = {}
     try:
         for subject in statement["subject"]:
             name, sha = subject["name"], subject["digest"]["sha256"]
             if not isinstance(name, str) or not isinstance(sha, str) or name in subjects:
                 raise ValueError(f"subject {str(name)[:80]!r} is repeated or not a string")
-            local = name.removeprefix(INPUTS)
-            if not 0 < len(local.encode()) <= 255 or local in (".", "..") or \
-                    any(c in "/\\" or c < " " for c in local):
+            parts = name.split("/", 1) if nested else [name.removeprefix(INPUTS)]
+            if not all(_plain(part) for part in parts):
                 raise ValueError(f"subject {name[:80]!r} is not a file name")
             subjects[name] = sha
     except (KeyError, TypeError, ValueError) as exc:
@@ -195,7 +204,8 @@ class Signed:
     signer: str  # keyid (hex SHA-256 of the raw public key) that verified
 
 
-def open_signed(path: Path, trusted: Ed25519PublicKey | None, predicate_type: str) -> Signed:
+def open_signed(path: Path, trusted: Ed25519PublicKey | None, predicate_type: str,
+                nested: bool = False) -> Signed:
     """Canonical bytes, the DSSE statement (``<stem>.intoto.jsonl`` beside it) opened with
     the key and of ``predicate_type``, its digest of this file, then the raw ``.sig``."""
     from cryptography.exceptions import InvalidSignature
@@ -213,7 +223,7 @@ def open_signed(path: Path, trusted: Ed25519PublicKey | None, predicate_type: st
     if statement.get("predicateType") != predicate_type:
         raise VerifyError(f"the signed statement is a {str(statement.get('predicateType'))[:80]}"
                           f", not a {predicate_type}", "WRONG_PREDICATE")
-    subjects = _subjects(statement)
+    subjects = _subjects(statement, nested)
     if subjects.get(path.name) != digest:
         raise VerifyError(f"{path.name} changed after signing (the signed statement names "
                           "another digest)", "DIGEST_MISMATCH")
@@ -239,7 +249,21 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
                     signed.signer,
                     str(named.get("name", "")) if isinstance(named, dict) else "",
-                    signed_time(signed.statement))
+                    signed_time(signed.statement), *run_of(signed.statement))
+
+
+def run_of(statement: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """(run id, evaluations of that run) a signed scorecard statement names; ("", ()) for
+    one signed before runs were sealed (or naming none well-formed)."""
+    predicate = statement.get("predicate")
+    run = predicate.get("run") if isinstance(predicate, dict) else None
+    if not isinstance(run, dict):
+        return "", ()
+    ident, names = run.get("id"), run.get("evaluations")
+    if not isinstance(ident, str) or not RUN_ID.fullmatch(ident) or \
+            not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return "", ()
+    return ident, tuple(names)
 
 
 def signed_time(statement: dict[str, Any]) -> str:

@@ -45,6 +45,7 @@ class Result:
     overall: float | None
     record_problems: list[str]
     judge_stats: dict[str, int] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)  # each input's name -> SHA-256
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class RunOptions:
     scoring: shards.Progress | None = None  # records scored so far (on a terminal)
     label: str | None = None  # recorded in the scorecard (--label)
     history: tuple[Path, str] | None = None  # (folder, label): the newest verified one
+    run: dict[str, Any] | None = None  # the run's id and evaluations, in the statement
 
 
 @dataclass
@@ -88,7 +90,8 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
     try:
         _score(run)
         _write(run, _decide(run))
-        sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects)
+        sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects,
+                            run.options.run)
         out = run.staging.commit()
     except BaseException:
         run.staging.discard()
@@ -189,7 +192,8 @@ def _result(run: _Run, out: Path, sha: str) -> Result:
                for s in card["coverage"]["record_problem_samples"]]
     stats = dict(run.runtime.stats) if run.runtime is not None else {}
     return Result(evaluation.name, card["decision"], card["exit_code"], out, sha,
-                  card["reasons"], overall, located, stats)
+                  card["reasons"], overall, located, stats,
+                  {name: entry["sha256"] for name, entry in sorted(run.inputs.items())})
 
 
 def _protocol_report(evaluation: Evaluation,
