@@ -61,6 +61,22 @@ EXAMPLE = ROOT / "specs" / "example"
 GATE = ROOT / "specs" / "agent-release-gate"
 
 
+def trust(folder: Path, *publics: Path) -> None:
+    """The Evaluation's history.trusted_keys in ``folder``: copies of these public keys
+    (none: the member removed). A release trusts baselines signed by these only."""
+    path = folder / "evaluation.yaml"
+    data = yaml.safe_load(path.read_text())
+    history = data["spec"].setdefault("history", {})
+    history.pop("trusted_keys", None)
+    for i, public in enumerate(publics):
+        (folder / "keys").mkdir(exist_ok=True)
+        shutil.copy(public, folder / "keys" / f"trusted-{i}.pub.pem")
+        history.setdefault("trusted_keys", []).append(f"keys/trusted-{i}.pub.pem")
+    if not history:
+        data["spec"].pop("history")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
 class Spec:
     """A copy of specs/example under a temporary folder."""
 
@@ -77,6 +93,10 @@ class Spec:
         data = self.data(name)
         change(data)
         (self.dir / name).write_text(yaml.safe_dump(data, sort_keys=False))
+
+    def trust(self, *publics: Path) -> None:
+        """Declare these public keys in the Evaluation's history.trusted_keys."""
+        trust(self.dir, *publics)
 
     def runs(self) -> list[dict[str, Any]]:
         text = (self.dir / "data/runs.jsonl").read_text()
@@ -140,6 +160,10 @@ class Gate:
         if digest is not None:
             data["spec"]["suite_sha256"] = digest
         path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    def trust(self, *publics: Path) -> None:
+        """Declare these public keys in the Evaluation's history.trusted_keys."""
+        trust(self.dir, *publics)
 
     def policy(self, change: Any) -> None:
         import yaml

@@ -50,6 +50,7 @@ def next_second() -> None:
 
 def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
         gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     gate.policy(required)
     sign = ["--key", str(keys["trusted"] / "private.pem")]
     history = tmp_path / "history"
@@ -83,8 +84,7 @@ def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
     (forged / "scorecard.json").write_bytes(
         json.dumps(card, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
 
-    code, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
-                             str(keys["trusted"] / "public.pem"), "--baseline-label", "prod",
+    code, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
                              "--history", str(history))
     comparison = card["comparison"]
     assert comparison["status"] == "comparable" and comparison["reasons"] == []
@@ -101,8 +101,7 @@ def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
 
     # b gone, z is the newest verifying one: a FAIL, so the same run now passes against it
     shutil.rmtree(chosen)
-    _, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
-                          str(keys["trusted"] / "public.pem"), "--baseline-label", "prod",
+    _, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
                           "--history", str(history))
     assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(older)
     assert card["comparison"]["categories"]["tool_call"]["status"] == "now passing"
@@ -110,13 +109,13 @@ def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
 
 def test_no_verifying_labelled_scorecard_is_a_missing_baseline(
         gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     gate.policy(required)
     history = tmp_path / "history"
     history.mkdir()
     _, _, out = gate.run(refund.rows(fixed=True), "--label", "prod")  # unsigned
     shutil.copytree(out, history / "unsigned")
-    trust = ["--trusted-key", str(keys["trusted"] / "public.pem")]
-    code, card, _ = gate.run(refund.rows(fixed=True), *trust, "--baseline-label", "prod",
+    code, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
                              "--history", str(history))
     comparison = card["comparison"]
     assert comparison["status"] == "missing" and comparison["selection"]["skipped"] == 1
@@ -125,11 +124,12 @@ def test_no_verifying_labelled_scorecard_is_a_missing_baseline(
     assert (code, card["decision"], codes(card)) == (3, "INCOMPLETE", ["BASELINE_MISSING"])
     # another label, and a folder that does not exist: nothing skipped, nothing found
     for label, folder in (("staging", history), ("prod", tmp_path / "nowhere")):
-        _, card, _ = gate.run(refund.rows(fixed=True), *trust, "--baseline-label", label,
+        _, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", label,
                               "--history", str(folder))
         assert card["comparison"]["status"] == "missing"
         assert card["comparison"]["selection"]["skipped"] == 0
     # no trusted key at all: nothing can verify
+    gate.trust()
     _, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
                           "--history", str(history))
     assert codes(card) == ["BASELINE_UNTRUSTED"]
@@ -181,11 +181,11 @@ def fixes(card: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 def test_each_baseline_finding_is_verified_still_failing_or_not_verifiable(
         gate: Gate, keys: dict[str, Path]) -> None:
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     _, before, before_out = gate.run(refund.rows(fixed=False), "--key",
                                      str(keys["trusted"] / "private.pem"))
     assert {f["id"] for f in before["findings"]} == BEFORE_FINDINGS
-    against = ["--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
-               str(before_out / "scorecard.json")]
+    against = ["--baseline", str(before_out / "scorecard.json")]
     _, card, _ = gate.run(refund.rows(fixed=True), *against)
     assert card["comparison"]["status"] == "comparable"
     assert fixes(card) == {i: ("verified", "every one of 3 trials passed (the baseline ran 3)")
@@ -215,8 +215,8 @@ def test_fewer_trials_under_the_same_suite_cannot_verify_a_fix(
     _, base = spec.run("--key", str(keys["trusted"] / "private.pem"), out="base")
     assert {f["id"] for f in spec.scorecard("base")["findings"]} == {
         "resolution:refund-outside-window", "efficiency:card-on-file"}
-    against = ["--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
-               str(base / "scorecard.json")]
+    spec.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
+    against = ["--baseline", str(base / "scorecard.json")]
     runs = spec.runs()
     spec.write_runs([r for r in runs if r["id"] != "run-004"])
     spec.run(*against, out="fewer")
@@ -238,11 +238,11 @@ def test_no_fix_is_verified_against_a_baseline_that_is_not_comparable(
         gate: Gate, keys: dict[str, Path]) -> None:
     # The same suite, every trial passing, but the policy changed since the baseline (a
     # threshold): the comparison is incompatible, so not one fix counts as verified.
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     _, _, before_out = gate.run(refund.rows(fixed=False), "--key",
                                 str(keys["trusted"] / "private.pem"))
     gate.policy(lambda spec: spec["categories"]["tool_call"].update(threshold=0.5))
-    _, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
-                          str(keys["trusted"] / "public.pem"), "--baseline",
+    _, card, _ = gate.run(refund.rows(fixed=True), "--baseline",
                           str(before_out / "scorecard.json"))
     assert card["comparison"]["status"] == "incompatible"
     assert set(fixes(card).values()) == {
@@ -264,8 +264,8 @@ def test_a_baseline_short_of_the_suites_trials_verifies_no_fix(
     assert "resolution:refund-outside-window" in {f["id"] for f in base["findings"]}
     spec.write_runs([dict(r, output=dict(r["output"], reply=r["output"]["reply"].replace(
         "thirty days", "30 days"))) for r in runs if r["id"] != "run-003"])
-    spec.run("--trusted-key", str(keys["trusted"] / "public.pem"), "--baseline",
-             str(spec.root / "base" / "scorecard.json"), out="rerun")
+    spec.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
+    spec.run("--baseline", str(spec.root / "base" / "scorecard.json"), out="rerun")
     card = spec.scorecard("rerun")
     assert card["comparison"]["status"] == "incompatible"
     assert fixes(card)["resolution:refund-outside-window"] == (
@@ -287,10 +287,10 @@ def test_the_suites_declared_trials_bound_a_fix_even_where_the_baseline_ran_fewe
 
 def test_the_comparison_names_the_baselines_signed_time_and_evaluation(
         gate: Gate, keys: dict[str, Path]) -> None:
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     _, before, before_out = gate.run(refund.rows(fixed=False), "--key",
                                      str(keys["trusted"] / "private.pem"))
-    _, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
-                          str(keys["trusted"] / "public.pem"), "--baseline",
+    _, card, _ = gate.run(refund.rows(fixed=True), "--baseline",
                           str(before_out / "scorecard.json"))
     statement = json.loads(__import__("base64").b64decode(json.loads(
         (before_out / "scorecard.intoto.jsonl").read_text().splitlines()[0])["payload"]))
@@ -305,6 +305,7 @@ def test_a_hostile_file_in_the_history_is_skipped_never_a_crash_or_a_hang(
         gate: Gate, keys: dict[str, Path], tmp_path: Path, plant: str) -> None:
     # The history folder sits on the evaluated party's runner: what they put there can
     # only be skipped, with its reason, beside the real labelled baseline.
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     sign = ["--key", str(keys["trusted"] / "private.pem"), "--label", "prod"]
     history = tmp_path / "history"
     _, _, out = gate.run(refund.rows(fixed=False), *sign)
@@ -319,8 +320,7 @@ def test_a_hostile_file_in_the_history_is_skipped_never_a_crash_or_a_hang(
         shutil.copytree(out, history / "planted")
         (history / "planted" / "scorecard.intoto.jsonl").write_text(
             "[" * 200000 + "]" * 200000)
-    code, card, _ = gate.run(refund.rows(fixed=True), "--trusted-key",
-                             str(keys["trusted"] / "public.pem"), "--baseline-label",
+    code, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label",
                              "prod", "--history", str(history))
     assert code in (0, 1), code
     assert card["comparison"]["status"] == "comparable"
@@ -332,12 +332,12 @@ def test_a_hostile_file_in_the_history_is_skipped_never_a_crash_or_a_hang(
 
 def test_the_reports_show_the_chosen_baseline_and_each_fix(
         gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
     history = tmp_path / "history"
     _, before, out = gate.run(refund.rows(fixed=False), "--key",
                               str(keys["trusted"] / "private.pem"), "--label", "prod")
     shutil.copytree(out, history / "v1")
-    _, card, now = gate.run(refund.rows(fixed=True), "--trusted-key",
-                            str(keys["trusted"] / "public.pem"), "--baseline-label", "prod",
+    _, card, now = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
                             "--history", str(history))
     chosen = card["comparison"]["baseline"]
     assert chosen["label"] == "prod"
@@ -352,3 +352,42 @@ def test_the_reports_show_the_chosen_baseline_and_each_fix(
     assert "<td>tool_call:over-limit</td><td>verified</td><td>every one of 3 trials passed " \
         "(the baseline ran 3)</td>" in html
     assert f"label prod, signed {chosen['generated_at']}" in html
+
+
+def test_a_release_trusts_no_baseline_key_from_the_command_line(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
+    # issue 26: whoever runs CI signs a weaker, newer "prod" run with a key of their own
+    # and hands that key in with --trusted-key: the regression it hides used to PASS
+    gate.trust(keys["trusted"] / "public.pem")
+    gate.policy(required)
+    history = tmp_path / "history"
+    _, _, out = gate.run(refund.rows(fixed=True), "--key",
+                         str(keys["trusted"] / "private.pem"), "--label", "prod")
+    shutil.copytree(out, history / "governance")
+    code, card, _ = gate.run(refund.rows(fixed=False), "--baseline-label", "prod",
+                             "--history", str(history))
+    assert (code, card["decision"], card["comparison"]["regressed"]) == (1, "FAIL", True)
+    next_second()
+    _, _, out = gate.run(refund.rows(fixed=False), "--key",
+                         str(keys["other"] / "private.pem"), "--label", "prod")
+    shutil.copytree(out, history / "weaker")  # the team's own, newer and as bad as now
+    team = ["--trusted-key", str(keys["other"] / "public.pem")]
+    code, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline-label", "prod",
+                             "--history", str(history))
+    # the governance-signed baseline is still the one compared with: still a regression
+    assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(history / "governance")
+    assert (code, card["decision"]) == (1, "FAIL")
+    # the team's scorecard named by file, or with the governance key gone: never a PASS
+    code, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline",
+                             str(history / "weaker" / "scorecard.json"))
+    assert card["comparison"]["status"] == "untrusted" and code != 0
+    assert any("history.trusted_keys only" in r for r in card["comparison"]["reasons"])
+    gate.trust()
+    code, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline-label", "prod",
+                             "--history", str(history))
+    assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_UNTRUSTED" in codes(card)
+    # outside a release (triage), a --trusted-key still vouches for a baseline
+    gate.policy(lambda spec: spec["gate"].update(purpose="triage"))
+    _, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline",
+                          str(history / "weaker" / "scorecard.json"))
+    assert card["comparison"]["status"] in ("comparable", "incompatible")

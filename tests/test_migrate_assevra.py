@@ -190,7 +190,7 @@ def test_the_docs_commands_run_as_written(tmp_path: Path, monkeypatch: Any) -> N
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
     monkeypatch.chdir(tmp_path)
     commands = _doc_commands()
-    assert len(commands) == 8
+    assert len(commands) == 9
     for command in commands:
         words = shlex.split(command)
         assert words[0] == "engine" and main(words[1:]) == 0, command
@@ -233,3 +233,23 @@ def test_assevra_judges_as_specgate_judges(tmp_path: Path, judge: str,
     text = (out / "MIGRATION.md").read_text()
     section = "## Carried over" if want else "## Not carried over"
     assert "| `judge` |" in text.split(section)[1].split("\n## ")[0]
+
+
+def test_a_baseline_key_is_copied_into_the_spec_and_a_bad_one_refused(
+        tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "team.yml").write_text(TEAM)
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    base = ["migrate-assevra", str(tmp_path / "team.yml"), "--from", str(GATE)]
+    (tmp_path / "not-a-key.pem").write_text("-----BEGIN PUBLIC KEY-----\nxx\n")
+    capsys.readouterr()
+    code = main([*base, "--out", str(tmp_path / "bad"), "--trusted-key",
+                 str(tmp_path / "not-a-key.pem")])
+    assert code == 2 and "BAD_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()  # nothing written
+    out = tmp_path / "good"
+    assert main([*base, "--out", str(out), "--trusted-key",
+                 str(tmp_path / "keys" / "public.pem")]) == 0
+    evaluation = yaml.safe_load((out / "evaluation.yaml").read_text())["spec"]
+    assert evaluation["history"]["trusted_keys"] == ["keys/baseline-1.pub.pem"]
+    assert (out / "keys" / "baseline-1.pub.pem").read_bytes() == \
+        (tmp_path / "keys" / "public.pem").read_bytes()

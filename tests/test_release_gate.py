@@ -301,14 +301,14 @@ def required_comparison(spec: dict[str, Any]) -> None:
 def test_regression_against_a_signed_baseline_the_protocol_vector(gate: Gate,
                                                                   signer: Path) -> None:
     key = ["--key", str(signer / "private.pem")]
-    trust = ["--trusted-key", str(signer / "public.pem")]
+    gate.trust(signer / "public.pem")  # a release trusts the Evaluation's keys only
     gate.policy(required_comparison)
     # Under a required comparison, a run without a baseline is INCOMPLETE; its metrics
     # decision (PASS) is what lets it serve as the next run's baseline.
     code, after, after_out = gate.run(refund.rows(fixed=True), *key)
     assert code == 3 and after["comparison"]["status"] == "missing"
     assert codes(after) == ["BASELINE_MISSING"] and after["metrics_decision"] == "PASS"
-    code, before, _ = gate.run(refund.rows(fixed=False), *key, *trust, "--baseline",
+    code, before, _ = gate.run(refund.rows(fixed=False), *key, "--baseline",
                                str(after_out / "scorecard.json"))
     comparison = before["comparison"]
     assert comparison["status"] == "comparable" and comparison["regressed"] is True
@@ -328,11 +328,11 @@ def test_an_unpinned_release_is_not_called_a_regression_of_its_own_baseline(
     # is INCOMPLETE for the missing pin and nothing else. The comparison compares what the
     # evidence shows (PASS against PASS), so the blocker is not mistaken for a regression.
     key = ["--key", str(signer / "private.pem")]
-    trust = ["--trusted-key", str(signer / "public.pem")]
+    gate.trust(signer / "public.pem")  # a release trusts the Evaluation's keys only
     gate.policy(required_comparison)
     _, first, first_out = gate.run(refund.rows(fixed=True), *key)
     assert codes(first) == ["BASELINE_MISSING"] and first["metrics_decision"] == "PASS"
-    code, card, _ = gate.run(refund.rows(fixed=True), *trust, "--baseline",
+    code, card, _ = gate.run(refund.rows(fixed=True), "--baseline",
                              str(first_out / "scorecard.json"), pin=False)
     assert card["comparison"]["status"] == "comparable"
     assert card["comparison"]["regressed"] is False
@@ -348,24 +348,25 @@ def test_baseline_trust_and_compatibility(gate: Gate, signer: Path, tmp_path: Pa
     _, _, signed = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
     gate.policy(required_comparison)
     main(["keygen", "--out-dir", str(tmp_path / "other")])
-    other = ["--trusted-key", str(tmp_path / "other" / "public.pem")]
-    trust = ["--trusted-key", str(signer / "public.pem")]
+    gate.trust(signer / "public.pem")  # a release trusts the Evaluation's keys only
     rows = refund.rows(fixed=True)
-    _, card, _ = gate.run(rows, *trust, "--baseline", str(unsigned / "scorecard.json"))
+    _, card, _ = gate.run(rows, "--baseline", str(unsigned / "scorecard.json"))
     assert (card["comparison"]["status"], codes(card)) == ("untrusted", ["BASELINE_UNTRUSTED"])
-    _, card, _ = gate.run(rows, *other, "--baseline", str(signed / "scorecard.json"))
+    gate.trust(tmp_path / "other" / "public.pem")
+    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
     assert card["comparison"]["status"] == "untrusted"
-    _, card, _ = gate.run(rows, *trust, "--baseline", str(signed / "scorecard.json"))
+    gate.trust(signer / "public.pem")
+    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
     # The baseline was signed under a policy without the comparison: another policy hash.
     assert card["comparison"]["status"] == "incompatible"
     assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
     gate.policy(lambda s: s["gate"].pop("comparison"))
     _, _, signed = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
-    _, card, _ = gate.run(rows, *trust, "--baseline", str(signed / "scorecard.json"))
+    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
     assert card["comparison"]["status"] == "comparable" and card["decision"] == "PASS"
     assert set(c["status"] for c in card["comparison"]["categories"].values()) == {"stable"}
     gate.policy(required_comparison)
-    _, card, _ = gate.run(rows, *trust, "--baseline", str(signed / "scorecard.json"))
+    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
     assert card["comparison"]["status"] == "incompatible"
     assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
     assert codes(card) == ["BASELINE_INCOMPATIBLE"] and card["decision"] == "INCOMPLETE"
@@ -373,9 +374,9 @@ def test_baseline_trust_and_compatibility(gate: Gate, signer: Path, tmp_path: Pa
 
 def test_a_comparison_not_required_is_reported_but_does_not_gate(gate: Gate,
                                                                  signer: Path) -> None:
+    gate.trust(signer / "public.pem")  # a release trusts the Evaluation's keys only
     _, _, after = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
-    code, card, _ = gate.run(refund.rows(fixed=False), "--trusted-key",
-                             str(signer / "public.pem"), "--baseline",
+    code, card, _ = gate.run(refund.rows(fixed=False), "--baseline",
                              str(after / "scorecard.json"))
     assert card["comparison"]["regressed"] is True and card["comparison"]["required"] is False
     assert "REGRESSED" not in codes(card) and code == 1  # FAIL on thresholds alone
@@ -392,9 +393,9 @@ def test_the_regression_rule_is_policy_data(gate: Gate, signer: Path) -> None:
 
     def compare(rule: str) -> dict[str, Any]:
         gate.policy(lenient(rule))
+        gate.trust(signer / "public.pem")  # a release trusts the Evaluation's keys only
         _, _, after = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
-        _, card, _ = gate.run(refund.rows(fixed=False), "--trusted-key",
-                              str(signer / "public.pem"), "--baseline",
+        _, card, _ = gate.run(refund.rows(fixed=False), "--baseline",
                               str(after / "scorecard.json"))
         return card
 

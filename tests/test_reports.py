@@ -171,9 +171,9 @@ def test_markdown_carries_comparison_validation_controls_and_agent_card(
     from engine.cli import main
     main(["keygen", "--out-dir", str(tmp_path / "k")])
     key = ["--key", str(tmp_path / "k" / "private.pem")]
-    trust = ["--trusted-key", str(tmp_path / "k" / "public.pem")]
+    gate.trust(tmp_path / "k" / "public.pem")  # a release trusts the Evaluation's keys only
     _, _, base = gate.run(refund.rows(fixed=True), *key)
-    code, card, out = gate.run(refund.rows(fixed=False), *key, *trust, "--baseline",
+    code, card, out = gate.run(refund.rows(fixed=False), *key, "--baseline",
                                str(base / "scorecard.json"))
     md = (out / "scorecard.md").read_text()
     comparison = _section(md, "Comparison with the baseline")

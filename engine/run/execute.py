@@ -149,12 +149,29 @@ def _decide(run: _Run) -> Decision:
                    "trials": evaluation.suite.trials,
                    "judge_overridden": evaluation.judge_overridden}
         rows, policy = run.staging.path / "rows.jsonl", evaluation.policy
-        block = labelled_compare(current, *labelled, run.keys, rows, policy.comparison_rules,
+        keys = _baseline_keys(run)
+        block = labelled_compare(current, *labelled, keys, rows, policy.comparison_rules,
                                  policy.wilson_z) if labelled else \
-            history.compare(current, baseline, run.keys, rows, policy.comparison_rules,
+            history.compare(current, baseline, keys, rows, policy.comparison_rules,
                             policy.wilson_z)
+        if len(keys) < len(run.keys) and block["status"] in ("missing", "untrusted"):
+            block["reasons"] = [*block["reasons"], NOT_THE_RUNNERS]
         outcome = with_comparison(evaluation, outcome, block)
     return outcome
+
+
+NOT_THE_RUNNERS = ("a release trusts baselines signed by a key of the Evaluation's "
+                   "history.trusted_keys only; a --trusted-key of the command line is the "
+                   "runner's choice")
+
+
+def _baseline_keys(run: _Run) -> list[Ed25519PublicKey]:
+    """The keys a baseline must verify against: under ``purpose: release`` the
+    Evaluation's own, since whoever runs CI could otherwise sign a weaker baseline and
+    hand its key in; elsewhere the command line's ``--trusted-key`` too."""
+    if run.evaluation.policy.purpose == "release":
+        return run.keys[:len(run.evaluation.trusted_keys)]
+    return run.keys
 
 
 def _write(run: _Run, outcome: Decision) -> None:

@@ -37,6 +37,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         default=Path("specs/agent-release-gate"),
                         help="the release-gate spec to start from "
                              "(default: specs/agent-release-gate)")
+    parser.add_argument("--trusted-key", dest="baseline_keys", action="append", default=[],
+                        type=Path, metavar="PUB",
+                        help="a public key baselines must be signed by: copied into the "
+                             "spec (keys/) and listed under history.trusted_keys "
+                             "(repeatable; a release trusts no other)")
 
 
 def run(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[str]]:
@@ -56,13 +61,32 @@ def run(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[str
     if m.problems:
         raise SpecErrors(m.problems)
     policy["metadata"]["description"] = f"Migrated from the Assevra 0.6 config {path.name}."
+    keys = _baseline_keys(args.baseline_keys, evaluation["spec"])
     _write(source, out, {"policy.yaml": _yaml(policy, path.name, "Policy"),
                          "evaluation.yaml": _yaml(evaluation, path.name, "Evaluation"),
-                         "MIGRATION.md": report(m, path)})
+                         "MIGRATION.md": report(m, path), **keys})
     return 0, [f"wrote {out}: {len(m.carried)} setting(s) carried over, {len(m.replaced)} "
                f"shipped setting(s) replaced, {len(m.dropped)} without a specgate "
                f"equivalent, {len(m.unknown)} unknown key(s); see {out / 'MIGRATION.md'}",
                f"try: engine validate {out} && engine run {out} --out OUT"]
+
+
+def _baseline_keys(paths: list[Path], evaluation: dict[str, Any]) -> dict[str, str]:
+    """``--trusted-key``: each public key (checked to be one) as ``keys/baseline-N.pub.pem``,
+    listed under the Evaluation's ``history.trusted_keys`` after any it had."""
+    from engine.evidence import signing
+    files = {}
+    listed = evaluation.setdefault("history", {}).setdefault("trusted_keys", [])
+    for i, path in enumerate(paths, 1):
+        key = signing.load_public(path)  # BAD_KEY, named, when it is not one
+        name = f"keys/baseline-{i}.pub.pem"
+        files[name] = signing.public_pem(key).decode()
+        listed.append(name)
+    if not listed:
+        evaluation["history"].pop("trusted_keys")
+    if not evaluation["history"]:
+        evaluation.pop("history")
+    return files
 
 
 def read(path: Path) -> spec_yaml.Document:
@@ -125,6 +149,7 @@ def _write(source: Path, out: Path, files: dict[str, str]) -> None:
         folder = staging / out.name
         shutil.copytree(source, folder, ignore=shutil.ignore_patterns("MIGRATION.md"))
         for name, text in files.items():
+            (folder / name).parent.mkdir(exist_ok=True)
             (folder / name).write_text(text, "utf-8")
         try:
             load([folder])
