@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,21 @@ def test_a_reviewer_slower_than_the_deadline_is_a_transport_error(spec: Path, ju
     judge.script["m1"] = [{"delay": 1.5}]
     code, out = review(spec, judge, tmp_path / "reviews", capsys=capsys)
     assert code == 1 and "MODEL_TRANSPORT: no reply within 0.3 s after 1 attempts" in out, out
+
+
+def test_a_review_reply_beyond_the_transport_bounds_is_a_transport_error(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    # issue 26: reviews share the judges' bounded transport (a gzip bomb of 256 MiB from
+    # 250 kB, and 9 MiB on the wire), so neither takes the memory of the runner
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    bomb = b"".join(packer.compress(bytes(1 << 20)) for _ in range(256)) + packer.flush()
+    for step in ({"body": bomb, "headers": {"Content-Encoding": "gzip"}},
+                 {"raw": " " * (9 << 20) + '{"choices": []}'}):
+        judge.script["m1"] = [step]
+        code, out = review(spec, judge, tmp_path / f"reviews-{len(str(step))}",
+                           capsys=capsys)
+        assert code == 1 and f"{GROUP}: error MODEL_TRANSPORT" in out, out
+        assert "Traceback" not in out
 
 
 @pytest.mark.parametrize("raw", [
