@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from engine.cli import main
 from engine.evidence import signing
 
 from . import refund
@@ -763,6 +764,80 @@ def test_proxy_variables_cannot_route_the_declared_judge_elsewhere(
         assert (code, card["decision"]) == (1, "FAIL")
     finally:
         team.close()
+
+
+class _Proxy:
+    """A forwarding HTTP proxy on loopback: it relays each absolute-URI request to its
+    target and counts what it relayed (what a corporate proxy does, minus the policy)."""
+
+    def __init__(self) -> None:
+        import http.client
+        import http.server
+        import threading
+        import urllib.parse
+        relayed: list[str] = []
+        self.relayed = relayed
+
+        class Relay(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                target = urllib.parse.urlsplit(self.path)
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                upstream = http.client.HTTPConnection(target.hostname, target.port,
+                                                      timeout=10)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "proxy-connection", "connection")}
+                upstream.request("POST", target.path, body, headers)
+                reply = upstream.getresponse()
+                data = reply.read()
+                relayed.append(self.path)
+                self.send_response(reply.status)
+                self.send_header("content-type", reply.getheader("content-type", ""))
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_proxy_the_evaluation_declares_is_used_and_recorded(
+        gate: Gate, judge: Judge, monkeypatch: Any) -> None:
+    """judge.proxy is governance's choice: every call goes through it and the scorecard
+    records it; the environment's proxy variables still change nothing."""
+    proxy, team = _Proxy(), Judge()
+    try:
+        team.script["*"] = [{"verdict": '{"score": 5, "reason": "supported"}'}]
+        for variable in PROXY_VARIABLES:
+            monkeypatch.setenv(variable, team.url)
+        configure(gate, judge, proxy=proxy.url)
+        judge.script["m1"] = [{"verdict": '{"score": 1, "reason": "unsupported"}'}]
+        code, card, out = run(gate, [grounding(1), grounding(2)])
+        assert len(proxy.relayed) == 2 and judge.calls() == 2 and team.calls() == 0
+        assert all(p.startswith(f"{judge.url}/v1/") for p in proxy.relayed)
+        assert card["judge"]["proxy"] == proxy.url
+        assert card["judge"]["base_url"] == f"{judge.url}/v1"
+        assert (code, card["decision"]) == (1, "FAIL")
+    finally:
+        proxy.close()
+        team.close()
+
+
+@pytest.mark.parametrize("proxy", ["http://user:secret@proxy.corp:3128", "socks5://p:1080",
+                                   "http://proxy.corp:3128/path"])
+def test_a_declared_proxy_with_credentials_or_a_path_is_a_spec_error(
+        gate: Gate, judge: Judge, proxy: str, capsys: Any) -> None:
+    configure(gate, judge, proxy=proxy)
+    assert main(["validate", str(gate.dir)]) == 2
+    err = capsys.readouterr().err
+    assert "spec.judge.proxy" in err and "secret" not in err.replace(proxy, "")
 
 
 def test_a_redirect_from_the_judge_is_not_followed(gate: Gate, judge: Judge) -> None:

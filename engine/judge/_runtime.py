@@ -49,6 +49,7 @@ class JudgeConfig:
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     disagreement: str = "annotate"
+    proxy: str | None = None  # judge.proxy: the HTTP proxy the Evaluation declares (recorded)
     replay: Path | None = None  # as named: a scorecard or its folder; once bound, its judgements
     cache: Path | None = None
     # the cache's MAC key when the run chooses it (a release: derived from its signing key);
@@ -239,7 +240,8 @@ class Runtime:
                      for label in c.models for m in (c.member(label),)}
         gate = asyncio.Semaphore(self.config.concurrency)
         done = 0
-        async with open_client(self.config.concurrency, self.config.timeout_s) as client:
+        async with open_client(self.config.concurrency, self.config.timeout_s,
+                               self.config.proxy) as client:
             async def one(req: Request) -> None:
                 nonlocal done
                 async with gate:

@@ -72,11 +72,13 @@ class Reply:
 Client = httpx.AsyncClient
 
 
-def open_client(concurrency: int, timeout_s: float) -> Client:
+def open_client(concurrency: int, timeout_s: float, proxy: str | None = None) -> Client:
     """The HTTP client for model calls: at most ``concurrency`` connections, nothing taken
-    from the environment (proxies, CA bundles, .netrc), no redirect followed."""
+    from the environment (proxies, CA bundles, .netrc), no redirect followed; through
+    ``proxy`` only when the Evaluation declares one (``judge.proxy``)."""
     return httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency),
-                             timeout=timeout_s, trust_env=False, follow_redirects=False)
+                             timeout=timeout_s, trust_env=False, follow_redirects=False,
+                             proxy=proxy)
 
 
 class CallFailed(Exception):

@@ -274,6 +274,7 @@ def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -
             "provider": "replay" if config.replayed_from else config.provider,
             "replayed_from": config.replayed_from,
             "base_url": runtime.config.base_url or None,
+            **({"proxy": config.proxy} if config.proxy else {}),
             **({"endpoints": elsewhere} if elsewhere else {}),
             "judgements": len(runtime.requests), "errors": runtime.stats["errors"],
             "judgements_sha256": judgements_sha}

@@ -516,7 +516,7 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
                        panel=tuple(m.label for m in members),
                        members=tuple(m for m in members if _elsewhere(m, block, base_url)),
                        api_key_env=block.get("api_key_env", DEFAULT_KEYS.get(provider)),
-                       replay=replay, **simple), warnings
+                       replay=replay, proxy=block.get("proxy"), **simple), warnings
 
 
 def _suite(loader: _Loader, doc: _yaml.Document) -> Suite | None:
