@@ -252,9 +252,9 @@ def test_input_rebinding_and_json_summary(spec: Spec, tmp_path: Path,
     runs = spec.runs()
     runs[0]["output"]["reply"] += " 4242 4242 4242 4242"
     other.write_text("".join(json.dumps(r) + "\n" for r in runs))
-    code, out = spec.run("--input", f"runs={other}", "--json")
+    code, out = spec.run("--input", f"runs={other}", "--json", "--run-id", "ci-77.2")
     summary = json.loads(capsys.readouterr().out)
-    assert code == 1 and summary["exit_code"] == 1
+    assert code == 1 and summary["exit_code"] == 1 and summary["run_id"] == "ci-77.2"
     [entry] = summary["evaluations"]
     assert entry["decision"] == "FAIL" and entry["out"] == str(out)
     assert entry["reasons"][0]["code"] == "BELOW_MINIMUM"
