@@ -480,6 +480,9 @@ def _print_result(result: Result, signed: bool) -> None:
         s = result.judge_stats
         print(f"  judge: {s['calls']} call(s), {s['cache_hits']} from the cache, "
               f"{s['replayed']} replayed, {s['errors']} without a verdict")
+        if s.get("cache_unwritten"):
+            print(f"  judge cache: {s['cache_unwritten']} answer(s) could not be stored there "
+                  "(the run used them; a later run asks again)")
         rejected = s.get("cache_rejected", 0)
         if rejected:
             print(f"  judge cache: {rejected} entr{'y' if rejected == 1 else 'ies'} failed "
@@ -566,6 +569,8 @@ def _print_seal(folder: Path, result: runs.Checked) -> bool:
     print(f"  signed files checked: {', '.join(seal.checked)}")
     if seal.absent:
         print(f"  not present (not checked): {', '.join(seal.absent)}")
+    if seal.unsigned:
+        print(f"  NOT COVERED by the signature, do not rely on: {', '.join(seal.unsigned)}")
     return True
 
 

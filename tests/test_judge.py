@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import shutil
 import zlib
@@ -288,6 +289,38 @@ def test_a_release_never_rests_on_answers_sealed_with_the_runners_key(
     assert judge.calls() == 2  # asked: the sealed 5/5 was not believed
     assert rows_of(out)["g1"]["status"] == "FAIL"
     assert (code, card["decision"]) == (1, "FAIL")
+
+
+@pytest.mark.parametrize("plant", ["fifo", "device", "folder", "shard is a file"])
+def test_what_the_team_plants_in_the_cache_neither_hangs_nor_stops_a_signed_release(
+        gate: Gate, judge: Judge, tmp_path: Path, plant: str, capsys: Any) -> None:
+    # hostile review (issue 26): entry names do not depend on the MAC key, so the team
+    # names them with a run of its own, then puts a FIFO (the release hung), a link to
+    # /dev/zero (MemoryError), a folder or a file in their place (IO_ERROR, no evidence)
+    configure(gate, judge)
+    judge.script["m1"] = [{"verdict": '{"score": 1}'}]
+    cache, rows = tmp_path / "cache", refund.rows(fixed=True) + [grounding(1)]
+    sign = signer(tmp_path)
+    gate.run(rows, "--judge-cache", str(cache), *sign)
+    [entry] = entries(cache)
+    entry.unlink()
+    if plant == "fifo":
+        os.mkfifo(entry)
+    elif plant == "device":
+        entry.symlink_to("/dev/zero")
+    elif plant == "folder":
+        entry.mkdir()
+    else:
+        shutil.rmtree(entry.parent)
+        entry.parent.write_text("not a folder")
+    capsys.readouterr()
+    code, card, out = gate.run(rows, "--judge-cache", str(cache), *sign)
+    assert judge.calls() == 2  # asked again: nothing planted is an answer
+    assert rows_of(out)["g1"]["status"] == "FAIL" and (code, card["decision"]) == (1, "FAIL")
+    said = capsys.readouterr()
+    assert "Traceback" not in said.err and "INTERNAL_ERROR" not in said.err
+    if plant in ("folder", "shard is a file"):
+        assert "1 answer(s) could not be stored there" in said.out
 
 
 @pytest.mark.parametrize("place", ["inside the cache", "readable by others", "not hex"])
@@ -856,6 +889,11 @@ def test_a_redirect_from_the_judge_is_not_followed(gate: Gate, judge: Judge) -> 
         team.close()
 
 
+# a whole, valid reply giving a verdict of 5: only its framing makes it a failed call
+REPLY = json.dumps({"choices": [{"message": {"content": '{"score": 5, "reason": "ok"}'},
+                                 "finish_reason": "stop"}]}).encode()
+
+
 def _gzip(size: int) -> bytes:
     """``size`` zero bytes, gzip-compressed (a few hundred bytes a MiB)."""
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
@@ -869,7 +907,25 @@ def _gzip(size: int) -> bytes:
     ("gzip inside gzip", {"body": gzip.compress(_gzip(64 << 20)),
                           "headers": {"Content-Encoding": "gzip, gzip"}}),
     ("9 MiB on the wire", {"raw": " " * (9 << 20) + '{"choices": []}'}),
+    # hostile review: bytes after the gzip stream, a second member, or a stream cut short
+    ("bytes after the gzip end", {"body": gzip.compress(REPLY) + b"\x00garbage" * 10,
+                                  "headers": {"Content-Encoding": "gzip"}}),
+    ("a second gzip member", {"body": gzip.compress(REPLY) + gzip.compress(b"zzz"),
+                              "headers": {"Content-Encoding": "gzip"}}),
+    ("a gzip stream cut short", {"body": gzip.compress(REPLY)[:-12],
+                                 "headers": {"Content-Encoding": "gzip"}}),
 ])
+@pytest.mark.parametrize("coding, pack", [("gzip", gzip.compress), ("deflate", zlib.compress),
+                                         ("identity", bytes)])
+def test_a_whole_compressed_reply_is_read(gate: Gate, judge: Judge, coding: str,
+                                          pack: Any) -> None:
+    # the control for the framing failures below: the same reply, whole, gives its verdict
+    configure(gate, judge)
+    judge.script["m1"] = [{"body": pack(REPLY), "headers": {"Content-Encoding": coding}}]
+    code, card, out = run(gate, [grounding(1)])
+    assert rows_of(out)["g1"]["status"] == "PASS", rows_of(out)["g1"]
+
+
 def test_a_reply_beyond_the_transport_bounds_is_a_coded_failure(
         gate: Gate, judge: Judge, what: str, step: dict[str, Any],
         capsys: Any) -> None:

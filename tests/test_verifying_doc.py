@@ -22,7 +22,7 @@ import pytest
 
 from engine.cli import main
 
-from .conftest import ROOT, SHIPPED
+from .conftest import ROOT, SHIPPED, Spec
 
 DOC = ROOT / "docs" / "verifying.md"
 FENCE = re.compile(r"(?:<!-- doc-test: not run: (?P<why>[^>]*) -->\n)?"
@@ -273,6 +273,19 @@ def test_an_edited_summary_is_caught(tmp_path: Path, signed: tuple[Path, Path],
     assert "DIGEST_MISMATCH" in said or "BAD_SIGNATURE" in said
 
 
+def test_files_beside_a_sealed_run_that_no_signature_covers_are_said(
+        tmp_path: Path, signed: tuple[Path, Path], capsys: Any) -> None:
+    # hostile review: a forged "all PASS" summary at the top of a verified run went unsaid
+    out = _copy(signed[0], tmp_path)
+    (out / "summary.txt").write_text("all PASS")
+    (out / "notes").mkdir()
+    (out / "summary.md").unlink()
+    code, lines, _ = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 0  # not evidence, so not a failure: but said, like files beside a card
+    assert "  not present (not checked): summary.md" in lines
+    assert "  NOT COVERED by the signature, do not rely on: notes/, summary.txt" in lines
+
+
 def test_the_run_id_and_a_time_are_checked_on_one_scorecard(signed: tuple[Path, Path],
                                                             capsys: Any) -> None:
     card = signed[0] / "support-agent" / "scorecard.json"
@@ -322,3 +335,28 @@ def test_scorecards_naming_no_run_do_not_vouch_for_each_other(
     alone = out / "support-agent" / "scorecard.json"
     code, lines, _ = verify(capsys, alone, "--trusted-key", signed[1])
     assert code == 0 and "run (none named: signed before runs were sealed)" in lines[2]
+
+
+def test_an_envelope_nested_deep_is_invalid_not_a_crash(tmp_path: Path,
+                                                        signed: tuple[Path, Path],
+                                                        spec: Spec, capsys: Any) -> None:
+    # hostile review (issue 26): the payload was parsed before its signature was checked,
+    # so a payload nested 200,000 deep was INTERNAL_ERROR: RecursionError for verify (and
+    # for --baseline and --judge-replay)
+    import base64
+    out = _copy(signed[0], tmp_path)
+    envelope_file = out / "support-agent" / "scorecard.intoto.jsonl"
+    envelope = json.loads(envelope_file.read_text())
+    envelope["payload"] = base64.b64encode(b"[" * 200000).decode()
+    envelope_file.write_text(json.dumps(envelope) + "\n")
+    code, lines, err = verify(capsys, out, "--trusted-key", signed[1])
+    assert code == 1 and "INTERNAL_ERROR" not in err and "Traceback" not in err
+    assert f"{out}/support-agent/scorecard.json: INVALID BAD_SIGNATURE" in "\n".join(lines)
+    spec.trust(signed[1])  # the baseline is read and checked against the Evaluation's key
+    capsys.readouterr()
+    code, again = spec.run("--baseline", str(out / "support-agent" / "scorecard.json"))
+    err = capsys.readouterr().err
+    assert code == 0 and "INTERNAL_ERROR" not in err and "Traceback" not in err, err
+    comparison = json.loads((again / "scorecard.json").read_bytes())["comparison"]
+    assert comparison["status"] == "untrusted"
+    assert comparison["reasons"][0].startswith("BAD_SIGNATURE: ")

@@ -109,6 +109,7 @@ class Seal:
     trusted: bool
     checked: tuple[str, ...]
     absent: tuple[str, ...]
+    unsigned: tuple[str, ...] = ()  # at the top of the folder, covered by no signature
 
 
 @dataclass
@@ -142,8 +143,12 @@ def _open_seal(folder: Path, trusted: Ed25519PublicKey | None) -> Seal:
                               "signed statement)", "DIGEST_MISMATCH")
         else:
             checked.append(SUMMARY_MD)
+    covered = {*SEAL_FILES, SUMMARY_MD, "signer.pub.pem",
+               *(name.split("/", 1)[0] for name in scorecards)}
+    unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
+                      if p.name not in covered)
     return Seal(run_id, scorecards, signed_time(statement), signed.signer,
-                trusted is not None, tuple(checked), tuple(absent))
+                trusted is not None, tuple(checked), tuple(absent), tuple(unsigned))
 
 
 def _bad(one: Found, code: str, message: str) -> Found:

@@ -118,14 +118,15 @@ def envelope(key: Ed25519PrivateKey, statement: dict[str, Any]) -> dict[str, Any
 
 
 def open_envelope(data: dict[str, Any], key: Ed25519PublicKey) -> dict[str, Any]:
-    """The statement inside a DSSE envelope whose signature verifies with ``key``."""
+    """The statement inside a DSSE envelope whose signature verifies with ``key``. The
+    payload is parsed only once a signature over it holds: unsigned bytes are never
+    interpreted (a payload nested 200,000 deep was a RecursionError before)."""
     from cryptography.exceptions import InvalidSignature
     try:
         body = base64.b64decode(data["payload"], validate=True)
         if data["payloadType"] != PAYLOAD_TYPE:
             raise VerifyError("the envelope's payloadType is not in-toto", "BAD_ENVELOPE")
         sigs = [base64.b64decode(s["sig"], validate=True) for s in data["signatures"]]
-        statement = json.loads(body)
     except (KeyError, TypeError, ValueError) as exc:
         raise VerifyError(f"the DSSE envelope is malformed ({exc})", "BAD_ENVELOPE") from None
     for sig in sigs:
@@ -133,6 +134,11 @@ def open_envelope(data: dict[str, Any], key: Ed25519PublicKey) -> dict[str, Any]
             key.verify(sig, pae(PAYLOAD_TYPE, body))
         except InvalidSignature:
             continue
+        try:
+            statement = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise VerifyError(f"the signed payload is not JSON ({str(exc)[:80]})",
+                              "BAD_ENVELOPE") from None
         if not isinstance(statement, dict):
             raise VerifyError("the signed payload is not an in-toto statement", "BAD_ENVELOPE")
         return statement

@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import canonical
-from engine.errors import UsageError
+from engine.errors import UsageError, VerifyError
+from engine.evidence.verify import read_file
 
 KEY_VARIABLE = "SPECGATE_CACHE_KEY"
 _DOMAIN = b"specgate.judgement-cache/v1\n"  # a MAC for this use only
+MAX_ENTRY = 64 << 20  # an entry holds one reply (at most 16 MiB decoded) and its request
 
 
 def key_path() -> Path:
@@ -86,6 +88,7 @@ class Cache:
         self.folder = folder
         self.key = key
         self.rejected = 0  # entries present whose MAC failed, or that could not be read
+        self.unwritten = 0  # answers that could not be stored (the run goes on without)
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -97,12 +100,14 @@ class Cache:
             ) -> dict[str, Any] | None:
         """The sealed entry for ``request_key`` that ``trusted`` accepts, or None."""
         path = self._path(request_key)
-        try:
-            entry = json.loads(path.read_bytes())
+        try:  # a FIFO, device or oversized file by that name is never waited on or read
+            entry = json.loads(read_file(path, MAX_ENTRY))
             rec, mac = entry["record"], entry["mac"]
             sealed = isinstance(mac, str) and hmac.compare_digest(mac, self._mac(rec))
-        except FileNotFoundError:
-            return None
+        except VerifyError as exc:
+            if exc.code == "UNREADABLE" and not os.path.lexists(path):
+                return None
+            sealed = False
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             sealed = False
         found = trusted(rec) if sealed else None
@@ -114,8 +119,14 @@ class Cache:
         if rec.get("verdict") is None:
             return
         path = self._path(rec["key"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(canonical({"mac": self._mac(rec), "record": rec}))
-        os.replace(tmp, path)
+        tmp = None
+        try:  # a cache that cannot be written (a file where a folder goes) is only skipped
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(canonical({"mac": self._mac(rec), "record": rec}))
+            os.replace(tmp, path)
+        except OSError:
+            self.unwritten += 1
+            if tmp is not None and os.path.lexists(tmp):
+                os.unlink(tmp)

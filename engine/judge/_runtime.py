@@ -219,6 +219,7 @@ class Runtime:
                                     for r in still}):
                 check_key(variable or None)  # before any request: a coded refusal
             asyncio.run(self._call_all(still, cache))
+        self.stats["cache_unwritten"] = cache.unwritten if cache else 0
         self.stats["errors"] = sum(1 for a in self.answers.values() if a["verdict"] is None)
 
     def _cache(self) -> Cache | None:

@@ -246,6 +246,8 @@ async def _post(client: httpx.AsyncClient, url: str, headers: dict[str, str],
             out += decoder.flush(MAX_DECODED + 1 - len(out))
             if len(out) > MAX_DECODED:
                 raise TooLarge(f"the response decodes to more than {MAX_DECODED >> 20} MiB")
+            if not decoder.eof or decoder.unused_data:  # cut short, or bytes after the end
+                raise TooLarge(f"the response is not one whole {coding} stream")
         return response.status_code, response.headers, bytes(out)
 
 
