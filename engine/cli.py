@@ -175,6 +175,17 @@ def _history(args: argparse.Namespace) -> tuple[Path, str] | None:
     return (args.history, args.baseline_label) if args.history else None
 
 
+def _runner_may_choose_the_baseline(evaluation: spec.Evaluation) -> None:
+    """A release whose comparison gates compares with governance's baseline only: whoever
+    runs CI could otherwise name, or label and curate, a weaker one (issue 26)."""
+    policy = evaluation.policy
+    if policy.purpose == "release" and policy.comparison_required:
+        raise UsageError(f"'{evaluation.name}' is a release whose comparison gates "
+                         "(gate.comparison.required): it compares with the Evaluation's "
+                         "history.baseline, which governance approves; --baseline and "
+                         "--baseline-label are the runner's choice", "BASELINE_NOT_GOVERNED")
+
+
 def _destinations(evaluations: list[spec.Evaluation], out: Path | None) -> list[Path]:
     names = [e.name for e in evaluations]
     for name in names:
@@ -204,6 +215,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if (args.baseline or history) and len(evaluations) > 1:
         raise UsageError("a baseline needs a single Evaluation (name its folder or file)",
                          "AMBIGUOUS_BASELINE")
+    if args.baseline or history:
+        _runner_may_choose_the_baseline(evaluations[0])
     trusted = [signing.load_public(p) for p in args.trusted_key]
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     as_of = args.as_of or today

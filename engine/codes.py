@@ -314,6 +314,7 @@ AMBIGUOUS_BASELINE: --baseline or --baseline-label with more than one Evaluation
 BAD_LABEL: --label or --baseline-label is not 1-64 characters of A-Z, a-z, 0-9, '.', '_', '-'
 BAD_RUN_ID: --run-id is not 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':', '@', '+', '-'
 BASELINE_CONFLICT: --baseline with --baseline-label, or one of --baseline-label and --history
+BASELINE_NOT_GOVERNED: --baseline or --baseline-label for a release whose comparison gates
 BAD_SHARDS: --shards without --executor ray, or not a positive number
 BAD_WORKERS: --workers is not a positive number or auto, or is given with --executor ray
 NO_JUDGE_MODEL: a judge provider chosen on the command line without a model

@@ -77,6 +77,22 @@ def trust(folder: Path, *publics: Path) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def approve(folder: Path, evidence: Path | None) -> None:
+    """Governance approves a baseline: a copy of the evidence folder as ``baseline/`` in
+    the spec folder, named by the Evaluation's history.baseline (None: neither)."""
+    path = folder / "evaluation.yaml"
+    data = yaml.safe_load(path.read_text())
+    history = data["spec"].setdefault("history", {})
+    history.pop("baseline", None)
+    shutil.rmtree(folder / "baseline", ignore_errors=True)
+    if evidence is not None:
+        shutil.copytree(evidence, folder / "baseline")
+        history["baseline"] = "baseline/scorecard.json"
+    if not history:
+        data["spec"].pop("history")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
 class Spec:
     """A copy of specs/example under a temporary folder."""
 
@@ -164,6 +180,10 @@ class Gate:
     def trust(self, *publics: Path) -> None:
         """Declare these public keys in the Evaluation's history.trusted_keys."""
         trust(self.dir, *publics)
+
+    def approve(self, evidence: Path | None) -> None:
+        """Governance's baseline: a copy of ``evidence`` named by history.baseline."""
+        approve(self.dir, evidence)
 
     def policy(self, change: Any) -> None:
         import yaml

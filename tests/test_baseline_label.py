@@ -51,7 +51,6 @@ def next_second() -> None:
 def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
         gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
     gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
-    gate.policy(required)
     sign = ["--key", str(keys["trusted"] / "private.pem")]
     history = tmp_path / "history"
     history.mkdir()
@@ -109,8 +108,10 @@ def test_the_newest_verifying_labelled_scorecard_is_the_baseline(
 
 def test_no_verifying_labelled_scorecard_is_a_missing_baseline(
         gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
-    gate.trust(keys["trusted"] / "public.pem")  # a release: the Evaluation's key
-    gate.policy(required)
+    gate.trust(keys["trusted"] / "public.pem")
+    # a triage whose comparison gates: a release's gating comparison takes no label
+    gate.policy(lambda spec: spec["gate"].update(purpose="triage", comparison={
+        "required": True}))
     history = tmp_path / "history"
     history.mkdir()
     _, _, out = gate.run(refund.rows(fixed=True), "--label", "prod")  # unsigned
@@ -121,7 +122,7 @@ def test_no_verifying_labelled_scorecard_is_a_missing_baseline(
     assert comparison["status"] == "missing" and comparison["selection"]["skipped"] == 1
     assert comparison["reasons"] == ["no scorecard labelled 'prod' under the history folder "
                                      "verifies against a trusted key (1 skipped)"]
-    assert (code, card["decision"], codes(card)) == (3, "INCOMPLETE", ["BASELINE_MISSING"])
+    assert (code, card["decision"]) == (4, "TRIAGE") and "BASELINE_MISSING" in codes(card)
     # another label, and a folder that does not exist: nothing skipped, nothing found
     for label, folder in (("staging", history), ("prod", tmp_path / "nowhere")):
         _, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", label,
@@ -132,7 +133,7 @@ def test_no_verifying_labelled_scorecard_is_a_missing_baseline(
     gate.trust()
     _, card, _ = gate.run(refund.rows(fixed=True), "--baseline-label", "prod",
                           "--history", str(history))
-    assert codes(card) == ["BASELINE_UNTRUSTED"]
+    assert "BASELINE_UNTRUSTED" in codes(card) and card["decision"] == "TRIAGE"
 
 
 def test_the_label_is_in_the_signed_scorecard_and_absent_without_one(
@@ -357,16 +358,12 @@ def test_the_reports_show_the_chosen_baseline_and_each_fix(
 def test_a_release_trusts_no_baseline_key_from_the_command_line(
         gate: Gate, keys: dict[str, Path], tmp_path: Path) -> None:
     # issue 26: whoever runs CI signs a weaker, newer "prod" run with a key of their own
-    # and hands that key in with --trusted-key: the regression it hides used to PASS
+    # and hands that key in with --trusted-key
     gate.trust(keys["trusted"] / "public.pem")
-    gate.policy(required)
     history = tmp_path / "history"
     _, _, out = gate.run(refund.rows(fixed=True), "--key",
                          str(keys["trusted"] / "private.pem"), "--label", "prod")
     shutil.copytree(out, history / "governance")
-    code, card, _ = gate.run(refund.rows(fixed=False), "--baseline-label", "prod",
-                             "--history", str(history))
-    assert (code, card["decision"], card["comparison"]["regressed"]) == (1, "FAIL", True)
     next_second()
     _, _, out = gate.run(refund.rows(fixed=False), "--key",
                          str(keys["other"] / "private.pem"), "--label", "prod")
@@ -374,20 +371,51 @@ def test_a_release_trusts_no_baseline_key_from_the_command_line(
     team = ["--trusted-key", str(keys["other"] / "public.pem")]
     code, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline-label", "prod",
                              "--history", str(history))
-    # the governance-signed baseline is still the one compared with: still a regression
+    # the governance-signed baseline is still the one compared with: a regression
     assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(history / "governance")
-    assert (code, card["decision"]) == (1, "FAIL")
-    # the team's scorecard named by file, or with the governance key gone: never a PASS
+    assert card["comparison"]["regressed"] is True
+    # the team's scorecard named by file: not trusted, and said why
     code, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline",
                              str(history / "weaker" / "scorecard.json"))
-    assert card["comparison"]["status"] == "untrusted" and code != 0
+    assert card["comparison"]["status"] == "untrusted"
     assert any("history.trusted_keys only" in r for r in card["comparison"]["reasons"])
-    gate.trust()
-    code, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline-label", "prod",
-                             "--history", str(history))
-    assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_UNTRUSTED" in codes(card)
-    # outside a release (triage), a --trusted-key still vouches for a baseline
+    # outside a release (triage), a --trusted-key still vouches for a baseline (verified:
+    # not comparable only because the policy, now a triage, has another digest)
     gate.policy(lambda spec: spec["gate"].update(purpose="triage"))
     _, card, _ = gate.run(refund.rows(fixed=False), *team, "--baseline",
                           str(history / "weaker" / "scorecard.json"))
-    assert card["comparison"]["status"] in ("comparable", "incompatible")
+    assert card["comparison"]["status"] == "incompatible"
+    assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
+
+
+def test_a_gating_release_comparison_is_against_governances_baseline_only(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path, capsys: Any) -> None:
+    # hostile review (issue 26): the release job itself, driven by the team, signed a
+    # weaker run labelled prod (9 wrong of 100 against a baseline of 0); the next candidate
+    # (8 wrong) then compared with it: PASS, no regression. The runner picks --history,
+    # --label and --baseline, so no choice of theirs can be the baseline of a release
+    # whose comparison gates: it is the Evaluation's history.baseline, by review.
+    gate.trust(keys["trusted"] / "public.pem")
+    gate.policy(required)
+    sign = ["--key", str(keys["trusted"] / "private.pem")]
+    _, first, strong = gate.run(refund.rows(fixed=True), *sign, "--label", "prod")
+    assert first["metrics_decision"] == "PASS"  # INCOMPLETE only for want of a baseline
+    history = tmp_path / "history"
+    shutil.copytree(strong, history / "strong")
+    next_second()
+    _, _, weak = gate.run(refund.rows(fixed=False), *sign, "--label", "prod")
+    shutil.copytree(weak, history / "minted")  # the release key signed it, on request
+    capsys.readouterr()
+    for chosen in (["--baseline-label", "prod", "--history", str(history)],
+                   ["--baseline", str(weak / "scorecard.json")]):
+        code, card, out = gate.run(refund.rows(fixed=False), *sign, *chosen)
+        assert code == 2 and not out.exists()
+        assert "engine: BASELINE_NOT_GOVERNED: 'agent-release-gate' is a release whose " \
+            "comparison gates" in capsys.readouterr().err
+    gate.approve(strong)  # governance's reviewed baseline: the regression shows
+    code, card, _ = gate.run(refund.rows(fixed=False), *sign)
+    assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(strong)
+    assert (code, card["decision"]) == (1, "FAIL") and "REGRESSED" in codes(card)
+    gate.approve(None)  # none approved: INCOMPLETE, never a PASS on the runner's word
+    code, card, _ = gate.run(refund.rows(fixed=True), *sign)
+    assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_MISSING" in codes(card)

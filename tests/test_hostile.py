@@ -88,8 +88,8 @@ def test_a_tampered_signed_baseline_is_not_trusted(gate: Gate, tmp_path: Path) -
         json.dumps(card, separators=(",", ":"), sort_keys=True).encode())
     gate.policy(lambda s: s["gate"].update(comparison={"required": True}))
     gate.trust(tmp_path / "keys" / "public.pem")  # the signer is trusted: only bytes differ
-    code, card, _ = gate.run(refund.rows(fixed=True), "--baseline",
-                             str(signed / "scorecard.json"))
+    gate.approve(signed)
+    code, card, _ = gate.run(refund.rows(fixed=True))
     assert card["comparison"]["status"] == "untrusted"
     assert card["decision"] == "INCOMPLETE" and code == 3
 

@@ -308,8 +308,8 @@ def test_regression_against_a_signed_baseline_the_protocol_vector(gate: Gate,
     code, after, after_out = gate.run(refund.rows(fixed=True), *key)
     assert code == 3 and after["comparison"]["status"] == "missing"
     assert codes(after) == ["BASELINE_MISSING"] and after["metrics_decision"] == "PASS"
-    code, before, _ = gate.run(refund.rows(fixed=False), *key, "--baseline",
-                               str(after_out / "scorecard.json"))
+    gate.approve(after_out)  # governance approves it as the Evaluation's history.baseline
+    code, before, _ = gate.run(refund.rows(fixed=False), *key)
     comparison = before["comparison"]
     assert comparison["status"] == "comparable" and comparison["regressed"] is True
     statuses = {n: c["status"] for n, c in comparison["categories"].items()}
@@ -332,13 +332,14 @@ def test_an_unpinned_release_is_not_called_a_regression_of_its_own_baseline(
     gate.policy(required_comparison)
     _, first, first_out = gate.run(refund.rows(fixed=True), *key)
     assert codes(first) == ["BASELINE_MISSING"] and first["metrics_decision"] == "PASS"
-    code, card, _ = gate.run(refund.rows(fixed=True), "--baseline",
-                             str(first_out / "scorecard.json"), pin=False)
+    gate.approve(first_out)  # governance approves it as the Evaluation's history.baseline
+    code, card, _ = gate.run(refund.rows(fixed=True), pin=False)
     assert card["comparison"]["status"] == "comparable"
     assert card["comparison"]["regressed"] is False
     assert (code, card["decision"], codes(card)) == (3, "INCOMPLETE", ["SUITE_NOT_PINNED"])
     # without a baseline, both INCOMPLETE reasons are listed: the blocker changes nothing
     # there but the auditor still reads that the suite was not pinned
+    gate.approve(None)
     code, card, _ = gate.run(refund.rows(fixed=True), pin=False)
     assert (code, sorted(codes(card))) == (3, ["BASELINE_MISSING", "SUITE_NOT_PINNED"])
 
@@ -350,23 +351,26 @@ def test_baseline_trust_and_compatibility(gate: Gate, signer: Path, tmp_path: Pa
     main(["keygen", "--out-dir", str(tmp_path / "other")])
     gate.trust(signer / "public.pem")  # a release trusts the Evaluation's keys only
     rows = refund.rows(fixed=True)
-    _, card, _ = gate.run(rows, "--baseline", str(unsigned / "scorecard.json"))
+    gate.approve(unsigned)
+    _, card, _ = gate.run(rows)
     assert (card["comparison"]["status"], codes(card)) == ("untrusted", ["BASELINE_UNTRUSTED"])
     gate.trust(tmp_path / "other" / "public.pem")
-    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
+    gate.approve(signed)
+    _, card, _ = gate.run(rows)
     assert card["comparison"]["status"] == "untrusted"
     gate.trust(signer / "public.pem")
-    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
+    _, card, _ = gate.run(rows)
     # The baseline was signed under a policy without the comparison: another policy hash.
     assert card["comparison"]["status"] == "incompatible"
     assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
     gate.policy(lambda s: s["gate"].pop("comparison"))
     _, _, signed = gate.run(refund.rows(fixed=True), "--key", str(signer / "private.pem"))
-    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
+    gate.approve(signed)
+    _, card, _ = gate.run(rows)
     assert card["comparison"]["status"] == "comparable" and card["decision"] == "PASS"
     assert set(c["status"] for c in card["comparison"]["categories"].values()) == {"stable"}
     gate.policy(required_comparison)
-    _, card, _ = gate.run(rows, "--baseline", str(signed / "scorecard.json"))
+    _, card, _ = gate.run(rows)
     assert card["comparison"]["status"] == "incompatible"
     assert card["comparison"]["reasons"] == ["policy_sha256 differs"]
     assert codes(card) == ["BASELINE_INCOMPATIBLE"] and card["decision"] == "INCOMPLETE"
