@@ -595,7 +595,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return _verify_folder(args.scorecard, trusted, args.expect, run_id, earliest)
     try:
         result = verify(args.scorecard, trusted)
-        late = runs.single(result, run_id, earliest)
+        late = runs.single(result, run_id, earliest) or _expected(result, args.expect)
         if late is not None:
             raise late
     except VerifyError as exc:
@@ -604,6 +604,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for line in _verified(result):
         print(line)
     return 0 if result.trusted else 1
+
+
+def _expected(result: Verified, expect: list[str]) -> VerifyError | None:
+    """--expect held against one scorecard: it names exactly the one evaluation it is."""
+    if not expect or set(expect) == {result.evaluation}:
+        return None
+    if result.evaluation not in expect:
+        return VerifyError(f"the scorecard is of '{result.evaluation}', which --expect does "
+                           "not name", "UNEXPECTED_EVALUATION")
+    others = sorted(set(expect) - {result.evaluation})
+    return VerifyError(f"one scorecard is of '{result.evaluation}' only; no scorecard of "
+                       f"'{others[0]}' was given", "MISSING_EVALUATION")
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:

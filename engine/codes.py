@@ -77,6 +77,7 @@ FILE_UNREADABLE: a spec file exists but cannot be read
 BAD_PATH: a path in a spec cannot be resolved (permissions, a loop, a bad name)
 PATH_ABSOLUTE: a path in a spec is absolute; paths are relative to the spec file
 PATH_ESCAPES_ROOT: a path in a spec leads outside the spec root
+PATH_THROUGH_LINK: a baseline, key, calibration or replay path passes through a symbolic link
 INPUT_KIND: an input names a folder where its format reads a file, or the reverse
 UNKNOWN_KIND: the kind is none of Policy, Suite, Evaluation, PolicyTest
 WRONG_KIND: a spec of one kind is named where another kind is expected

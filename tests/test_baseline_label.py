@@ -327,7 +327,7 @@ def test_a_hostile_file_in_the_history_is_skipped_never_a_crash_or_a_hang(
     assert card["comparison"]["status"] == "comparable"
     assert card["comparison"]["baseline"]["scorecard_sha256"] == sha(history / "real")
     reasons = card["comparison"]["selection"]["skipped_reasons"]
-    want = {"nested": "NOT_CANONICAL", "fifo": "NOT_A_FILE", "nested-envelope": "BAD_ENVELOPE"}
+    want = {"nested": "UNSIGNED", "fifo": "NOT_A_FILE", "nested-envelope": "BAD_ENVELOPE"}
     assert [r.split(": ")[1] for r in reasons] == [want[plant]], reasons
 
 
@@ -419,3 +419,33 @@ def test_a_gating_release_comparison_is_against_governances_baseline_only(
     gate.approve(None)  # none approved: INCOMPLETE, never a PASS on the runner's word
     code, card, _ = gate.run(refund.rows(fixed=True), *sign)
     assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_MISSING" in codes(card)
+
+
+@pytest.mark.parametrize("anchor", ["baseline", "trusted key"])
+def test_a_trust_anchor_through_a_link_is_a_spec_error(
+        gate: Gate, keys: dict[str, Path], tmp_path: Path, capsys: Any, anchor: str) -> None:
+    # second hostile review: a link in the spec folder to a place the runner writes, with
+    # the spec root widened on the command line (engine run .), let the runner put its own
+    # signed scorecard where history.baseline points
+    gate.policy(required)
+    _, _, before = gate.run(refund.rows(fixed=False), "--key",
+                            str(keys["trusted"] / "private.pem"))
+    planted = tmp_path / "artifacts"
+    shutil.copytree(before, planted / "prod")
+    shutil.copy(keys["other"] / "public.pem", planted / "other.pub.pem")
+    if anchor == "baseline":
+        gate.trust(keys["trusted"] / "public.pem")
+        gate.approve(before)
+        shutil.rmtree(gate.dir / "baseline")
+        (gate.dir / "baseline").symlink_to(planted / "prod", target_is_directory=True)
+        where = "spec.history.baseline"
+    else:
+        gate.trust(keys["other"] / "public.pem")
+        (gate.dir / "keys" / "trusted-0.pub.pem").unlink()
+        (gate.dir / "keys" / "trusted-0.pub.pem").symlink_to(planted / "other.pub.pem")
+        where = "spec.history.trusted_keys[0]"
+    capsys.readouterr()
+    for root in (gate.dir, tmp_path):  # as given, and widened to hold the planted folder
+        assert main(["validate", str(root)]) == 2
+        err = capsys.readouterr().err
+        assert "PATH_THROUGH_LINK" in err and where in err, err

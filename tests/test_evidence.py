@@ -259,13 +259,35 @@ def test_verify_fails_after_any_one_byte_change(spec: Spec, keys: Path, capsys: 
         with pytest.raises(VerifyError) as caught:
             verify_api(out / "scorecard.json", pinned)
         seen.add(caught.value.code)
-    assert seen == {"NOT_CANONICAL", "DIGEST_MISMATCH"}
+    # the digest is checked before the bytes are parsed: unsigned bytes are never read
+    assert seen == {"DIGEST_MISMATCH"}
+
+
+def test_bytes_the_signer_vouched_for_must_still_be_canonical(spec: Spec, keys: Path,
+                                                               capsys: Any) -> None:
+    # a signer that signs reformatted bytes (statement digest, raw .sig and all) is refused
+    # after the signature checks: NOT_CANONICAL
+    from engine.evidence import signing
+    out = signed_run(spec, keys)
+    data = json.dumps(json.loads((out / "scorecard.json").read_bytes()), indent=1).encode()
+    envelope = json.loads((out / "scorecard.intoto.jsonl").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]
+                if s["name"] != "scorecard.json"}
+    key = signing.load_private(keys / "private.pem")
+    (out / "scorecard.json").write_bytes(data)
+    for name, signed in signing.signed_files(key, "scorecard.json", data, subjects,
+                                             statement["predicateType"],
+                                             statement["predicate"]).items():
+        (out / name).write_bytes(signed)
+    code, text = verify(out, keys / "public.pem", capsys)
+    assert code == 1 and text.startswith("INVALID NOT_CANONICAL:"), text
 
 
 @pytest.mark.parametrize("tamper, code", [
     (lambda out: (out / "scorecard.json").write_bytes(
         json.dumps(json.loads((out / "scorecard.json").read_bytes()), indent=1).encode()),
-     "NOT_CANONICAL"),
+     "DIGEST_MISMATCH"),
     (lambda out: (out / "rows.jsonl").write_bytes((out / "rows.jsonl").read_bytes() + b"{}\n"),
      "DIGEST_MISMATCH"),
     (lambda out: (out / "rows.jsonl").unlink(), "SUBJECT_MISSING"),

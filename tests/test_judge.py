@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rfc8785
 import yaml
 
 from engine.cli import main
@@ -229,13 +230,13 @@ def test_a_tampered_cache_entry_is_not_believed(gate: Gate, judge: Judge, tmp_pa
     assert cache_key.stat().st_mode & 0o777 == 0o600 and not cache_key.is_relative_to(cache)
     # what the evaluated party can do without the key: rewrite the answer and recompute
     # every plain digest the entry carries
-    for entry in entries(cache):
-        data = json.loads(entry.read_text())
-        rec = data["record"]
+    for entry in entries(cache):  # a MAC line, then the record's RFC 8785 bytes
+        mac, body = entry.read_bytes().split(b"\n", 1)
+        rec = json.loads(body)
         rec["response"] = '{"score": 5}'
         rec["response_sha256"] = hashlib.sha256(rec["response"].encode()).hexdigest()
         rec["verdict"] = {"score": 5}
-        entry.write_text(json.dumps(data))
+        entry.write_bytes(mac + b"\n" + rfc8785.dumps(rec))
     capsys.readouterr()
     code, card, out = gate.run(rows, "--judge-cache", str(cache))
     assert rows_of(out)["g1"]["status"] == "FAIL" and code == 4
@@ -244,11 +245,14 @@ def test_a_tampered_cache_entry_is_not_believed(gate: Gate, judge: Judge, tmp_pa
     # the fresh answer replaced the forged entry: the next run is free again
     gate.run(rows, "--judge-cache", str(cache))
     assert judge.calls() == 2
-    # an entry in the earlier format (no MAC at all) is not believed either
-    for entry in entries(cache):
-        entry.write_text(json.dumps(json.loads(entry.read_text())["record"]))
-    gate.run(rows, "--judge-cache", str(cache))
-    assert judge.calls() == 3
+    # entries in earlier formats (no MAC at all; the MAC inside the JSON) are not believed
+    for calls, earlier in ((3, lambda mac, rec: json.dumps(rec)),
+                           (4, lambda mac, rec: json.dumps({"mac": mac, "record": rec}))):
+        for entry in entries(cache):
+            mac, body = entry.read_bytes().split(b"\n", 1)
+            entry.write_text(earlier(mac.decode(), json.loads(body)))
+        gate.run(rows, "--judge-cache", str(cache))
+        assert judge.calls() == calls
 
 
 def test_the_cache_key_is_made_once_in_the_users_config_folder(
@@ -967,3 +971,24 @@ def test_the_environment_inventory_is_complete() -> None:
     assert found, "the scan found no read at all: the pattern is stale"
     assert set(found) <= listed, {k: v for k, v in found.items() if k not in listed}
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} <= listed
+
+
+def test_a_cache_entry_is_parsed_only_after_its_mac_holds(tmp_path: Path,
+                                                          monkeypatch: Any) -> None:
+    # second hostile review: 64 MiB of "[{},{},...]" planted at an entry's name was parsed
+    # before its MAC was checked (1.7 GB a planted entry, in a signed release)
+    from engine.judge import _cache
+    cache = _cache.Cache(tmp_path / "cache", b"k" * 32)
+    key = "ab" * 32
+    cache.put({"key": key, "verdict": {"score": 1}, "response": "x"})
+    parsed: list[int] = []
+    real = json.loads
+    monkeypatch.setattr(_cache.json, "loads", lambda b: parsed.append(len(b)) or real(b))
+    assert cache.get(key, lambda rec: rec) == {"key": key, "verdict": {"score": 1},
+                                               "response": "x"}
+    assert len(parsed) == 1  # the sealed entry: parsed once
+    path = cache.folder / key[:2] / f"{key}.json"
+    planted = b"0" * 64 + b"\n[" + b"{}," * 1000 + b"{}]"
+    path.write_bytes(planted)
+    assert cache.get(key, lambda rec: rec) is None and cache.rejected == 1
+    assert len(parsed) == 1  # the planted bytes were never parsed

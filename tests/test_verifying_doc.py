@@ -360,3 +360,45 @@ def test_an_envelope_nested_deep_is_invalid_not_a_crash(tmp_path: Path,
     comparison = json.loads((again / "scorecard.json").read_bytes())["comparison"]
     assert comparison["status"] == "untrusted"
     assert comparison["reasons"][0].startswith("BAD_SIGNATURE: ")
+
+
+def test_separate_runs_under_one_id_are_not_one_run(tmp_path: Path,
+                                                    signed: tuple[Path, Path],
+                                                    capsys: Any) -> None:
+    # second hostile review: two single-evaluation runs given the same --run-id, put side
+    # by side, verified as "one whole run" (evaluation-by-evaluation picking)
+    key = signed[1].parent / "private.pem"
+    folder = tmp_path / "assembled"
+    for name in ("example", "inspect-example"):
+        assert main(["run", str(ROOT / "specs" / name), "--key", str(key), "--run-id",
+                     "ci.200", "--out", str(tmp_path / name)]) == 0
+        card = json.loads((tmp_path / name / "scorecard.json").read_bytes())
+        shutil.copytree(tmp_path / name, folder / card["evaluation"]["name"])
+    capsys.readouterr()
+    code, lines, _ = verify(capsys, folder, "--trusted-key", signed[1], "--run-id", "ci.200")
+    assert code == 1
+    assert sum("INVALID RUN_MISMATCH" in line and "separate runs under one id" in line
+               for line in lines) == 2
+    # --expect given with one scorecard: it must be exactly that evaluation
+    one = folder / "support-agent" / "scorecard.json"
+    code, lines, _ = verify(capsys, one, "--trusted-key", signed[1], "--expect",
+                            "agent-release-gate")
+    assert code == 1 and lines[0].startswith("INVALID UNEXPECTED_EVALUATION")
+    code, lines, _ = verify(capsys, one, "--trusted-key", signed[1], "--expect",
+                            "support-agent", "--expect", "inspect-arithmetic")
+    assert code == 1 and lines[0].startswith("INVALID MISSING_EVALUATION")
+    code, lines, _ = verify(capsys, one, "--trusted-key", signed[1], "--expect",
+                            "support-agent")
+    assert code == 0, lines
+
+
+def test_a_name_with_a_final_newline_is_a_spec_error(tmp_path: Path, capsys: Any) -> None:
+    # second hostile review: "gate2\n" passed ^[a-z][a-z0-9_-]*$ (Python's $ matches before
+    # a final newline), looked like gate2, and named a folder its own seal could not name
+    shutil.copytree(ROOT / "specs" / "example", tmp_path / "example")
+    path = tmp_path / "example" / "evaluation.yaml"
+    path.write_text(path.read_text().replace("name: support-agent", 'name: "support-agent\\n"',
+                                             1))
+    assert main(["validate", str(tmp_path / "example")]) == 2
+    err = capsys.readouterr().err
+    assert "BAD_VALUE: metadata.name: 'support-agent\\n' is not a valid name" in err, err

@@ -170,8 +170,9 @@ def _the_run(valid: list[Found], seal: Seal | None, wanted: str | None) -> str:
 
 
 def _member(folder: Path, one: Found, run: str, seal: Seal | None, several: bool,
-            earliest: str | None) -> Found:
-    """One verified scorecard, held against the run the folder holds."""
+            earliest: str | None, names: set[str]) -> Found:
+    """One verified scorecard, held against the run the folder holds (``names``: the
+    evaluations of every verified scorecard in the folder)."""
     v = one.verified
     assert v is not None
     when = v.generated_at or "at no stated time"
@@ -183,6 +184,10 @@ def _member(folder: Path, one: Found, run: str, seal: Seal | None, several: bool
         return _bad(one, "RUN_MISMATCH", f"the scorecard of '{v.evaluation}' belongs to run "
                     f"{v.run_id or '(none)'} (signed {when}), not to run {run or '(none)'} "
                     "this folder holds")
+    if several and v.run_id and not names <= set(v.run_evaluations):
+        return _bad(one, "RUN_MISMATCH", f"the scorecard of '{v.evaluation}' is of run "
+                    f"{v.run_id}, which wrote only {', '.join(v.run_evaluations)} into its "
+                    "folder: separate runs under one id are not one run")
     rel = one.path.relative_to(folder).as_posix()
     if seal is not None and seal.scorecards.get(rel) != v.scorecard_sha256:
         return _bad(one, "RUN_MISMATCH", f"{rel} is not the scorecard run {run} sealed in "
@@ -238,7 +243,8 @@ def check(folder: Path, trusted: Ed25519PublicKey | None, expect: list[str] | No
         result.seal_error = VerifyError(f"the run was sealed {result.seal.generated_at}, "
                                         f"before --not-before {earliest}", "STALE")
     result.run_id = run_id if run_id is not None else run
-    result.found = [_member(folder, f, result.run_id, result.seal, several, earliest)
+    names = {f.verified.evaluation for f in valid if f.verified is not None}
+    result.found = [_member(folder, f, result.run_id, result.seal, several, earliest, names)
                     if f.verified is not None else f for f in found]
     result.found += _missing(folder, found, result.run_id, result.seal)
     result.found.sort(key=lambda f: f.path.parts)

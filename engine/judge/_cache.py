@@ -27,7 +27,7 @@ from engine.errors import UsageError, VerifyError
 from engine.evidence.verify import read_file
 
 KEY_VARIABLE = "SPECGATE_CACHE_KEY"
-_DOMAIN = b"specgate.judgement-cache/v1\n"  # a MAC for this use only
+_DOMAIN = b"specgate.judgement-cache/v2\n"  # a MAC for this use only (v2: MAC line, then bytes)
 MAX_ENTRY = 64 << 20  # an entry holds one reply (at most 16 MiB decoded) and its request
 
 
@@ -93,24 +93,25 @@ class Cache:
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
 
-    def _mac(self, rec: Any) -> str:
-        return hmac.new(self.key, _DOMAIN + canonical(rec), "sha256").hexdigest()
+    def _mac_of(self, body: bytes) -> str:
+        return hmac.new(self.key, _DOMAIN + body, "sha256").hexdigest()
 
     def get(self, request_key: str, trusted: Callable[[Any], dict[str, Any] | None]
             ) -> dict[str, Any] | None:
         """The sealed entry for ``request_key`` that ``trusted`` accepts, or None."""
         path = self._path(request_key)
+        found = None
         try:  # a FIFO, device or oversized file by that name is never waited on or read
-            entry = json.loads(read_file(path, MAX_ENTRY))
-            rec, mac = entry["record"], entry["mac"]
-            sealed = isinstance(mac, str) and hmac.compare_digest(mac, self._mac(rec))
+            mac, _, body = read_file(path, MAX_ENTRY).partition(b"\n")
+            # the MAC is checked over the bytes before they are parsed: whoever writes the
+            # cache cannot make the run parse anything it did not seal itself
+            if hmac.compare_digest(mac, self._mac_of(body).encode()):
+                found = trusted(json.loads(body))
         except VerifyError as exc:
             if exc.code == "UNREADABLE" and not os.path.lexists(path):
                 return None
-            sealed = False
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            sealed = False
-        found = trusted(rec) if sealed else None
+            found = None
         self.rejected += found is None
         return found
 
@@ -123,8 +124,9 @@ class Cache:
         try:  # a cache that cannot be written (a file where a folder goes) is only skipped
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            body = canonical(rec)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(canonical({"mac": self._mac(rec), "record": rec}))
+                handle.write(self._mac_of(body).encode() + b"\n" + body)
             os.replace(tmp, path)
         except OSError:
             self.unwritten += 1

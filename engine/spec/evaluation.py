@@ -332,6 +332,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     history = spec.get("history", {})
     baseline = None
     if "baseline" in history:  # may not exist yet: a missing baseline is a status, not an error
+        _unlinked(loader, doc, ("spec", "history", "baseline"), history["baseline"])
         baseline = (Path(doc.file).resolve().parent / history["baseline"]).resolve()
         if not baseline.is_relative_to(loader.root):
             loader.problems.append(doc.problem(("spec", "history", "baseline"),
@@ -339,10 +340,10 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                                                f"'{history['baseline']}' leads outside the "
                                                "spec root", "use --baseline for other places"))
     calibration = _calibration(loader, doc, spec.get("judge") or {})
-    calibrators = [loader.path(doc, ("spec", "judge", "calibration_keys", i), rel)
+    calibrators = [_anchor(loader, doc, ("spec", "judge", "calibration_keys", i), rel)
                    for i, rel in enumerate((spec.get("judge") or {}).get("calibration_keys",
                                                                          []))]
-    keys = [loader.path(doc, ("spec", "history", "trusted_keys", i), rel)
+    keys = [_anchor(loader, doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
     judge, warnings = _judge_config(loader, doc, spec.get("judge"))
     unit_format = _unit_format(loader, doc, spec, unit_input)
@@ -376,12 +377,35 @@ def _calibration(loader: _Loader, doc: _yaml.Document, block: dict[str, Any]) ->
     inside the spec root, and allowed not to exist yet."""
     if "calibration" not in block:
         return None
+    _unlinked(loader, doc, ("spec", "judge", "calibration"), block["calibration"])
     path = (Path(doc.file).resolve().parent / block["calibration"]).resolve()
     if not path.is_relative_to(loader.root):
         loader.problems.append(doc.problem(("spec", "judge", "calibration"), "PATH_ESCAPES_ROOT",
                                            f"'{block['calibration']}' leads outside the spec "
                                            "root"))
     return path
+
+
+def _unlinked(loader: _Loader, doc: _yaml.Document, where: _yaml.Path, rel: str) -> bool:
+    """Whether a trust anchor's path (a baseline, key, calibration or replay) reaches its
+    file without a symbolic link: a link in the spec folder could lead, under a wider
+    spec root the runner gives, to a place the runner writes (PATH_THROUGH_LINK)."""
+    try:
+        written = Path(os.path.normpath(Path(doc.file).resolve().parent / rel))
+        linked = written.resolve() != written
+    except (OSError, ValueError):
+        return True  # loader.path says what is wrong with it
+    if linked:
+        loader.problems.append(doc.problem(
+            where, "PATH_THROUGH_LINK", f"'{clip(rel)}' passes through a symbolic link",
+            "keep baselines, keys and calibrations as plain files in the spec folder"))
+    return not linked
+
+
+def _anchor(loader: _Loader, doc: _yaml.Document, where: _yaml.Path,
+            rel: str) -> Path | None:
+    """``loader.path`` for a trust anchor, which may not pass through a link either."""
+    return loader.path(doc, where, rel) if _unlinked(loader, doc, where, rel) else None
 
 
 def _exists(path: Path) -> bool:
@@ -496,7 +520,7 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
     if not block:
         return JudgeConfig(), []
     provider = block["provider"]
-    replay = loader.path(doc, ("spec", "judge", "replay"), block["replay"]) \
+    replay = _anchor(loader, doc, ("spec", "judge", "replay"), block["replay"]) \
         if "replay" in block else None
     if provider == "replay" and "replay" not in block:
         loader.problems.append(doc.problem(("spec", "judge"), "MISSING_KEY",

@@ -39,12 +39,29 @@ def is_date(text: str) -> bool:
         _FORMATS.conforms(text, "date")
 
 
+def _whole_pattern(validator: Any, pattern: str, instance: Any,
+                   schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    """``pattern``, with a final ``$`` meaning the end of the text: Python's ``$`` also
+    matches before a final newline, so "gate2\n" passed ``^[a-z][a-z0-9_-]*$`` as a name
+    and became a folder name no seal can name."""
+    if not validator.is_type(instance, "string"):
+        return
+    if not re.search(pattern, instance) or (pattern.endswith("$") and instance.endswith("\n")):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                          {"pattern": _whole_pattern})
+
+
 # The engine's own schemas and the primitives' parameter schemas ship with the code: their
 # check against the meta-schema is a test (tests/test_startup.py), not a cost of every run.
 @cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
     """A validator for one of the engine's schemas, built once per process."""
-    return jsonschema.Draft202012Validator(load_schema(name), format_checker=_FORMATS)
+    built: jsonschema.Draft202012Validator = _Validator(load_schema(name),
+                                                        format_checker=_FORMATS)
+    return built
 
 
 def _words(types: Any) -> str:
@@ -116,7 +133,8 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
     elif kw in ("minItems", "minProperties", "minLength"):
         message, code = "must not be empty", code or "EMPTY"
     elif kw == "pattern" and schema.get("format") != "date":
-        message, code = f"'{err.instance}' is not a valid name or value", code or "BAD_VALUE"
+        shown = f"'{err.instance}'" if err.instance.isprintable() else repr(err.instance)
+        message, code = f"{shown} is not a valid name or value", code or "BAD_VALUE"
     elif kw in ("pattern", "format") and schema.get("format") == "date":
         yield doc.problem(path, "BAD_DATE", f"'{err.instance}' is not a calendar date",
                           "write it as YYYY-MM-DD, e.g. 2027-01-31", rank=rank)
