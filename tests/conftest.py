@@ -77,17 +77,22 @@ def trust(folder: Path, *publics: Path) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def approve(folder: Path, evidence: Path | None) -> None:
+def approve(folder: Path, evidence: Path | None, pin: bool = True) -> None:
     """Governance approves a baseline: a copy of the evidence folder as ``baseline/`` in
-    the spec folder, named by the Evaluation's history.baseline (None: neither)."""
+    the spec folder, named by the Evaluation's history.baseline and, with ``pin``, its
+    digest in history.baseline_sha256 (None: none of these)."""
     path = folder / "evaluation.yaml"
     data = yaml.safe_load(path.read_text())
     history = data["spec"].setdefault("history", {})
     history.pop("baseline", None)
+    history.pop("baseline_sha256", None)
     shutil.rmtree(folder / "baseline", ignore_errors=True)
     if evidence is not None:
         shutil.copytree(evidence, folder / "baseline")
         history["baseline"] = "baseline/scorecard.json"
+        if pin:
+            history["baseline_sha256"] = hashlib.sha256(
+                (evidence / "scorecard.json").read_bytes()).hexdigest()
     if not history:
         data["spec"].pop("history")
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -181,9 +186,9 @@ class Gate:
         """Declare these public keys in the Evaluation's history.trusted_keys."""
         trust(self.dir, *publics)
 
-    def approve(self, evidence: Path | None) -> None:
+    def approve(self, evidence: Path | None, pin: bool = True) -> None:
         """Governance's baseline: a copy of ``evidence`` named by history.baseline."""
-        approve(self.dir, evidence)
+        approve(self.dir, evidence, pin)
 
     def policy(self, change: Any) -> None:
         import yaml

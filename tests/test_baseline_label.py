@@ -419,9 +419,22 @@ def test_a_gating_release_comparison_is_against_governances_baseline_only(
     gate.approve(None)  # none approved: INCOMPLETE, never a PASS on the runner's word
     code, card, _ = gate.run(refund.rows(fixed=True), *sign)
     assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_MISSING" in codes(card)
+    # third hostile review: the file at history.baseline lies in a checkout the runner
+    # writes; it copied its own signed FAIL run there (no link, no argument, no digest of
+    # the specs changed) and the release PASSed. Only the pinned digest counts.
+    gate.approve(strong)
+    shutil.rmtree(gate.dir / "baseline")
+    shutil.copytree(weak, gate.dir / "baseline")  # the runner's swap
+    code, card, _ = gate.run(refund.rows(fixed=True), *sign)
+    assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_UNTRUSTED" in codes(card)
+    assert "is not the one governance pinned" in card["comparison"]["reasons"][0]
+    gate.approve(weak, pin=False)  # a baseline without its digest pinned: not governance's
+    code, card, _ = gate.run(refund.rows(fixed=True), *sign)
+    assert (code, card["decision"]) == (3, "INCOMPLETE") and "BASELINE_UNTRUSTED" in codes(card)
+    assert "history.baseline_sha256 is not set" in card["comparison"]["reasons"][0]
 
 
-@pytest.mark.parametrize("anchor", ["baseline", "trusted key"])
+@pytest.mark.parametrize("anchor", ["baseline", "trusted key", "link/.."])
 def test_a_trust_anchor_through_a_link_is_a_spec_error(
         gate: Gate, keys: dict[str, Path], tmp_path: Path, capsys: Any, anchor: str) -> None:
     # second hostile review: a link in the spec folder to a place the runner writes, with
@@ -438,6 +451,14 @@ def test_a_trust_anchor_through_a_link_is_a_spec_error(
         gate.approve(before)
         shutil.rmtree(gate.dir / "baseline")
         (gate.dir / "baseline").symlink_to(planted / "prod", target_is_directory=True)
+        where = "spec.history.baseline"
+    elif anchor == "link/..":  # x/.. read as text is the spec folder; followed, it is not
+        gate.trust(keys["trusted"] / "public.pem")
+        (planted / "area").mkdir()
+        (gate.dir / "x").symlink_to(planted / "area", target_is_directory=True)
+        path = gate.dir / "evaluation.yaml"
+        path.write_text(path.read_text().replace(
+            "history:\n", "history:\n    baseline: x/../prod/scorecard.json\n", 1))
         where = "spec.history.baseline"
     else:
         gate.trust(keys["other"] / "public.pem")

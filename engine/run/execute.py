@@ -150,10 +150,17 @@ def _decide(run: _Run) -> Decision:
                    "judge_overridden": evaluation.judge_overridden}
         rows, policy = run.staging.path / "rows.jsonl", evaluation.policy
         keys = _baseline_keys(run)
+        unpinned = _unpinned(evaluation, baseline)
         block = labelled_compare(current, *labelled, keys, rows, policy.comparison_rules,
                                  policy.wilson_z) if labelled else \
-            history.compare(current, baseline, keys, rows, policy.comparison_rules,
-                            policy.wilson_z)
+            history.compare(current, None if unpinned else baseline, keys, rows,
+                            policy.comparison_rules, policy.wilson_z)
+        chosen = (block.get("baseline") or {}).get("scorecard_sha256")
+        if not unpinned and chosen and _gates(evaluation) and chosen != evaluation.baseline_pin:
+            unpinned = "the baseline changed while it was read: not the pinned one"
+        if unpinned:
+            block = {"status": "untrusted", "reasons": [unpinned], "regressed": False,
+                     "baseline": None, "categories": {}}
         if len(keys) < len(run.keys) and block["status"] in ("missing", "untrusted"):
             block["reasons"] = [*block["reasons"], NOT_THE_RUNNERS]
         outcome = with_comparison(evaluation, outcome, block)
@@ -163,6 +170,33 @@ def _decide(run: _Run) -> Decision:
 NOT_THE_RUNNERS = ("a release trusts baselines signed by a key of the Evaluation's "
                    "history.trusted_keys only; a --trusted-key of the command line is the "
                    "runner's choice")
+
+
+def _gates(evaluation: Evaluation) -> bool:
+    """A release whose comparison gates: its baseline is governance's, pinned."""
+    return evaluation.policy.purpose == "release" and evaluation.policy.comparison_required
+
+
+def _unpinned(evaluation: Evaluation, baseline: Path | None) -> str:
+    """Why a release whose comparison gates may not compare with ``baseline`` ("" when it
+    may): only the scorecard whose digest governance pinned (history.baseline_sha256)
+    counts, since the file at history.baseline sits in a checkout the runner can write."""
+    if not _gates(evaluation) or baseline is None:
+        return ""
+    if evaluation.baseline_pin is None:
+        return ("a release whose comparison gates compares only with the baseline "
+                "governance pinned: history.baseline_sha256 is not set")
+    try:
+        found = sha256_path(baseline) if baseline.is_file() else None
+    except OSError:
+        found = None
+    if found is None:
+        return ""  # not there: the comparison says the baseline is missing
+    if found != evaluation.baseline_pin:
+        return (f"the scorecard at history.baseline (sha256 {found[:16]}...) is not the one "
+                f"governance pinned in history.baseline_sha256 ({evaluation.baseline_pin[:16]}"
+                "...)")
+    return ""
 
 
 def _baseline_keys(run: _Run) -> list[Ed25519PublicKey]:

@@ -98,6 +98,8 @@ class Evaluation:
     as_of_requested: str = ""
     """The date asked for (a release never goes back before today)."""
     suite_pin: str | None = None
+    baseline_pin: str | None = None
+    """``history.baseline_sha256``: the baseline scorecard governance approved, or None."""
     """``spec.suite_sha256``: the suite governance approved, or None."""
     judge_overridden: bool = False
     """The command line chose another live judge than the Evaluation declares."""
@@ -368,6 +370,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
                       [k for k in keys if k is not None], judge,
                       suite_pin=spec.get("suite_sha256"), warnings=warnings,
+                      baseline_pin=history.get("baseline_sha256"),
                       calibration=calibration,
                       calibration_keys=[k for k in calibrators if k is not None])
 
@@ -389,17 +392,24 @@ def _calibration(loader: _Loader, doc: _yaml.Document, block: dict[str, Any]) ->
 def _unlinked(loader: _Loader, doc: _yaml.Document, where: _yaml.Path, rel: str) -> bool:
     """Whether a trust anchor's path (a baseline, key, calibration or replay) reaches its
     file without a symbolic link: a link in the spec folder could lead, under a wider
-    spec root the runner gives, to a place the runner writes (PATH_THROUGH_LINK)."""
+    spec root the runner gives, to a place the runner writes (PATH_THROUGH_LINK). Each
+    component is looked at as written, before the next: ``link/..`` is a link too."""
+    current = Path(doc.file).resolve().parent
     try:
-        written = Path(os.path.normpath(Path(doc.file).resolve().parent / rel))
-        linked = written.resolve() != written
+        for part in Path(rel).parts:
+            if part == "..":
+                current = current.parent
+                continue
+            current = current / part
+            if current.is_symlink():
+                loader.problems.append(doc.problem(
+                    where, "PATH_THROUGH_LINK", f"'{clip(rel)}' passes through a symbolic "
+                    "link", "keep baselines, keys and calibrations as plain files in the "
+                    "spec folder"))
+                return False
     except (OSError, ValueError):
         return True  # loader.path says what is wrong with it
-    if linked:
-        loader.problems.append(doc.problem(
-            where, "PATH_THROUGH_LINK", f"'{clip(rel)}' passes through a symbolic link",
-            "keep baselines, keys and calibrations as plain files in the spec folder"))
-    return not linked
+    return True
 
 
 def _anchor(loader: _Loader, doc: _yaml.Document, where: _yaml.Path,
