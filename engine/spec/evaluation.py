@@ -98,9 +98,9 @@ class Evaluation:
     as_of_requested: str = ""
     """The date asked for (a release never goes back before today)."""
     suite_pin: str | None = None
+    """``spec.suite_sha256``: the suite governance approved, or None."""
     baseline_pin: str | None = None
     """``history.baseline_sha256``: the baseline scorecard governance approved, or None."""
-    """``spec.suite_sha256``: the suite governance approved, or None."""
     judge_overridden: bool = False
     """The command line chose another live judge than the Evaluation declares."""
     root: Path | None = None
