@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine._version import __version__
 from engine.errors import EngineError, UsageError, VerifyError
 from engine.evidence import signing
 from engine.evidence.verify import (
@@ -87,15 +88,10 @@ def seal_files(key: Ed25519PrivateKey, summary: bytes, markdown: bytes,
     signed, with ``summary.md`` and every ``FOLDER/scorecard.json`` as subjects."""
     subjects = {SUMMARY_MD: hashlib.sha256(markdown).hexdigest(), **scorecards}
     value = {"run_id": run_id, "exit_code": exit_code,
-             "scorecards": sorted(scorecards), "engine_version": _version(),
+             "scorecards": sorted(scorecards), "engine_version": __version__,
              "generated_at": generated_at, "generated_at_note": "asserted by the signer"}
     return signing.signed_files(key, SUMMARY, summary, subjects, signing.RUN_PREDICATE_TYPE,
                                 value)
-
-
-def _version() -> str:
-    from engine import __version__
-    return __version__
 
 
 @dataclass(frozen=True)
