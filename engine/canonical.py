@@ -85,9 +85,34 @@ def sha256_path(path: Path) -> str:
     """A file's SHA-256, or for a folder the digest of its files' names and digests."""
     if not path.is_dir():
         return sha256_file(path)
-    lines = [f"{p.relative_to(path).as_posix()}\u0000{sha256_file(p)}\n"
-             for p in sorted(path.rglob("*")) if p.is_file()]
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
+    return manifest_digest(folder_manifest(path))
+
+
+def file_digests(files: dict[str, Path]) -> dict[str, str]:
+    """The SHA-256 of each named file's bytes now, by name ("" when it cannot be read)."""
+    out = {}
+    for name, path in sorted(files.items()):
+        try:
+            out[name] = sha256_file(path)
+        except OSError:
+            out[name] = ""
+    return out
+
+
+def folder_manifest(path: Path) -> list[tuple[str, str]]:
+    """Every file under a folder: (its POSIX path relative to the folder, its SHA-256),
+    in path order (component by component, as ``sorted`` orders paths)."""
+    return [(p.relative_to(path).as_posix(), sha256_file(p))
+            for p in sorted(path.rglob("*")) if p.is_file()]
+
+
+def manifest_digest(entries: Iterable[tuple[str, str]]) -> str:
+    """The digest of a folder from its manifest: one ``NAME NUL SHA256 LF`` line per file,
+    in path order (``folder_manifest``), so that a list of names and digests (an
+    attestation's subjects) gives the same digest as the folder itself."""
+    ordered = sorted(entries, key=lambda entry: entry[0].split("/"))
+    lines = "".join(f"{name}\u0000{sha}\n" for name, sha in ordered)
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def sha256_file(path: Path) -> str:

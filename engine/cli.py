@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from engine import protocols
 from engine._version import __version__
 from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
-from engine.evidence import runs, signing
+from engine.evidence import provenance, runs, signing
 from engine.evidence.scorecard import signed_now
 from engine.evidence.verify import Verified, verify
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
@@ -82,8 +82,30 @@ def _parser() -> argparse.ArgumentParser:
                      help="score a large line-based input (1 MiB or more) in N processes of "
                      "this machine (default auto: one per CPU; 1: this process only)")
     _calibrate_parser(sub)
+    run.add_argument("--governance-key", action="append", default=[], type=Path,
+                     metavar="PUB", help="governance's public key: under purpose: release, "
+                     "specs its bundle (specs.intoto.jsonl) does not sign exactly are "
+                     "INCOMPLETE (repeatable; docs/provenance.md)")
+    run.add_argument("--attestation", action="append", default=[], metavar="NAME=PATH",
+                     help="the attestation of input NAME (default: PATH.intoto.jsonl beside "
+                     "the input)")
     validate = sub.add_parser("validate", help="check specs without running them")
     validate.add_argument("paths", nargs="+", type=Path)
+    validate.add_argument("--governance-key", action="append", default=[], type=Path,
+                          metavar="PUB", help="also check each bundle's signature")
+    sign = sub.add_parser("sign-specs", help="governance: sign every file each Evaluation "
+                          "loads (specs.intoto.jsonl beside it)")
+    sign.add_argument("paths", nargs="+", type=Path)
+    sign.add_argument("--key", type=Path, required=True, help="governance's Ed25519 private key")
+    attest = sub.add_parser("attest", help="the harness: attest a log or a folder of them "
+                            "(PATH.intoto.jsonl)")
+    attest.add_argument("path", type=Path, metavar="PATH", help="the file or folder written")
+    attest.add_argument("--key", type=Path, required=True, help="the harness's private key")
+    attest.add_argument("--predicate", metavar="JSON", help="what made it: a JSON object "
+                        "(text, or @FILE), recorded in the scorecard (default: {})")
+    attest.add_argument("--predicate-type", metavar="URI",
+                        help="the predicate's type (default: https://specgate.dev/attestation/v1)")
+    attest.add_argument("--out", type=Path, help="where to write it (default: PATH.intoto.jsonl)")
     verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
                                 "scorecard under a folder")
     verify_cmd.add_argument("scorecard", type=Path, metavar="SCORECARD|FOLDER",
@@ -94,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
                             "(repeatable); any other is then a failure")
     verify_cmd.add_argument("--run-id", metavar="ID", help="the run id the run was given or "
                             "printed (a CI step records it): every scorecard must be of it")
+    verify_cmd.add_argument("--governance-key", action="append", default=[], type=Path,
+                            metavar="PUB", help="prove the decision was made under the specs "
+                            "this key signed (repeatable)")
+    verify_cmd.add_argument("--harness-key", action="append", default=[], type=Path,
+                            metavar="PUB", help="prove each attested input came from the "
+                            "harness holding this key (repeatable)")
     verify_cmd.add_argument("--not-before", metavar="TIME", help="UTC date or time "
                             "(YYYY-MM-DD[THH:MM[:SS]Z]): nothing signed earlier is valid")
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
@@ -145,15 +173,15 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-judge-cache", action="store_true", help="neither read nor write it")
 
 
-def _overrides(pairs: list[str]) -> dict[str, Path]:
+def _overrides(pairs: list[str], option: str = "--input") -> dict[str, Path]:
     out: dict[str, Path] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name or not value:
-            raise UsageError(f"--input wants NAME=PATH, got '{pair}'", "BAD_INPUT_OPTION")
+            raise UsageError(f"{option} wants NAME=PATH, got '{pair}'", "BAD_INPUT_OPTION")
         path = Path(value)
         if not path.exists():
-            raise UsageError(f"--input {name}: {value} does not exist", "INPUT_NOT_FOUND")
+            raise UsageError(f"{option} {name}: {value} does not exist", "INPUT_NOT_FOUND")
         out[name] = path.resolve()
     return out
 
@@ -236,7 +264,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = _progress if sys.stderr.isatty() else None
     executor = _executor(args)
     options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor,
-                         label=args.label, history=history)
+                         label=args.label, history=history,
+                         governance=tuple(signing.load_public(p) for p in args.governance_key),
+                         attestations=_attestations(args.attestation, evaluations))
     run_id = runs.checked_id(args.run_id) if args.run_id is not None else runs.new_id()
     together = [e.name for e in evaluations] if args.out is not None else None
     results = [_execute(e, d, replace(options, run=runs.predicate(run_id, together or [e.name])))
@@ -252,6 +282,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             _print_result(result, key is not None)
         print(f"run: {run_id}")
     return worst
+
+
+def _attestations(pairs: list[str], evaluations: list[spec.Evaluation]) -> dict[str, Path]:
+    """--attestation NAME=PATH: NAME an input some Evaluation requires attested."""
+    out = {}
+    wanted = {n for e in evaluations for n, i in e.inputs.items()
+              if i.attestation_keys is not None}
+    for name, path in _overrides(pairs, "--attestation").items():
+        if name not in wanted:
+            raise UsageError(f"--attestation {name}: no Evaluation requires input '{name}' "
+                             "attested (inputs.NAME.attestation)", "UNKNOWN_INPUT")
+        out[name] = path
+    return out
 
 
 def _signing_key(args: argparse.Namespace) -> Any:
@@ -503,14 +546,63 @@ def _print_result(result: Result, signed: bool) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    keys = [signing.load_public(p) for p in args.governance_key]
     evaluations = spec.load(args.paths)
+    code = 0
     for e in evaluations:
         print(f"ok: {e.name} (policy {e.policy.name} {e.policy.version}, "
               f"suite {e.suite.name} {e.suite.version})")
         for warning in e.warnings:
             print(f"warning: {warning}")
+        bundle = provenance.bundle_status(e, keys)
+        where = spec.display(e.file.resolve().parent / provenance.SPECS_FILE)
+        if bundle is not None and bundle.code:
+            print(f"{'error' if keys else 'warning'}: {where}: {bundle.code}: {bundle.message}")
+            code = EXIT_SPEC if keys else code
+        elif bundle is not None:
+            signer = bundle.block.get("signer")
+            print(f"  specs: {where} signs exactly the {len(e.spec_files)} file(s) loaded"
+                  + (f" (governance key {signer[:16]})" if signer else
+                     " (signature not checked: pass --governance-key)"))
     if not evaluations:
         print("ok: no Evaluation found (nothing to run)")
+    return code
+
+
+def cmd_sign_specs(args: argparse.Namespace) -> int:
+    key = signing.load_private(args.key)
+    evaluations = spec.load(args.paths)
+    if not evaluations:
+        raise UsageError("no Evaluation found under " + ", ".join(map(str, args.paths)),
+                         "NO_EVALUATION")
+    for bundle, count in provenance.sign_specs(evaluations, key):
+        print(f"signed {count} file(s): {spec.display(bundle)} (keyid "
+              f"{signing.keyid(key.public_key())[:16]})")
+    for e in evaluations:
+        print(f"  {e.name}: {', '.join(e.spec_files)}")
+    return 0
+
+
+def cmd_attest(args: argparse.Namespace) -> int:
+    key = signing.load_private(args.key)
+    if not args.path.exists():
+        raise UsageError(f"{args.path} does not exist", "INPUT_NOT_FOUND")
+    text = args.predicate or "{}"
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--predicate {args.predicate}: {exc}", "BAD_PREDICATE") from None
+    try:
+        predicate = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--predicate is not JSON ({exc})", "BAD_PREDICATE") from None
+    if not isinstance(predicate, dict):
+        raise UsageError("--predicate must be a JSON object", "BAD_PREDICATE")
+    kind = args.predicate_type or provenance.ATTESTATION_PREDICATE
+    out, count = provenance.attest(args.path, key, kind, predicate, args.out)
+    print(f"attested {count} file(s) of {args.path}: {out} (keyid "
+          f"{signing.keyid(key.public_key())[:16]})")
     return 0
 
 
@@ -536,16 +628,23 @@ def _verified(result: Verified) -> list[str]:
 
 
 def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[str],
-                   run_id: str | None, earliest: str | None) -> int:
+                   run_id: str | None, earliest: str | None,
+                   pinned: _Pinned | None = None) -> int:
     """Every scorecard under ``folder``, each named with its result, then the run they
     make: 0 only if all are VALID and are one whole run (engine/evidence/runs.py)."""
     result = runs.check(folder, trusted, expect, run_id, earliest)
-    for one in result.found:
+    for i, one in enumerate(result.found):
+        proven: list[str] = []
+        if one.verified is not None and pinned is not None:
+            try:
+                proven = pinned.check(one.path)
+            except VerifyError as exc:
+                result.found[i] = one = replace(one, verified=None, error=exc)
         if one.verified is None:
             error = one.error or VerifyError("not verified", "VERIFY")
             print(f"{one.path}: INVALID {error.code}: {error}")
             continue
-        first, *rest = _verified(one.verified)
+        first, *rest = _verified(one.verified) + proven
         print(f"{one.path}: {first}")
         for line in rest:
             print(f"  {line}")
@@ -591,19 +690,36 @@ def cmd_verify(args: argparse.Namespace) -> int:
     trusted = signing.load_public(args.trusted_key) if args.trusted_key else None
     run_id = runs.checked_id(args.run_id) if args.run_id is not None else None
     earliest = runs.not_before(args.not_before) if args.not_before is not None else None
+    pinned = _Pinned([signing.load_public(p) for p in args.governance_key],
+                     [signing.load_public(p) for p in args.harness_key])
     if args.scorecard.is_dir():
-        return _verify_folder(args.scorecard, trusted, args.expect, run_id, earliest)
+        return _verify_folder(args.scorecard, trusted, args.expect, run_id, earliest, pinned)
     try:
         result = verify(args.scorecard, trusted)
         late = runs.single(result, run_id, earliest) or _expected(result, args.expect)
         if late is not None:
             raise late
+        proven = pinned.check(args.scorecard)
     except VerifyError as exc:
         print(f"INVALID {exc.code}: {exc}")
         return 1
-    for line in _verified(result):
+    for line in _verified(result) + proven:
         print(line)
     return 0 if result.trusted else 1
+
+
+class _Pinned:
+    """The governance and harness keys an auditor pinned (engine verify)."""
+
+    def __init__(self, governance: list[Ed25519PublicKey],
+                 harness: list[Ed25519PublicKey]) -> None:
+        self.governance, self.harness = governance, harness
+
+    def check(self, scorecard: Path) -> list[str]:
+        """The provenance lines of a scorecard that verified, or VerifyError."""
+        if not self.governance and not self.harness:
+            return []
+        return provenance.verify_card(scorecard, self.governance, self.harness)
 
 
 def _expected(result: Verified, expect: list[str]) -> VerifyError | None:
@@ -729,7 +845,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "calibrate": cmd_calibrate, "validate": cmd_validate,
-            "verify": cmd_verify,
+            "verify": cmd_verify, "sign-specs": cmd_sign_specs, "attest": cmd_attest,
             "keygen": cmd_keygen, "hash": cmd_hash, "init": cmd_init,
             "test": cmd_test, "diff": cmd_diff}
 

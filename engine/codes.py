@@ -262,6 +262,15 @@ JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evalua
 CALIBRATION_MISSING: a judged category a required, verified judge calibration does not cover
 """)
 
+_block("run, verify", "3", "INCOMPLETE under purpose: release (a blocker: never hides a FAIL); "
+       "engine verify with a pinned governance or harness key: invalid (exit 1)", """
+SPECS_UNSIGNED: no bundle (specs.intoto.jsonl) signs this Evaluation, or the run checked none
+SPECS_SIGNATURE_INVALID: the bundle is signed by no --governance-key, or is malformed
+SPECS_CHANGED: the files loaded are not exactly those governance signed (the files named)
+INPUT_UNATTESTED: an input the Evaluation requires attested has no attestation
+INPUT_ATTESTATION_INVALID: the attestation names other bytes, or no listed harness key signed it
+""")
+
 _block("decide", "1", "FAIL", """
 REGRESSED: worse than the baseline (a category now failing, or the decision was PASS)
 BELOW_THRESHOLD: a category's gated statistic is below its threshold
@@ -321,6 +330,7 @@ BAD_WORKERS: --workers is not a positive number or auto, or is given with --exec
 NO_JUDGE_MODEL: a judge provider chosen on the command line without a model
 NO_REPLAY: judge provider replay without --judge-replay
 NO_TESTS: engine test found no PolicyTest
+BAD_PREDICATE: engine attest --predicate is not a JSON object (text, or @FILE)
 IO_ERROR: the operating system refused a read or write; nothing partial is kept
 USAGE: a command line or input that cannot be used, without a more precise code
 ENGINE_ERROR: an engine error without a more precise code (fallback)

@@ -13,7 +13,7 @@ signed; ``schemas/scorecard.schema.json`` describes the same shape for readers.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from engine.canonical import canonical
@@ -189,6 +189,12 @@ class Scorecard(_Block):
     and per judged category its kappa, n, accuracy, sensitivity, specificity and whether it
     is calibrated, with why not (engine). Absent unless the Evaluation names an artifact or
     the policy requires calibration, and a judge ran."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """Whose specs and whose evidence the decision rests on (docs/provenance.md): ``specs``
+    (status verified, not_checked, unsigned, invalid or changed; the files loaded with their
+    SHA-256; the bundle's digest and signer) and ``inputs`` (per input the Evaluation
+    requires attested: status attested, unattested or invalid; the attestation's digest,
+    signer and predicate) (engine, over governance's and the harness's signatures)."""
     scorecard_version: str = SCORECARD_VERSION
     """The version of this format (engine)."""
 

@@ -68,7 +68,8 @@ class RowWriter:
 def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha256: str,
               inputs: dict[str, dict[str, Any]], agent_card: dict[str, Any] | None = None,
               report: dict[str, Any] | None = None,
-              label: str | None = None) -> dict[str, Any]:
+              label: str | None = None,
+              provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scorecard value (see schemas/scorecard.schema.json): the one place a Decision
     becomes the scorecard's JSON."""
     policy, suite = evaluation.policy, evaluation.suite
@@ -91,7 +92,8 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
         inputs=inputs, statistics=Statistics(policy.wilson_z), judge=outcome.judge,
         judge_sha256=outcome.judge["judge_sha256"] if outcome.judge else None,
         comparison=outcome.comparison, rows_sha256=rows_sha256, report=report,
-        label=label, calibration=outcome.calibration).as_json()
+        label=label, calibration=outcome.calibration,
+        provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}}).as_json()
 
 
 def _coverage(evaluation: Evaluation, tally: Tally) -> Coverage:

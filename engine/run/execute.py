@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import protocols, reports
-from engine.canonical import digest, sha256_path
+from engine.canonical import digest, folder_manifest, manifest_digest, sha256_path
 from engine.decide import baseline as history
 from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
 from engine.decide.labelled import compare as labelled_compare
-from engine.decide.lattice import Decision
-from engine.evidence import calibration, signing
+from engine.decide.lattice import Decision, Reason, settle
+from engine.decide.reasons import INCOMPLETE
+from engine.evidence import calibration, provenance, signing
 from engine.evidence import scorecard as evidence
 from engine.judge import Runtime
 from engine.judge._replay import bind as bind_replay
@@ -62,6 +63,8 @@ class RunOptions:
     label: str | None = None  # recorded in the scorecard (--label)
     history: tuple[Path, str] | None = None  # (folder, label): the newest verified one
     run: dict[str, Any] | None = None  # the run's id and evaluations, in the statement
+    governance: tuple[Ed25519PublicKey, ...] = ()  # --governance-key: who signs the specs
+    attestations: dict[str, Path] = field(default_factory=dict)  # --attestation NAME=PATH
 
 
 @dataclass
@@ -81,12 +84,17 @@ class _Run:
     report: tuple[Any, list[tuple[str, bytes]]] | None = None
     card: dict[str, Any] = field(default_factory=dict)
     subjects: dict[str, str] = field(default_factory=dict)
+    specs: provenance.Check | None = None
+    manifests: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    copies: list[tuple[str, bytes]] = field(default_factory=list)
 
 
 def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = None) -> Result:
     """Run ``evaluation`` and leave its whole evidence in ``dest``, or nothing at all:
     score the records, decide, compare with a baseline, write the evidence, seal, commit."""
     run = _Run(evaluation, options or RunOptions(), evidence.Staging(dest))
+    run.specs = provenance.check_specs(evaluation, list(run.options.governance))
     try:
         _score(run)
         _write(run, _decide(run))
@@ -116,7 +124,13 @@ def _score(run: _Run) -> None:
     run.tally, run.unit_sha, run.rows_sha = (run.options.executor or shards.local)(
         evaluation, run.runtime, staging.path / "rows.jsonl", run.options.scoring)
     for name, source in sorted(evaluation.inputs.items()):
-        sha = run.unit_sha if name == evaluation.unit_input else sha256_path(source.path)
+        if name == evaluation.unit_input:
+            sha = run.unit_sha
+        elif source.attestation_keys is not None and source.path.is_dir():
+            run.manifests[name] = folder_manifest(source.path)  # what is attested is hashed
+            sha = manifest_digest(run.manifests[name])
+        else:
+            sha = sha256_path(source.path)
         run.inputs[name] = {"format": source.format, "sha256": sha}
     run.inputs[evaluation.unit_input]["records"] = run.tally.records
     if run.runtime is not None:
@@ -136,8 +150,8 @@ def _decide(run: _Run) -> Decision:
     governance = [signing.load_public(k) for k in evaluation.calibration_keys]
     own = run.options.key
     runs = frozenset(signing.keyid(k) for k in run.keys + ([own.public_key()] if own else []))
-    outcome = decide(evaluation, tally, judge, calibration.check(evaluation, judge, governance,
-                                                                 runs))
+    outcome = _provenance(run, decide(evaluation, tally, judge, calibration.check(
+        evaluation, judge, governance, runs)))
     baseline = run.options.baseline or evaluation.baseline
     labelled = run.options.history
     if baseline is not None or labelled or run.keys or evaluation.policy.comparison_required:
@@ -165,6 +179,36 @@ def _decide(run: _Run) -> Decision:
             block["reasons"] = [*block["reasons"], NOT_THE_RUNNERS]
         outcome = with_comparison(evaluation, outcome, block)
     return outcome
+
+
+def _provenance(run: _Run, outcome: Decision) -> Decision:
+    """The specs checked again (they may have changed while the run read the records)
+    and each input the Evaluation requires attested; under ``purpose: release`` what
+    fails is a blocker: INCOMPLETE instead of a PASS, never hiding a FAIL."""
+    evaluation, own = run.evaluation, run.options.key
+    assert run.specs is not None
+    checks = [provenance.recheck_specs(evaluation, run.specs)
+              if run.options.governance else run.specs]
+    refused = frozenset(signing.keyid(k) for k in
+                        run.keys + ([own.public_key()] if own else []))
+    attested: dict[str, Any] = {}
+    for name, source in sorted(evaluation.inputs.items()):
+        if source.attestation_keys is None:
+            continue
+        where = run.options.attestations.get(name) or provenance.beside(source.path)
+        check = provenance.check_input(provenance.Attested(
+            name, run.inputs[name]["sha256"], run.manifests.get(name),
+            [signing.load_public(k) for k in source.attestation_keys]), where, refused)
+        attested[name] = check.block
+        checks.append(check)
+    run.provenance = {"specs": checks[0].block, "inputs": attested}
+    run.copies = [c.copy for c in checks if c.copy is not None]
+    blockers = [Reason(INCOMPLETE, c.code, c.spec_path, c.message).published(
+        evaluation.policy.reason_codes) for c in checks if c.code]
+    if not blockers or evaluation.policy.purpose != "release":
+        return outcome
+    every = outcome.blockers + tuple(blockers)
+    return replace(outcome, blockers=every, metrics_decision=settle(outcome.held, every)[0])
 
 
 NOT_THE_RUNNERS = ("a release trusts baselines signed by a key of the Evaluation's "
@@ -215,9 +259,12 @@ def _write(run: _Run, outcome: Decision) -> None:
     agent = agentcard.card(policy.catalogues, policy.card_mappings, outcome,
                            run.options.key is not None) if policy.catalogues else None
     card = evidence.scorecard(evaluation, run.tally, outcome, run.rows_sha, run.inputs, agent,
-                              report[0] if report else None, run.options.label)
+                              report[0] if report else None, run.options.label, run.provenance)
     staging.write("findings.jsonl", evidence.findings_jsonl(outcome.findings))
     subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": card["findings_sha256"]}
+    for name, data in run.copies:  # the bundle and attestations the decision rests on
+        staging.write(name, data)
+        subjects[name] = hashlib.sha256(data).hexdigest()
     for name, data in report[1] if report else []:
         staging.write(name, data)
         subjects[name] = hashlib.sha256(data).hexdigest()

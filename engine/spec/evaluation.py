@@ -13,12 +13,12 @@ from typing import Any
 
 import jsonschema
 
-from engine.canonical import digest
+from engine.canonical import digest, file_digests
 from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
-from engine.spec import crossrefs
+from engine.spec import crossrefs, opened
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
@@ -59,6 +59,9 @@ class Input:
     """Where it is declared: ``evaluation:spec.inputs.NAME``."""
     options: dict[str, Any] = field(default_factory=dict)
     """``options``: how the format reads it (keyword arguments of its reader)."""
+    attestation_keys: list[Path] | None = None
+    """``attestation.trusted_keys``: the harness keys whose attestation of these exact
+    bytes a release needs; None when the Evaluation requires none."""
 
 
 @dataclass
@@ -114,6 +117,12 @@ class Evaluation:
     exist yet: a missing artifact is a status, not an error)."""
     calibration_keys: list[Path] = field(default_factory=list)
     """``judge.calibration_keys``: the only public keys that vouch for a calibration."""
+    spec_files: dict[str, Path] = field(default_factory=dict)
+    """Every file loading this Evaluation opened (its own, policy, suite, data files,
+    schemas, rubrics, prompts, trust-anchor keys), by its path relative to the Evaluation's
+    folder: what a governance bundle signs (engine/spec/opened.py)."""
+    spec_sha256: dict[str, str] = field(default_factory=dict)
+    """The SHA-256 of each of ``spec_files`` as loaded (hashed right after loading)."""
 
 
 def display(path: Path) -> str:
@@ -133,21 +142,33 @@ class _Loader:
         self.compiled: dict[str, Any] = {}  # file -> compiled Policy or Suite (or None)
         self.fallback: Path | None = None  # a folder to look in for files not beside a spec
         self.borrowed: list[str] = []  # relative paths found there instead
+        self.opened: dict[Any, set[str]] = {}  # memoised step -> the files it opened
+
+    def _memo(self, key: Any, table: dict[Any, Any], compute: Any) -> Any:
+        """``table[key]``, computed once; a later use replays the files the computation
+        opened, so each Evaluation's recording holds all it rests on (opened.py)."""
+        if key in table:
+            opened.replay(self.opened.get(key, set()))
+            return table[key]
+        with opened.recording() as paths:
+            table[key] = compute()
+        self.opened[key] = paths
+        return table[key]
 
     def compile(self, file: Path, kind: str) -> Any:
         """A checked Policy or Suite, compiled once however often it is referenced."""
         doc = self.checked(file, kind)
         if doc is None:
             return None
-        if doc.file not in self.compiled:
-            self.compiled[doc.file] = (compile_policy if kind == "Policy" else _suite)(self, doc)
-        return self.compiled[doc.file]
+        return self._memo(("compile", doc.file), self.compiled, lambda: (
+            compile_policy if kind == "Policy" else _suite)(self, doc))
 
     def read(self, file: Path) -> _yaml.Document | None:
         """Parse one file once (cached); envelope-check it."""
         file = file.resolve()
-        if file in self.docs:
-            return self.docs[file]
+        return self._memo(("read", file), self.docs, lambda: self._read(file))
+
+    def _read(self, file: Path) -> _yaml.Document | None:
         name = display(file)
         doc = None
         try:
@@ -160,7 +181,6 @@ class _Loader:
         else:
             doc, found = _yaml.parse(text.removeprefix("\ufeff"), name)
             self.problems.extend(found)
-        self.docs[file] = doc
         return doc
 
     def kind(self, doc: _yaml.Document) -> str | None:
@@ -169,9 +189,8 @@ class _Loader:
 
     def checked(self, file: Path, kind: str) -> _yaml.Document | None:
         """The document in ``file`` if it is a valid ``kind`` spec; else record why not (once)."""
-        if (file.resolve(), kind) not in self.valid:
-            self.valid[file.resolve(), kind] = self._check(file, kind)
-        return self.valid[file.resolve(), kind]
+        key = (file.resolve(), kind)
+        return self._memo(("checked", *key), self.valid, lambda: self._check(file, kind))
 
     def _check(self, file: Path, kind: str) -> _yaml.Document | None:
         doc = self.read(file)
@@ -307,6 +326,55 @@ def _policy_test(loader: _Loader, file: Path) -> tuple[Path, dict[str, Any], Pol
 
 
 def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Evaluation | None:
+    """One Evaluation, compiled, with every file its loading opened (``spec_files``)."""
+    with opened.recording() as paths:
+        evaluation = _compile_evaluation(loader, file, overrides)
+        if evaluation is not None:
+            for key in _anchors(evaluation):  # keys are read at run time: bind them now
+                _touch(key)
+    if evaluation is not None:
+        evaluation.spec_files = _spec_files(evaluation, paths, loader.root)
+        evaluation.spec_sha256 = file_digests(evaluation.spec_files)
+    return evaluation
+
+
+def _anchors(evaluation: Evaluation) -> list[Path]:
+    """The public keys the Evaluation trusts: baselines, calibrations, attestations."""
+    keys = [*evaluation.trusted_keys, *evaluation.calibration_keys]
+    for source in evaluation.inputs.values():
+        keys += source.attestation_keys or []
+    return keys
+
+
+def _touch(path: Path) -> None:
+    try:
+        with path.open("rb"):
+            pass
+    except OSError:
+        pass  # the run says what is wrong with a key it cannot read
+
+
+def _spec_files(evaluation: Evaluation, paths: set[str], root: Path) -> dict[str, Path]:
+    """The recorded files that are the Evaluation's specs: regular files in the spec root,
+    never an input (evidence), named relative to the Evaluation's folder."""
+    inputs = [source.path for source in evaluation.inputs.values()]
+    home = evaluation.file.resolve().parent
+    out: dict[str, Path] = {}
+    for name in sorted(paths):
+        path = Path(name)
+        try:
+            if not path.is_relative_to(root) or not path.is_file():
+                continue
+        except OSError:
+            continue
+        if any(path == p or path.is_relative_to(p) for p in inputs):
+            continue
+        out[Path(os.path.relpath(path, home)).as_posix()] = path
+    return out
+
+
+def _compile_evaluation(loader: _Loader, file: Path,
+                        overrides: dict[str, Path]) -> Evaluation | None:
     doc = loader.checked(file, "Evaluation")
     if doc is None:
         return None
@@ -464,9 +532,14 @@ def _inputs(loader: _Loader, doc: _yaml.Document,
                 where, "INPUT_KIND", f"{given} is {'a folder' if target.is_dir() else 'a file'}"
                 f"; format {fmt} reads {'a folder' if fmt == 'folder' else 'a file'}"))
             target = None
+        attested = decl.get("attestation")
+        keys = None if attested is None else [
+            k for i, rel in enumerate(attested["trusted_keys"])
+            if (k := _anchor(loader, doc, ("spec", "inputs", name, "attestation",
+                                           "trusted_keys", i), rel)) is not None]
         if target is not None:
             inputs[name] = Input(name, target, decl.get("format", "jsonl"),
-                                 f"evaluation:spec.inputs.{name}", dict(options or {}))
+                                 f"evaluation:spec.inputs.{name}", dict(options or {}), keys)
     return inputs
 
 

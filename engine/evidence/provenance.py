@@ -1,0 +1,470 @@
+"""Provenance: governance's signed spec bundle and the harness's attestations of inputs
+(docs/provenance.md; DESIGN.md §1b, the provenance chain).
+
+A bundle (``specs.intoto.jsonl`` beside an Evaluation) holds one DSSE envelope per
+Evaluation in that folder: an in-toto Statement v1 whose subjects are every file loading
+the Evaluation opened (engine/spec/opened.py), with the SHA-256 of their bytes. An
+attestation (``FILE.intoto.jsonl`` beside an input) is a statement whose subjects name the
+input's bytes (for a folder, every file in it). Both are believed only once an Ed25519
+signature by a pinned key verifies; their payloads are parsed only then.
+
+The checks return a block for the scorecard (``provenance``) and, when something is not
+as governance requires, the reason code; the run turns those into release blockers.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine._version import __version__
+from engine.canonical import canonical, file_digests, manifest_digest
+from engine.errors import UsageError, VerifyError
+from engine.evidence import signing
+from engine.evidence.verify import MAX_ENVELOPE_BYTES, read_file
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
+
+    from engine.spec.evaluation import Evaluation
+
+SPECS_FILE = "specs.intoto.jsonl"
+SPECS_PREDICATE = "https://specgate.dev/specs/v1"
+ATTESTATION_PREDICATE = "https://specgate.dev/attestation/v1"
+ATTESTATION_SUFFIX = ".intoto.jsonl"
+MAX_PREDICATE = 16 * 1024  # canonical bytes of an attestation's predicate kept in a scorecard
+SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
+LISTED = 10  # file names a message lists before "and N more"
+
+
+def attestation_copy(name: str) -> str:
+    """The name of an input's attestation in the evidence folder."""
+    return f"attestation-{name}{ATTESTATION_SUFFIX}"
+
+
+def beside(path: Path) -> Path:
+    """Where an attestation of ``path`` (a file or a folder) is looked for by default."""
+    return path.with_name(path.name + ATTESTATION_SUFFIX)
+
+
+@dataclass
+class Check:
+    """The outcome of one provenance check: the scorecard's block, the reason code and
+    message when it fails, and the file to copy into the evidence (name, bytes)."""
+
+    block: dict[str, Any]
+    code: str = ""
+    message: str = ""
+    copy: tuple[str, bytes] | None = None
+    spec_path: str = "evaluation:spec"
+
+
+# --- governance: signing and checking spec bundles -------------------------------------
+
+def specs_statement(evaluation: Evaluation, digests: dict[str, str]) -> dict[str, Any]:
+    """The in-toto statement governance signs for one Evaluation."""
+    policy, suite = evaluation.policy, evaluation.suite
+    return {
+        "_type": signing.STATEMENT_TYPE,
+        "subject": [{"name": n, "digest": {"sha256": d}} for n, d in sorted(digests.items())],
+        "predicateType": SPECS_PREDICATE,
+        "predicate": {
+            "evaluation": {"file": evaluation.file.name, "name": evaluation.name,
+                           "version": evaluation.version, "sha256": evaluation.sha256},
+            "policy": {"name": policy.name, "version": policy.version,
+                       "sha256": policy.sha256},
+            "suite": None if suite.derived else {"name": suite.name, "version": suite.version,
+                                                 "sha256": suite.sha256},
+            "engine_version": __version__,
+            "signed_at": signing_time(),
+        },
+    }
+
+
+def signing_time() -> str:
+    """UTC to the second, as every statement the engine signs states it."""
+    from engine.evidence.scorecard import signed_now
+    return signed_now()
+
+
+def sign_specs(evaluations: list[Evaluation], key: Ed25519PrivateKey) -> list[tuple[Path, int]]:
+    """Write ``specs.intoto.jsonl`` beside each Evaluation (one line per Evaluation of that
+    folder, by file name), atomically; return each bundle with how many files it signs."""
+    folders: dict[Path, list[Evaluation]] = {}
+    for evaluation in evaluations:
+        folders.setdefault(evaluation.file.resolve().parent, []).append(evaluation)
+    written = []
+    for folder, members in sorted(folders.items()):
+        lines, count = [], 0
+        for evaluation in sorted(members, key=lambda e: e.file.name):
+            digests = file_digests(evaluation.spec_files)
+            if digests != evaluation.spec_sha256:
+                raise UsageError(f"{evaluation.file}: a spec file changed while it was "
+                                 "signed; sign again", "SPECS_CHANGED")
+            lines.append(json.dumps(signing.envelope(key, specs_statement(evaluation, digests)),
+                                    sort_keys=True) + "\n")
+            count += len(digests)
+        written.append((_replace(folder / SPECS_FILE, "".join(lines).encode()), count))
+    return written
+
+
+def _replace(path: Path, data: bytes) -> Path:
+    """Write ``path`` whole or not at all (temporary file, then rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _statements(data: bytes, keys: list[Ed25519PublicKey],
+                refused: frozenset[str] = frozenset()) -> tuple[list[tuple[dict[str, Any], str]],
+                                                                int]:
+    """Every statement in a ``.intoto.jsonl`` file whose envelope a key verifies (with the
+    signer's keyid), and how many lines no key verified. A key in ``refused`` vouches for
+    nothing. Payloads are parsed only after their signature holds (signing.open_envelope)."""
+    found, unverified = [], 0
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            envelope = json.loads(line)
+        except (ValueError, RecursionError):
+            unverified += 1
+            continue
+        statement = None
+        for key in keys:
+            if signing.keyid(key) in refused or not isinstance(envelope, dict):
+                continue
+            try:
+                statement = signing.open_envelope(envelope, key)
+            except VerifyError:
+                continue
+            found.append((statement, signing.keyid(key)))
+            break
+        if statement is None:
+            unverified += 1
+    return found, unverified
+
+
+def _subjects(statement: dict[str, Any]) -> dict[str, str] | None:
+    """A statement's subjects as name -> sha256, or None when they are malformed (a name
+    twice, a digest that is not 64 lowercase hex digits)."""
+    subjects = statement.get("subject")
+    if statement.get("_type") != signing.STATEMENT_TYPE or not isinstance(subjects, list):
+        return None
+    out: dict[str, str] = {}
+    for entry in subjects:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        digest = entry.get("digest") if isinstance(entry, dict) else None
+        sha = digest.get("sha256") if isinstance(digest, dict) else None
+        if not isinstance(name, str) or not isinstance(sha, str) or not SHA256.fullmatch(sha) \
+                or name in out:
+            return None
+        out[name] = sha
+    return out
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:LISTED])
+    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+
+
+def compare_files(signed: dict[str, str], loaded: dict[str, str]) -> list[str]:
+    """What differs between the files a bundle signs and the files loaded, in words."""
+    changed = sorted(n for n in signed.keys() & loaded.keys() if signed[n] != loaded[n])
+    unsigned = sorted(loaded.keys() - signed.keys())
+    unloaded = sorted(signed.keys() - loaded.keys())
+    out = []
+    if changed:
+        out.append(f"changed since governance signed: {_listed(changed)}")
+    if unsigned:
+        out.append(f"loaded but not signed: {_listed(unsigned)}")
+    if unloaded:
+        out.append(f"signed but not loaded: {_listed(unloaded)}")
+    return out
+
+
+def check_specs(evaluation: Evaluation, keys: list[Ed25519PublicKey]) -> Check:
+    """Whether governance signed exactly the files this Evaluation loaded (with
+    ``--governance-key``); without keys the block says the specs were not checked."""
+    loaded = evaluation.spec_sha256
+    name = evaluation.file.name
+    if not keys:
+        return Check({"status": "not_checked", "evaluation_file": name, "files": loaded})
+    bundle = evaluation.file.resolve().parent / SPECS_FILE
+    block: dict[str, Any] = {"evaluation_file": name, "files": loaded,
+                             "governance_keys": sorted(signing.keyid(k) for k in keys)}
+    try:
+        data = read_file(bundle, MAX_ENVELOPE_BYTES)
+    except VerifyError as exc:
+        return Check({"status": "unsigned", **block}, "SPECS_UNSIGNED",
+                     f"no governance bundle for {name}: {exc} (governance signs the specs "
+                     "with engine sign-specs)")
+    block["bundle_sha256"] = hashlib.sha256(data).hexdigest()
+    copy = (SPECS_FILE, data)
+    found, _ = _statements(data, keys)
+    mine = [(s, k) for s, k in found if s.get("predicateType") == SPECS_PREDICATE
+            and isinstance(s.get("predicate"), dict)
+            and isinstance(s["predicate"].get("evaluation"), dict)
+            and s["predicate"]["evaluation"].get("file") == name]
+    if not mine:
+        code, why = ("SPECS_UNSIGNED", f"{SPECS_FILE} holds no statement for {name} signed "
+                     "by a --governance-key") if found else (
+            "SPECS_SIGNATURE_INVALID", f"no signature in {SPECS_FILE} verifies with a "
+            "--governance-key (keyids " + ", ".join(k[:16] for k in block["governance_keys"])
+            + ")")
+        return Check({"status": "unsigned" if found else "invalid", **block}, code, why,
+                     copy)
+    statement, signer = mine[0]
+    block |= {"signer": signer, "signed_at": str(statement["predicate"].get("signed_at", ""))}
+    signed = _subjects(statement)
+    if signed is None:
+        return Check({"status": "invalid", **block}, "SPECS_SIGNATURE_INVALID",
+                     f"the statement for {name} in {SPECS_FILE} has malformed subjects", copy)
+    differences = compare_files(signed, loaded)
+    if differences:
+        return Check({"status": "changed", **block, "differences": differences},
+                     "SPECS_CHANGED", f"{name}: " + "; ".join(differences), copy)
+    return Check({"status": "verified", **block}, copy=copy)
+
+
+def recheck_specs(evaluation: Evaluation, check: Check) -> Check:
+    """The same check at the end of the run: a spec file whose bytes changed after it was
+    loaded (the runner owns the checkout) makes the specs changed, whatever they were."""
+    now = file_digests(evaluation.spec_files)
+    moved = sorted(n for n, d in now.items() if d != evaluation.spec_sha256.get(n))
+    if not moved:
+        return check
+    note = f"changed after they were loaded: {_listed(moved)}"
+    block = {**check.block, "status": "changed",
+             "differences": [*check.block.get("differences", []), note]}
+    return Check(block, "SPECS_CHANGED", f"{evaluation.file.name}: {note}", check.copy)
+
+
+# --- the harness: attesting inputs ----------------------------------------------------
+
+def attest(path: Path, key: Ed25519PrivateKey, predicate_type: str,
+           predicate: dict[str, Any], out: Path | None = None) -> tuple[Path, int]:
+    """Write the attestation of a file or folder (``PATH.intoto.jsonl`` unless ``out``);
+    never over an existing file. Returns where, and how many subjects it names."""
+    from engine.canonical import folder_manifest, sha256_file
+    target = out or beside(path)
+    if path.is_dir():
+        subjects = folder_manifest(path)
+    else:
+        subjects = [(path.name, sha256_file(path))]
+    statement = {"_type": signing.STATEMENT_TYPE,
+                 "subject": [{"name": n, "digest": {"sha256": d}} for n, d in subjects],
+                 "predicateType": predicate_type, "predicate": predicate}
+    line = (json.dumps(signing.envelope(key, statement), sort_keys=True) + "\n").encode()
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise UsageError(f"{target} already exists; an attestation is never overwritten "
+                         "(--out another name)", "OUTPUT_EXISTS") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(line)
+    return target, len(subjects)
+
+
+@dataclass
+class Attested:
+    """One input as the attestation check sees it: its recorded digest and, for a
+    folder, its manifest (name, sha256) of the same bytes."""
+
+    name: str
+    sha256: str
+    manifest: list[tuple[str, str]] | None = None
+    keys: list[Ed25519PublicKey] = field(default_factory=list)
+
+
+def check_input(source: Attested, where: Path, refused: frozenset[str]) -> Check:
+    """Whether the attestation at ``where`` names exactly the bytes recorded for the
+    input and verifies with a harness key the Evaluation lists (never one that signs
+    runs: ``refused``)."""
+    spec_path = f"evaluation:spec.inputs.{source.name}.attestation"
+    block: dict[str, Any] = {"trusted_keys": sorted(signing.keyid(k) for k in source.keys)}
+    try:
+        data = read_file(where, MAX_ENVELOPE_BYTES)
+    except VerifyError as exc:
+        return Check({"status": "unattested", **block}, "INPUT_UNATTESTED",
+                     f"input {source.name}: no attestation ({exc}); the harness writes one "
+                     "with engine attest", spec_path=spec_path)
+    copy = (attestation_copy(source.name), data)
+    block["attestation_sha256"] = hashlib.sha256(data).hexdigest()
+    found, _ = _statements(data, source.keys, refused)
+    if not found:
+        runs = bool(_statements(data, source.keys)[0])
+        why = ("is signed only by a key that signs runs, which vouches for no input" if runs
+               else "verifies with none of the harness keys the Evaluation lists")
+        return Check({"status": "invalid", **block}, "INPUT_ATTESTATION_INVALID",
+                     f"input {source.name}: the attestation {why}", copy, spec_path)
+    for statement, signer in found:
+        signed = _subjects(statement)
+        if signed is not None and _names(source, signed):
+            return Check({"status": "attested", **block, "signer": signer,
+                          **_predicate(statement)}, copy=copy, spec_path=spec_path)
+    what = "every file of the folder as read" if source.manifest is not None else \
+        f"the bytes read (sha256 {source.sha256})"
+    return Check({"status": "invalid", **block}, "INPUT_ATTESTATION_INVALID",
+                 f"input {source.name}: the attestation does not name {what}", copy,
+                 spec_path)
+
+
+def _names(source: Attested, signed: dict[str, str]) -> bool:
+    """A file: one subject has its digest. A folder: the subjects are its files exactly."""
+    if source.manifest is None:
+        return source.sha256 in signed.values()
+    return signed == dict(source.manifest) and \
+        manifest_digest(signed.items()) == source.sha256
+
+
+def _predicate(statement: dict[str, Any]) -> dict[str, Any]:
+    """What the harness says made the input, as recorded in the scorecard (its
+    predicate when it is small canonical JSON, else only its type)."""
+    out: dict[str, Any] = {"predicate_type": str(statement.get("predicateType", ""))[:200]}
+    try:
+        data = canonical(statement.get("predicate"))
+    except (ValueError, TypeError, OverflowError):
+        return {**out, "predicate_omitted": "not canonical JSON"}
+    if len(data) > MAX_PREDICATE:
+        return {**out, "predicate_omitted": f"larger than {MAX_PREDICATE} bytes",
+                "predicate_sha256": hashlib.sha256(data).hexdigest()}
+    return {**out, "predicate": statement.get("predicate")}
+
+
+# --- the auditor: what engine verify proves with the governance and harness keys -------
+
+_SPECS_CODES = {"not_checked": "SPECS_UNSIGNED", "unsigned": "SPECS_UNSIGNED",
+                "invalid": "SPECS_SIGNATURE_INVALID", "changed": "SPECS_CHANGED"}
+
+
+def verify_card(scorecard: Path, governance: list[Ed25519PublicKey],
+                harness: list[Ed25519PublicKey]) -> list[str]:
+    """Check, offline, the provenance a verified scorecard records against the pinned
+    governance and harness keys, with the bundle and attestations copied beside it; the
+    lines to print, or VerifyError. Call only after the scorecard itself verified."""
+    card = json.loads(read_file(scorecard))
+    recorded = card.get("provenance")
+    if not isinstance(recorded, dict):
+        raise VerifyError("the scorecard records no provenance (written before specgate "
+                          "checked specs and inputs)", "SPECS_UNSIGNED")
+    lines = []
+    if governance:
+        lines.append(_verify_specs(scorecard.parent, card, recorded.get("specs") or {},
+                                   governance))
+    if harness:
+        lines += _verify_inputs(scorecard.parent, card, recorded.get("inputs") or {}, harness)
+    return lines
+
+
+def _copied(folder: Path, name: str, sha: Any, code: str) -> bytes:
+    data = read_file(folder / name, MAX_ENVELOPE_BYTES)
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise VerifyError(f"{name} is not the file the run recorded", code)
+    return data
+
+
+def _verify_specs(folder: Path, card: dict[str, Any], specs: dict[str, Any],
+                  keys: list[Ed25519PublicKey]) -> str:
+    status = specs.get("status")
+    if status != "verified":
+        why = "made without --governance-key: nobody checked whose specs these are" \
+            if status == "not_checked" else f"found the specs {status}"
+        raise VerifyError(f"the run {why}" + "".join(
+            f"; {d}" for d in specs.get("differences", [])), _SPECS_CODES.get(
+                str(status), "SPECS_UNSIGNED"))
+    data = _copied(folder, SPECS_FILE, specs.get("bundle_sha256"), "SPECS_CHANGED")
+    name = specs.get("evaluation_file")
+    mine = [(s, k) for s, k in _statements(data, keys)[0]
+            if s.get("predicateType") == SPECS_PREDICATE and isinstance(s.get("predicate"), dict)
+            and isinstance(s["predicate"].get("evaluation"), dict)
+            and s["predicate"]["evaluation"].get("file") == name]
+    if not mine:
+        raise VerifyError(f"{SPECS_FILE} holds no statement for {name} that a "
+                          "--governance-key signed", "SPECS_SIGNATURE_INVALID")
+    statement, signer = mine[0]
+    signed = _subjects(statement) or {}
+    differences = compare_files(signed, specs.get("files") or {})
+    if statement["predicate"]["evaluation"].get("sha256") != card["evaluation"]["sha256"]:
+        differences.append("the signed Evaluation is not the one the scorecard names")
+    if differences:
+        raise VerifyError("; ".join(differences), "SPECS_CHANGED")
+    return (f"specs: {len(signed)} file(s) of {name}, exactly as loaded, signed by the pinned "
+            f"governance key (keyid {signer[:16]}) at "
+            f"{statement['predicate'].get('signed_at') or 'no stated time'}")
+
+
+def _verify_inputs(folder: Path, card: dict[str, Any], inputs: dict[str, Any],
+                   keys: list[Ed25519PublicKey]) -> list[str]:
+    if not inputs:
+        raise VerifyError("the scorecard has no attested input (the Evaluation requires "
+                          "none: inputs.NAME.attestation)", "INPUT_UNATTESTED")
+    lines = []
+    for name, block in sorted(inputs.items()):
+        if block.get("status") != "attested":
+            raise VerifyError(f"input {name}: the run found it {block.get('status')}",
+                              "INPUT_UNATTESTED" if block.get("status") == "unattested"
+                              else "INPUT_ATTESTATION_INVALID")
+        data = _copied(folder, attestation_copy(name), block.get("attestation_sha256"),
+                       "INPUT_ATTESTATION_INVALID")
+        recorded = (card.get("inputs") or {}).get(name, {}).get("sha256")
+        signer = next((k for s, k in _statements(data, keys)[0]
+                       if (signed := _subjects(s)) is not None and recorded is not None
+                       and (recorded in signed.values()
+                            or manifest_digest(signed.items()) == recorded)), None)
+        if signer is None:
+            raise VerifyError(f"input {name}: no statement a --harness-key signed names the "
+                              f"bytes the scorecard records (sha256 {recorded})",
+                              "INPUT_ATTESTATION_INVALID")
+        lines.append(f"input {name}: sha256 {str(recorded)[:16]}... attested by the pinned "
+                     f"harness key (keyid {signer[:16]})")
+    return lines
+
+
+def bundle_status(evaluation: Evaluation, keys: list[Ed25519PublicKey]) -> Check | None:
+    """What ``engine validate`` says about the bundle beside an Evaluation: with keys, the
+    run's own check; without, whether its subjects (read unverified, for the author's
+    convenience only) are the files loaded. None when there is no bundle and no key."""
+    if keys:
+        return check_specs(evaluation, keys)
+    bundle = evaluation.file.resolve().parent / SPECS_FILE
+    if not bundle.exists():
+        return None
+    try:
+        data = read_file(bundle, MAX_ENVELOPE_BYTES)
+        payloads = [json.loads(base64.b64decode(json.loads(line)["payload"]))
+                    for line in data.decode("utf-8").splitlines() if line.strip()]
+    except (VerifyError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        return Check({"status": "invalid"}, "SPECS_SIGNATURE_INVALID",
+                     f"{SPECS_FILE} is not readable ({str(exc)[:120]})")
+    name = evaluation.file.name
+    mine = [p for p in payloads if isinstance(p, dict) and isinstance(p.get("predicate"), dict)
+            and isinstance(p["predicate"].get("evaluation"), dict)
+            and p["predicate"]["evaluation"].get("file") == name]
+    if not mine:
+        return Check({"status": "unsigned"}, "SPECS_UNSIGNED",
+                     f"{SPECS_FILE} holds no statement for {name}")
+    differences = compare_files(_subjects(mine[0]) or {}, evaluation.spec_sha256)
+    if differences:
+        return Check({"status": "changed"}, "SPECS_CHANGED", f"{name}: " + "; ".join(
+            differences))
+    return Check({"status": "unverified"})
