@@ -532,6 +532,13 @@ def _print_result(result: Result, signed: bool) -> None:
     print(f"  evidence: {spec.display(result.out.resolve())}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")
+    specs = result.provenance.get("specs", {})
+    if specs.get("status") == "verified":
+        print(f"  specs: {len(specs['files'])} file(s), as governance signed them (keyid "
+              f"{specs['signer'][:16]})")
+    for name, entry in result.provenance.get("inputs", {}).items():
+        if entry["status"] == "attested":
+            print(f"  input {name}: attested by the harness (keyid {entry['signer'][:16]})")
     if result.judge_stats:
         s = result.judge_stats
         print(f"  judge: {s['calls']} call(s), {s['cache_hits']} from the cache, "

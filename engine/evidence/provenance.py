@@ -187,19 +187,19 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
-def compare_files(signed: dict[str, str], loaded: dict[str, str]) -> list[str]:
-    """What differs between the files a bundle signs and the files loaded, in words."""
+SPEC_WORDS = ("changed since governance signed", "loaded but not signed",
+              "signed but not loaded")
+FOLDER_WORDS = ("changed since the harness attested", "not attested", "attested but not there")
+
+
+def compare_files(signed: dict[str, str], loaded: dict[str, str],
+                  words: tuple[str, str, str] = SPEC_WORDS) -> list[str]:
+    """What differs between the files a statement names and the files read, in words."""
     changed = sorted(n for n in signed.keys() & loaded.keys() if signed[n] != loaded[n])
     unsigned = sorted(loaded.keys() - signed.keys())
     unloaded = sorted(signed.keys() - loaded.keys())
-    out = []
-    if changed:
-        out.append(f"changed since governance signed: {_listed(changed)}")
-    if unsigned:
-        out.append(f"loaded but not signed: {_listed(unsigned)}")
-    if unloaded:
-        out.append(f"signed but not loaded: {_listed(unloaded)}")
-    return out
+    return [f"{word}: {_listed(names)}" for word, names in
+            zip(words, (changed, unsigned, unloaded), strict=True) if names]
 
 
 def check_specs(evaluation: Evaluation, keys: list[Ed25519PublicKey]) -> Check:
@@ -299,7 +299,14 @@ class Attested:
 def check_input(source: Attested, where: Path, refused: frozenset[str]) -> Check:
     """Whether the attestation at ``where`` names exactly the bytes recorded for the
     input and verifies with a harness key the Evaluation lists (never one that signs
-    runs: ``refused``)."""
+    runs: ``refused``); a failing block says why (``problem``)."""
+    check = _check_input(source, where, refused)
+    if check.code:
+        check.block["problem"] = check.message
+    return check
+
+
+def _check_input(source: Attested, where: Path, refused: frozenset[str]) -> Check:
     spec_path = f"evaluation:spec.inputs.{source.name}.attestation"
     block: dict[str, Any] = {"trusted_keys": sorted(signing.keyid(k) for k in source.keys)}
     try:
@@ -322,8 +329,11 @@ def check_input(source: Attested, where: Path, refused: frozenset[str]) -> Check
         if signed is not None and _names(source, signed):
             return Check({"status": "attested", **block, "signer": signer,
                           **_predicate(statement)}, copy=copy, spec_path=spec_path)
-    what = "every file of the folder as read" if source.manifest is not None else \
-        f"the bytes read (sha256 {source.sha256})"
+    what = f"the bytes read (sha256 {source.sha256})"
+    if source.manifest is not None:
+        named = [d for s, _ in found if (d := _subjects(s)) is not None]
+        what = "the folder's files as read" + (": " + "; ".join(compare_files(
+            named[0], dict(source.manifest), FOLDER_WORDS)) if named else "")
     return Check({"status": "invalid", **block}, "INPUT_ATTESTATION_INVALID",
                  f"input {source.name}: the attestation does not name {what}", copy,
                  spec_path)

@@ -11,7 +11,7 @@ def root(context, missing=missing):
     l_0_card = resolve('card')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
-    l_0_cal = l_0_total = missing
+    l_0_cal = l_0_prov = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
     except KeyError:
@@ -31,10 +31,16 @@ def root(context, missing=missing):
         def t_3(*unused):
             raise TemplateRuntimeError("No filter named 'length' found.")
     try:
-        t_4 = environment.filters['safe']
+        t_4 = environment.filters['replace']
     except KeyError:
         @internalcode
         def t_4(*unused):
+            raise TemplateRuntimeError("No filter named 'replace' found.")
+    try:
+        t_5 = environment.filters['safe']
+    except KeyError:
+        @internalcode
+        def t_5(*unused):
             raise TemplateRuntimeError("No filter named 'safe' found.")
     pass
     yield '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">\n<title>'
@@ -150,7 +156,7 @@ def root(context, missing=missing):
         yield '"><td>'
         yield escape(environment.finalize(l_1_name))
         yield '</td><td>'
-        yield escape(environment.finalize(t_4(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
+        yield escape(environment.finalize(t_5(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
         yield '</td></tr>\n'
     l_1_name = l_1_c = l_1_interval_svg = missing
     yield '</table>\n'
@@ -399,6 +405,58 @@ def root(context, missing=missing):
             l_1_name = l_1_c = missing
             yield '</table>'
         yield '\n\n'
+    l_0_prov = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'provenance')
+    context.vars['prov'] = l_0_prov
+    context.exported_vars.add('prov')
+    if (undefined(name='prov') if l_0_prov is missing else l_0_prov):
+        pass
+        yield '<h2>Provenance</h2>\n<p>Specs: <strong>'
+        yield escape(environment.finalize(t_4(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
+        yield '</strong>'
+        if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signer'):
+            pass
+            yield ', signed by governance key <code>'
+            yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'signer')[:16]))
+            yield '</code>'
+            if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signed_at'):
+                pass
+                yield ' at '
+                yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'signed_at')))
+        if (environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status') == 'not_checked'):
+            pass
+            yield ' (the run had no --governance-key)'
+        if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'files'):
+            pass
+            yield '; '
+            yield escape(environment.finalize(t_3(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'files'))))
+            yield ' file(s) loaded'
+        yield '.'
+        for l_1_d in context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'differences', []):
+            _loop_vars = {}
+            pass
+            yield ' '
+            yield escape(environment.finalize(l_1_d))
+            yield '.'
+        l_1_d = missing
+        yield '</p>\n'
+        if environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'inputs'):
+            pass
+            yield '<table><tr><th>input</th><th>attestation</th><th>signer</th><th>predicate type</th></tr>\n'
+            for (l_1_name, l_1_a) in context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'inputs'), 'items')):
+                _loop_vars = {}
+                pass
+                yield '<tr><td>'
+                yield escape(environment.finalize(l_1_name))
+                yield '</td><td>'
+                yield escape(environment.finalize(environment.getattr(l_1_a, 'status')))
+                yield '</td><td><code>'
+                yield escape(environment.finalize((context.call(environment.getattr(l_1_a, 'get'), 'signer', _loop_vars=_loop_vars) or '–')[:16]))
+                yield '</code></td><td>'
+                yield escape(environment.finalize((context.call(environment.getattr(l_1_a, 'get'), 'predicate_type', _loop_vars=_loop_vars) or '–')))
+                yield '</td></tr>\n'
+            l_1_name = l_1_a = missing
+            yield '</table>'
+        yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'waivers'):
         pass
         yield '<h2>Waivers (as of '
@@ -454,7 +512,7 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings_sha256')))
         yield '</code>).</p>'
     yield '\n'
-    t_5 = 1
+    t_6 = 1
     for l_1_f in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'):
         _loop_vars = {}
         pass
@@ -520,9 +578,9 @@ def root(context, missing=missing):
         yield '\n<p class="note">rows: '
         yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
-        t_5 = 0
+        t_6 = 0
     l_1_f = missing
-    if t_5:
+    if t_6:
         pass
         yield '<p>No findings.</p>'
     yield '\n\n'
@@ -605,6 +663,6 @@ def root(context, missing=missing):
     yield '\n</table>\n<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=40&29=44&30=46&31=51&33=58&34=62&35=68&36=74&39=78&41=81&44=101&48=105&49=112&50=121&51=129&52=135&57=143&59=156&60=166&63=169&67=196&68=206&69=222&70=242&72=250&73=253&74=261&75=268&76=287&77=305&78=308&80=325&81=328&84=341&85=347&86=361&87=371&88=374&91=401&93=407&97=443&98=457&99=469&100=475&101=487&102=490&104=510&105=520&108=528&109=531&111=533&114=553&119=585&120=587&121=589&122=591&123=593'
-source_sha256 = '4b3b905d29665a8f0004c876792ecf844dbb19bfedeedfbdf2dea7441161ecc5'
+debug_info = '6=46&29=50&30=52&31=57&33=64&34=68&35=74&36=80&39=84&41=87&44=107&48=111&49=118&50=127&51=135&52=141&57=149&59=162&60=172&63=175&67=202&68=212&69=228&70=248&72=256&73=259&74=267&75=274&76=293&77=311&78=314&80=331&81=334&84=347&85=353&86=367&87=377&88=380&91=407&92=413&93=441&94=444&97=459&99=465&103=501&104=515&105=527&106=533&107=545&108=548&110=568&111=578&114=586&115=589&117=591&120=611&125=643&126=645&127=647&128=649&129=651'
+source_sha256 = 'a226d5d725266c59df7f1d318d606db2ba2bf40f72944e49d779c1776dc556f0'
 jinja2_version = '3.1.6'

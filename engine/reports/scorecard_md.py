@@ -138,6 +138,24 @@ def calibration(card: Card) -> list[str]:
                                   "specificity", "calibrated"], rows)] if rows else [])
 
 
+def provenance(card: Card) -> list[str]:
+    p = card.get("provenance")
+    if not p:
+        return []
+    specs = p["specs"]
+    line = f"Specs: **{specs['status'].replace('_', ' ')}**"
+    if specs.get("signer"):
+        line += f", signed by governance key `{code(specs['signer'][:16])}`"
+    if specs["status"] == "not_checked":
+        line += " (the run had no --governance-key)"
+    line += "." + "".join(f" {md(d)}." for d in specs.get("differences", []))
+    rows = [[md(name), a["status"], f"`{code((a.get('signer') or '-')[:16])}`",
+             md(a.get("predicate_type") or "-")] for name, a in p["inputs"].items()]
+    return ["### Provenance", "", line,
+            *(["", *_table(["input", "attestation", "signer", "predicate type"], rows)]
+              if rows else [])]
+
+
 def waivers(card: Card) -> list[str]:
     w = card.get("waivers")
     if not w:
@@ -208,7 +226,8 @@ def foot(card: Card) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Card], list[str]], ...] = (
-    head, categories, reasons, reliability, evidence_checks, comparison, calibration, waivers,
+    head, categories, reasons, reliability, evidence_checks, comparison, calibration,
+    provenance, waivers,
     findings,
     agent_card, foot)
 

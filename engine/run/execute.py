@@ -47,6 +47,7 @@ class Result:
     record_problems: list[str]
     judge_stats: dict[str, int] = field(default_factory=dict)
     inputs: dict[str, str] = field(default_factory=dict)  # each input's name -> SHA-256
+    provenance: dict[str, Any] = field(default_factory=dict)  # the scorecard's block
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,8 @@ def _result(run: _Run, out: Path, sha: str) -> Result:
     stats = dict(run.runtime.stats) if run.runtime is not None else {}
     return Result(evaluation.name, card["decision"], card["exit_code"], out, sha,
                   card["reasons"], overall, located, stats,
-                  {name: entry["sha256"] for name, entry in sorted(run.inputs.items())})
+                  {name: entry["sha256"] for name, entry in sorted(run.inputs.items())},
+                  card["provenance"])
 
 
 def _protocol_report(evaluation: Evaluation,
