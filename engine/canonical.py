@@ -112,7 +112,8 @@ def manifest_digest(entries: Iterable[tuple[str, str]]) -> str:
     attestation's subjects) gives the same digest as the folder itself."""
     ordered = sorted(entries, key=lambda entry: entry[0].split("/"))
     lines = "".join(f"{name}\u0000{sha}\n" for name, sha in ordered)
-    return hashlib.sha256(lines.encode()).hexdigest()
+    # a name that is not UTF-8 is digested as the bytes the file system holds
+    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def sha256_file(path: Path) -> str:

@@ -18,6 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rfc8785
+
 from engine import protocols
 from engine._version import __version__
 from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
@@ -93,37 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("paths", nargs="+", type=Path)
     validate.add_argument("--governance-key", action="append", default=[], type=Path,
                           metavar="PUB", help="also check each bundle's signature")
-    sign = sub.add_parser("sign-specs", help="governance: sign every file each Evaluation "
-                          "loads (specs.intoto.jsonl beside it)")
-    sign.add_argument("paths", nargs="+", type=Path)
-    sign.add_argument("--key", type=Path, required=True, help="governance's Ed25519 private key")
-    attest = sub.add_parser("attest", help="the harness: attest a log or a folder of them "
-                            "(PATH.intoto.jsonl)")
-    attest.add_argument("path", type=Path, metavar="PATH", help="the file or folder written")
-    attest.add_argument("--key", type=Path, required=True, help="the harness's private key")
-    attest.add_argument("--predicate", metavar="JSON", help="what made it: a JSON object "
-                        "(text, or @FILE), recorded in the scorecard (default: {})")
-    attest.add_argument("--predicate-type", metavar="URI",
-                        help="the predicate's type (default: https://specgate.dev/attestation/v1)")
-    attest.add_argument("--out", type=Path, help="where to write it (default: PATH.intoto.jsonl)")
-    verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
-                                "scorecard under a folder")
-    verify_cmd.add_argument("scorecard", type=Path, metavar="SCORECARD|FOLDER",
-                            help="a scorecard.json, or a folder such as a run's --out")
-    verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
-    verify_cmd.add_argument("--expect", action="append", default=[], metavar="EVALUATION",
-                            help="with a folder: an evaluation that must be there, verified "
-                            "(repeatable); any other is then a failure")
-    verify_cmd.add_argument("--run-id", metavar="ID", help="the run id the run was given or "
-                            "printed (a CI step records it): every scorecard must be of it")
-    verify_cmd.add_argument("--governance-key", action="append", default=[], type=Path,
-                            metavar="PUB", help="prove the decision was made under the specs "
-                            "this key signed (repeatable)")
-    verify_cmd.add_argument("--harness-key", action="append", default=[], type=Path,
-                            metavar="PUB", help="prove each attested input came from the "
-                            "harness holding this key (repeatable)")
-    verify_cmd.add_argument("--not-before", metavar="TIME", help="UTC date or time "
-                            "(YYYY-MM-DD[THH:MM[:SS]Z]): nothing signed earlier is valid")
+    _provenance_parsers(sub)
+    _verify_parser(sub)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
     keygen.add_argument("--out-dir", type=Path, required=True)
     test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
@@ -147,6 +120,45 @@ def _parser() -> argparse.ArgumentParser:
         added.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
         command.add(added)
     return parser
+
+
+def _verify_parser(sub: Any) -> None:
+    """engine verify: the runner's key, and the governance and harness keys (provenance)."""
+    verify_cmd = sub.add_parser("verify", help="verify a signed scorecard, or every "
+                                "scorecard under a folder")
+    verify_cmd.add_argument("scorecard", type=Path, metavar="SCORECARD|FOLDER",
+                            help="a scorecard.json, or a folder such as a run's --out")
+    verify_cmd.add_argument("--trusted-key", type=Path, help="the signer's pinned public key")
+    verify_cmd.add_argument("--expect", action="append", default=[], metavar="EVALUATION",
+                            help="with a folder: an evaluation that must be there, verified "
+                            "(repeatable); any other is then a failure")
+    verify_cmd.add_argument("--run-id", metavar="ID", help="the run id the run was given or "
+                            "printed (a CI step records it): every scorecard must be of it")
+    verify_cmd.add_argument("--governance-key", action="append", default=[], type=Path,
+                            metavar="PUB", help="prove the decision was made under the specs "
+                            "this key signed (repeatable)")
+    verify_cmd.add_argument("--harness-key", action="append", default=[], type=Path,
+                            metavar="PUB", help="prove each attested input came from the "
+                            "harness holding this key (repeatable)")
+    verify_cmd.add_argument("--not-before", metavar="TIME", help="UTC date or time "
+                            "(YYYY-MM-DD[THH:MM[:SS]Z]): nothing signed earlier is valid")
+
+
+def _provenance_parsers(sub: Any) -> None:
+    """engine sign-specs (governance) and engine attest (the harness): docs/provenance.md."""
+    sign = sub.add_parser("sign-specs", help="governance: sign every file each Evaluation "
+                          "loads (specs.intoto.jsonl beside it)")
+    sign.add_argument("paths", nargs="+", type=Path)
+    sign.add_argument("--key", type=Path, required=True, help="governance's Ed25519 private key")
+    attest = sub.add_parser("attest", help="the harness: attest a log or a folder of them "
+                            "(PATH.intoto.jsonl)")
+    attest.add_argument("path", type=Path, metavar="PATH", help="the file or folder written")
+    attest.add_argument("--key", type=Path, required=True, help="the harness's private key")
+    attest.add_argument("--predicate", metavar="JSON", help="what made it: a JSON object "
+                        "(text, or @FILE), recorded in the scorecard (default: {})")
+    attest.add_argument("--predicate-type", metavar="URI",
+                        help="the predicate's type (default: https://specgate.dev/attestation/v1)")
+    attest.add_argument("--out", type=Path, help="where to write it (default: PATH.intoto.jsonl)")
 
 
 def _calibrate_parser(sub: Any) -> None:
@@ -606,6 +618,11 @@ def cmd_attest(args: argparse.Namespace) -> int:
         raise UsageError(f"--predicate is not JSON ({exc})", "BAD_PREDICATE") from None
     if not isinstance(predicate, dict):
         raise UsageError("--predicate must be a JSON object", "BAD_PREDICATE")
+    try:
+        rfc8785.dumps(predicate)  # what a scorecard can record (no NaN, no int beyond 2**53)
+    except rfc8785.CanonicalizationError as exc:
+        raise UsageError(f"--predicate has a value RFC 8785 cannot write ({exc})",
+                         "BAD_PREDICATE") from None
     kind = args.predicate_type or provenance.ATTESTATION_PREDICATE
     out, count = provenance.attest(args.path, key, kind, predicate, args.out)
     print(f"attested {count} file(s) of {args.path}: {out} (keyid "

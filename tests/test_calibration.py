@@ -364,9 +364,12 @@ def test_without_calibration_configured_the_scorecard_is_unchanged(
         calibration={"required": False}))
     code, after = gate_run(gate, keys[0])
     assert code == 0 and "calibration" not in after and "calibration" not in before
-    # only the policy's own bytes differ (it now says required: false), and the judge
-    # block's judgements digest (answers record their latency); nothing is added
-    policy = {"policy_sha256", "policy_document", "judge"}
+    # only the policy's own bytes differ (it now says required: false, and provenance
+    # records its file's new digest), and the judge block's judgements digest (answers
+    # record their latency); nothing is added
+    policy = {"policy_sha256", "policy_document", "judge", "provenance"}
+    assert after["provenance"]["specs"]["files"].keys() == \
+        before["provenance"]["specs"]["files"].keys()
     assert after["judge_sha256"] == before["judge_sha256"]
     assert {k: v for k, v in after.items() if k not in policy} == \
         {k: v for k, v in before.items() if k not in policy}

@@ -244,7 +244,7 @@ def test_a_spec_file_changed_while_the_run_reads_the_records_is_caught(
     monkeypatch.setattr(executing, "_score", score_then_edit)
     assert world.run(gate, "out") == 3
     reason = next(r for r in world.card("out")["reasons"] if r["code"] == "SPECS_CHANGED")
-    assert "changed after they were loaded: fixes.yaml" in reason["message"]
+    assert "changed while or after they were loaded: fixes.yaml" in reason["message"]
 
 
 def attested_inspect(world: World) -> Path:
@@ -425,3 +425,127 @@ def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(tmp_path: 
         assert seen, evaluation.name
         assert {p.relative_to(home).as_posix() for p in seen} <= set(evaluation.spec_files), \
             evaluation.name
+
+
+def test_a_spec_file_swapped_right_after_the_loader_read_it_is_caught(
+        world: World, monkeypatch: Any) -> None:
+    """The team's policy is read, then governance's put back before it is hashed (an
+    inotify watcher does it every time, found by the hostile review): the hash is of
+    another file than the one read."""
+    from engine.spec import evaluation as loading
+
+    gate = world.copy("agent-release-gate")
+    assert world.sign(gate) == 0
+    policy = gate / "policy.yaml"
+    genuine = policy.read_bytes()
+    edit(policy, lambda d: d["spec"]["categories"]["pii"].update(threshold=0.5))
+    read = loading._Loader._read
+
+    def read_then_restore(self: Any, file: Path) -> Any:
+        doc = read(self, file)
+        if file.name == "policy.yaml" and file.read_bytes() != genuine:
+            spare = file.with_name("spare")
+            spare.write_bytes(genuine)
+            spare.replace(file)  # the watcher's os.replace, after the read
+        return doc
+
+    monkeypatch.setattr(loading._Loader, "_read", read_then_restore)
+    assert world.run(gate, "out") == 3
+    reason = next(r for r in world.card("out")["reasons"] if r["code"] == "SPECS_CHANGED")
+    assert "policy.yaml" in reason["message"]
+    assert policy.read_bytes() == genuine  # on disk all is as governance signed
+
+
+def test_an_attested_folder_changed_while_the_run_reads_it_is_caught(
+        world: World, monkeypatch: Any) -> None:
+    """A file the harness never wrote is read, then removed before the folder is hashed
+    (hostile review): the folder is hashed before the run reads it and looked at again
+    after, so the file read is one no attestation named."""
+    from engine.run import execute as executing
+
+    folder = world.copy("finding-quality-discovery")
+    (folder / "keys").mkdir()
+    shutil.copy(world.key("harness"), folder / "keys" / "h.pem")
+    edit(folder / "evaluation.yaml", lambda d: d["spec"]["inputs"]["submissions"].update(
+        attestation={"trusted_keys": ["keys/h.pem"]}))
+    submissions = folder / "demo" / "submissions"
+    assert attest(world, submissions, "harness") == 0
+    victim = sorted(submissions.iterdir())[0]
+    genuine = victim.read_bytes()
+    scored = executing._score
+
+    def score_then_restore(run: Any) -> None:
+        scored(run)
+        victim.unlink()
+        victim.write_bytes(genuine)  # same bytes, another file: read was not what is hashed
+
+    victim.write_bytes(genuine.replace(b"}", b" }", 1))  # what the run reads
+    monkeypatch.setattr(executing, "_score", score_then_restore)
+    assert world.run(folder, "out", governed=False) in (1, 3)
+    entry = world.card("out")["provenance"]["inputs"]["submissions"]
+    assert entry["status"] == "invalid"
+    assert f"changed while the run read it: {victim.name}" in entry["problem"]
+
+
+def test_a_schema_ref_outside_the_schema_is_never_fetched(world: World, capsys: Any) -> None:
+    """jsonschema fetched file:// (and https://) references while it validated records: a
+    decisive file no bundle signed (hostile review); a record's contract did the same."""
+    folder = world.copy("example")
+    common = folder / "schemas" / "common.json"
+    common.write_text('{"$defs": {"reply": {"type": "string"}}}')
+    edit_json = json.loads((folder / "schemas" / "reply.schema.json").read_text())
+    edit_json["properties"] = {"reply": {"$ref": common.as_uri() + "#/$defs/reply"}}
+    (folder / "schemas" / "reply.schema.json").write_text(json.dumps(edit_json))
+    capsys.readouterr()
+    assert main(["validate", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "BAD_SCHEMA" in err and "points outside the schema" in err
+
+
+def test_a_records_contract_with_an_outside_ref_is_a_problem_not_a_fetch(tmp_path: Path) -> None:
+    from engine.inspections.agent import _contract_problems
+
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "integer"}')
+    found = _contract_problems("refund", {"amount": "x"}, {
+        "json_schema": {"properties": {"amount": {"$ref": secret.as_uri()}}}})
+    assert found == [f"refund: the contract's $ref '{secret.as_uri()}' points outside it "
+                     "and is not followed"]
+
+
+def test_hostile_and_unusual_attestations(world: World, capsys: Any) -> None:
+    folder = attested_inspect(world)
+    log = folder / "data" / "inspect-example.eval"
+    beside = log.with_name(log.name + ".intoto.jsonl")
+    # an integer RFC 8785 cannot write is refused when attesting, not a crash at sealing
+    assert attest(world, log, "harness", "--predicate", '{"v": 123456789012345678901234567890}') == 2
+    assert attest(world, log, "harness", "--predicate", '{"v": NaN}') == 2
+    assert "BAD_PREDICATE" in capsys.readouterr().err
+    # a subject named by sha512 only beside the log's sha256 subject: in-toto allows it
+    from engine.evidence import signing
+    key = signing.load_private(Path(world.key("harness", "private")))
+    statement = {"_type": signing.STATEMENT_TYPE, "predicateType": "https://example/x",
+                 "predicate": {"big": 2 ** 70},
+                 "subject": [{"name": "other", "digest": {"sha512": "ab" * 64}},
+                             {"name": log.name, "digest": {"sha256": sha(log)}}]}
+    beside.write_text(json.dumps(signing.envelope(key, statement)) + "\n")
+    assert world.run(folder, "mixed") == 0
+    entry = world.card("mixed")["provenance"]["inputs"]["samples"]
+    assert entry["status"] == "attested" and entry["predicate_omitted"] == "not canonical JSON"
+    # 100 copies of a signature: refused at once, not tried one by one
+    envelope = json.loads(beside.read_text())
+    envelope["signatures"] = envelope["signatures"] * 100
+    beside.write_text(json.dumps(envelope) + "\n")
+    assert world.run(folder, "many") == 3
+    assert "INPUT_ATTESTATION_INVALID" in codes(world.card("many"))
+
+
+def test_a_folder_with_a_name_that_is_not_utf8(world: World, capsys: Any) -> None:
+    folder = world.root / "logs"
+    folder.mkdir()
+    (folder / "a.json").write_text("{}")
+    with open(bytes(folder) + b"/\xff.json", "w") as handle:
+        handle.write("{}")
+    capsys.readouterr()
+    assert attest(world, folder, "harness") == 2
+    assert "BAD_PATH" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """Provenance: governance's signed spec bundle and the harness's attestations of inputs
-(docs/provenance.md; DESIGN.md §1b, the provenance chain).
+(docs/provenance.md; the provenance chain of the design's trust boundary).
 
 A bundle (``specs.intoto.jsonl`` beside an Evaluation) holds one DSSE envelope per
 Evaluation in that folder: an in-toto Statement v1 whose subjects are every file loading
@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rfc8785
+
 from engine._version import __version__
-from engine.canonical import canonical, file_digests, manifest_digest
+from engine.canonical import file_digests, manifest_digest
 from engine.errors import UsageError, VerifyError
 from engine.evidence import signing
 from engine.evidence.verify import MAX_ENVELOPE_BYTES, read_file
+from engine.spec import opened
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -134,12 +137,11 @@ def _replace(path: Path, data: bytes) -> Path:
     return path
 
 
-def _statements(data: bytes, keys: list[Ed25519PublicKey],
-                refused: frozenset[str] = frozenset()) -> tuple[list[tuple[dict[str, Any], str]],
-                                                                int]:
+def _statements(data: bytes, keys: list[Ed25519PublicKey]
+                ) -> tuple[list[tuple[dict[str, Any], str]], int]:
     """Every statement in a ``.intoto.jsonl`` file whose envelope a key verifies (with the
-    signer's keyid), and how many lines no key verified. A key in ``refused`` vouches for
-    nothing. Payloads are parsed only after their signature holds (signing.open_envelope)."""
+    keyid of the first key in ``keys`` that does), and how many lines no key verified.
+    Payloads are parsed only after their signature holds (signing.open_envelope)."""
     found, unverified = [], 0
     for line in data.decode("utf-8", errors="replace").splitlines():
         if not line.strip():
@@ -151,8 +153,8 @@ def _statements(data: bytes, keys: list[Ed25519PublicKey],
             continue
         statement = None
         for key in keys:
-            if signing.keyid(key) in refused or not isinstance(envelope, dict):
-                continue
+            if not isinstance(envelope, dict):
+                break
             try:
                 statement = signing.open_envelope(envelope, key)
             except VerifyError:
@@ -174,9 +176,12 @@ def _subjects(statement: dict[str, Any]) -> dict[str, str] | None:
     for entry in subjects:
         name = entry.get("name") if isinstance(entry, dict) else None
         digest = entry.get("digest") if isinstance(entry, dict) else None
-        sha = digest.get("sha256") if isinstance(digest, dict) else None
-        if not isinstance(name, str) or not isinstance(sha, str) or not SHA256.fullmatch(sha) \
-                or name in out:
+        if not isinstance(digest, dict) or not isinstance(name, str):
+            return None
+        if "sha256" not in digest:
+            continue  # named by other algorithms only (in-toto allows it): not one we check
+        sha = digest["sha256"]
+        if not isinstance(sha, str) or not SHA256.fullmatch(sha) or name in out:
             return None
         out[name] = sha
     return out
@@ -247,13 +252,20 @@ def check_specs(evaluation: Evaluation, keys: list[Ed25519PublicKey]) -> Check:
 
 
 def recheck_specs(evaluation: Evaluation, check: Check) -> Check:
-    """The same check at the end of the run: a spec file whose bytes changed after it was
-    loaded (the runner owns the checkout) makes the specs changed, whatever they were."""
-    now = file_digests(evaluation.spec_files)
-    moved = sorted(n for n, d in now.items() if d != evaluation.spec_sha256.get(n))
+    """The same check before the decision: a spec file replaced or written while it was
+    loaded, or since (the runner owns the checkout), makes the specs changed, whatever
+    they were; a file swapped and put back has another ctime, which nobody can set."""
+    moved = sorted(n for n, d in evaluation.spec_sha256.items() if not d)
+    for name, path in evaluation.spec_files.items():
+        try:
+            now = opened.identity(os.stat(path))
+        except OSError:
+            now = None
+        if now != evaluation.spec_identity.get(name) and name not in moved:
+            moved.append(name)
     if not moved:
         return check
-    note = f"changed after they were loaded: {_listed(moved)}"
+    note = f"changed while or after they were loaded: {_listed(sorted(moved))}"
     block = {**check.block, "status": "changed",
              "differences": [*check.block.get("differences", []), note]}
     return Check(block, "SPECS_CHANGED", f"{evaluation.file.name}: {note}", check.copy)
@@ -271,6 +283,12 @@ def attest(path: Path, key: Ed25519PrivateKey, predicate_type: str,
         subjects = folder_manifest(path)
     else:
         subjects = [(path.name, sha256_file(path))]
+    for name, _ in subjects:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"{path}: the file name {name!r} is not UTF-8, which an in-toto "
+                             "subject cannot name; rename it", "BAD_PATH") from None
     statement = {"_type": signing.STATEMENT_TYPE,
                  "subject": [{"name": n, "digest": {"sha256": d}} for n, d in subjects],
                  "predicateType": predicate_type, "predicate": predicate}
@@ -286,14 +304,61 @@ def attest(path: Path, key: Ed25519PrivateKey, predicate_type: str,
 
 
 @dataclass
+class Held:
+    """An attested input hashed before the run reads it: its digest, its manifest when it
+    is a folder, and each file's identity (opened.identity), so that a file replaced,
+    written, added or removed while the run read it is told apart afterwards."""
+
+    sha256: str
+    manifest: list[tuple[str, str]] | None
+    identities: dict[str, opened.Identity]
+
+    def moved(self, path: Path) -> list[str]:
+        """The files whose identity is not what it was when they were hashed."""
+        now = _identities(path)
+        return sorted(n for n in self.identities.keys() | now.keys()
+                      if self.identities.get(n) != now.get(n))
+
+
+def _files(path: Path) -> list[tuple[str, Path]]:
+    if not path.is_dir():
+        return [(path.name, path)]
+    return [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*"))
+            if p.is_file()]
+
+
+def _identities(path: Path) -> dict[str, opened.Identity]:
+    out: dict[str, opened.Identity] = {}
+    for name, file in _files(path):
+        try:
+            out[name] = opened.identity(os.stat(file))
+        except OSError:
+            out[name] = None
+    return out
+
+
+def hold(path: Path) -> Held:
+    """Hash an attested input (every file of a folder) before anything reads it."""
+    manifest, identities = [], {}
+    for name, file in _files(path):
+        sha, identities[name] = opened.hashed(file, set())
+        manifest.append((name, sha))
+    if path.is_dir():
+        return Held(manifest_digest(manifest), manifest, identities)
+    return Held(manifest[0][1], None, identities)
+
+
+@dataclass
 class Attested:
     """One input as the attestation check sees it: its recorded digest and, for a
-    folder, its manifest (name, sha256) of the same bytes."""
+    folder, its manifest (name, sha256) of the same bytes; the files that changed while
+    the run read them."""
 
     name: str
     sha256: str
     manifest: list[tuple[str, str]] | None = None
     keys: list[Ed25519PublicKey] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
 
 
 def check_input(source: Attested, where: Path, refused: frozenset[str]) -> Check:
@@ -317,10 +382,16 @@ def _check_input(source: Attested, where: Path, refused: frozenset[str]) -> Chec
                      "with engine attest", spec_path=spec_path)
     copy = (attestation_copy(source.name), data)
     block["attestation_sha256"] = hashlib.sha256(data).hexdigest()
-    found, _ = _statements(data, source.keys, refused)
+    if source.moved:
+        return Check({"status": "invalid", **block}, "INPUT_ATTESTATION_INVALID",
+                     f"input {source.name}: changed while the run read it: "
+                     f"{_listed(source.moved)}; what was read is not what was hashed",
+                     copy, spec_path)
+    keys = sorted(source.keys, key=lambda k: signing.keyid(k) in refused)  # refused last
+    every, _ = _statements(data, keys)
+    found = [(s, k) for s, k in every if k not in refused]
     if not found:
-        runs = bool(_statements(data, source.keys)[0])
-        why = ("is signed only by a key that signs runs, which vouches for no input" if runs
+        why = ("is signed only by a key that signs runs, which vouches for no input" if every
                else "verifies with none of the harness keys the Evaluation lists")
         return Check({"status": "invalid", **block}, "INPUT_ATTESTATION_INVALID",
                      f"input {source.name}: the attestation {why}", copy, spec_path)
@@ -351,9 +422,9 @@ def _predicate(statement: dict[str, Any]) -> dict[str, Any]:
     """What the harness says made the input, as recorded in the scorecard (its
     predicate when it is small canonical JSON, else only its type)."""
     out: dict[str, Any] = {"predicate_type": str(statement.get("predicateType", ""))[:200]}
-    try:
-        data = canonical(statement.get("predicate"))
-    except (ValueError, TypeError, OverflowError):
+    try:  # rfc8785 itself: the scorecard is written by it (no integer beyond 2**53)
+        data = rfc8785.dumps(statement.get("predicate"))
+    except (ValueError, TypeError, OverflowError, rfc8785.CanonicalizationError):
         return {**out, "predicate_omitted": "not canonical JSON"}
     if len(data) > MAX_PREDICATE:
         return {**out, "predicate_omitted": f"larger than {MAX_PREDICATE} bytes",

@@ -26,6 +26,7 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://specgate.dev/scorecard/v1"
 CALIBRATION_PREDICATE_TYPE = "https://specgate.dev/calibration/v1"  # never a scorecard's
 RUN_PREDICATE_TYPE = "https://specgate.dev/run/v1"  # the seal of one engine run's summary
+MAX_SIGNATURES = 8  # signatures on one envelope: more is refused, never tried one by one
 
 
 def keygen(out_dir: Path) -> tuple[Path, Path]:
@@ -122,12 +123,17 @@ def open_envelope(data: dict[str, Any], key: Ed25519PublicKey) -> dict[str, Any]
     payload is parsed only once a signature over it holds: unsigned bytes are never
     interpreted (a payload nested 200,000 deep was a RecursionError before)."""
     from cryptography.exceptions import InvalidSignature
+    mine = keyid(key)
     try:
         body = base64.b64decode(data["payload"], validate=True)
         if data["payloadType"] != PAYLOAD_TYPE:
             raise VerifyError("the envelope's payloadType is not in-toto", "BAD_ENVELOPE")
-        sigs = [base64.b64decode(s["sig"], validate=True) for s in data["signatures"]]
-    except (KeyError, TypeError, ValueError) as exc:
+        if len(data["signatures"]) > MAX_SIGNATURES:  # each costs a pass over the payload
+            raise VerifyError(f"the envelope has more than {MAX_SIGNATURES} signatures",
+                              "BAD_ENVELOPE")
+        sigs = [base64.b64decode(s["sig"], validate=True) for s in data["signatures"]
+                if not s.get("keyid") or s["keyid"] == mine]  # a named other key: skipped
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise VerifyError(f"the DSSE envelope is malformed ({exc})", "BAD_ENVELOPE") from None
     for sig in sigs:
         try:

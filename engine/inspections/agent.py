@@ -26,6 +26,7 @@ from engine.inspections._base import (
     verdict,
 )
 from engine.records.strict_json import loads_record
+from engine.spec.schema import OFFLINE, outside_refs
 
 COMPACT_TYPES = {
     "string": lambda v: isinstance(v, str),
@@ -191,8 +192,10 @@ def call_arguments(call: Mapping[str, Any]) -> tuple[bool | None, Any]:
 
 @lru_cache(maxsize=1024)
 def _validator(text: str) -> jsonschema.Draft202012Validator:
+    # nothing outside the contract is fetched (a record's $ref to file:// or https://)
     return jsonschema.Draft202012Validator(
-        json.loads(text), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        json.loads(text), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+        registry=OFFLINE)
 
 
 def contract_validator(schema: Any) -> jsonschema.Draft202012Validator:
@@ -204,6 +207,10 @@ def _contract_problems(name: str, args: dict[str, Any], contract: Any) -> list[s
     if not isinstance(contract, dict):
         return []
     if "json_schema" in contract:
+        outside = outside_refs(contract["json_schema"])
+        if outside:
+            return [f"{name}: the contract's $ref {outside[0][:200]!r} points outside it "
+                    "and is not followed"]
         errors = sorted(contract_validator(contract["json_schema"]).iter_errors(args),
                         key=lambda e: list(e.absolute_path))
         return [f"{name}: {e.validator} at /{'/'.join(map(str, e.absolute_path))}: {e.message}"

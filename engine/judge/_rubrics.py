@@ -24,6 +24,7 @@ from jinja2 import meta
 from engine.canonical import digest
 from engine.records.formats import BadRecord, parse_line
 from engine.spec import yaml as _yaml
+from engine.spec.schema import OFFLINE, outside_refs
 from engine.spec.templates import Sandbox, TemplateRefused, printed_names
 
 ENV = Sandbox(keep_trailing_newline=True)  # bounded: no **, no huge repetition or widths
@@ -118,9 +119,14 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
     except jsonschema.SchemaError as exc:
         raise RubricError(f"rubric '{name}': verdict_schema is not a JSON Schema: "
                           f"{exc.message}") from None
+    outside = outside_refs(schema)
+    if outside:
+        raise RubricError(f"rubric '{name}': verdict_schema's $ref {outside[0][:80]!r} "
+                          "points outside it, and nothing outside is fetched")
     fields = _fields(name, schema)
     return Rubric(str(data["name"]), str(data["version"]), template, variables,
-                  StrictValidator(schema), fields, bool(data.get("repair", False)),
+                  StrictValidator(schema, registry=OFFLINE), fields,
+                  bool(data.get("repair", False)),
                   digest(data))
 
 

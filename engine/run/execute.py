@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import protocols, reports
-from engine.canonical import digest, folder_manifest, manifest_digest, sha256_path
+from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
 from engine.decide.aggregate import suite_digest
 from engine.decide.decision import decide, with_comparison
@@ -86,7 +86,7 @@ class _Run:
     card: dict[str, Any] = field(default_factory=dict)
     subjects: dict[str, str] = field(default_factory=dict)
     specs: provenance.Check | None = None
-    manifests: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    held: dict[str, provenance.Held] = field(default_factory=dict)  # attested inputs
     provenance: dict[str, Any] = field(default_factory=dict)
     copies: list[tuple[str, bytes]] = field(default_factory=list)
 
@@ -116,6 +116,9 @@ def _score(run: _Run) -> None:
     evaluation, staging = run.evaluation, run.staging
     run.keys = [signing.load_public(k) for k in evaluation.trusted_keys] + \
         list(run.options.trusted)
+    for name, source in evaluation.inputs.items():  # hashed before anything reads them
+        if source.attestation_keys is not None and name != evaluation.unit_input:
+            run.held[name] = provenance.hold(source.path)
     run.runtime = _judge_runtime(evaluation, _cache_of(evaluation, run.options),
                                  run.options.progress,
                                  run.keys)
@@ -127,9 +130,8 @@ def _score(run: _Run) -> None:
     for name, source in sorted(evaluation.inputs.items()):
         if name == evaluation.unit_input:
             sha = run.unit_sha
-        elif source.attestation_keys is not None and source.path.is_dir():
-            run.manifests[name] = folder_manifest(source.path)  # what is attested is hashed
-            sha = manifest_digest(run.manifests[name])
+        elif name in run.held:
+            sha = run.held[name].sha256
         else:
             sha = sha256_path(source.path)
         run.inputs[name] = {"format": source.format, "sha256": sha}
@@ -197,9 +199,11 @@ def _provenance(run: _Run, outcome: Decision) -> Decision:
         if source.attestation_keys is None:
             continue
         where = run.options.attestations.get(name) or provenance.beside(source.path)
+        held = run.held.get(name)
         check = provenance.check_input(provenance.Attested(
-            name, run.inputs[name]["sha256"], run.manifests.get(name),
-            [signing.load_public(k) for k in source.attestation_keys]), where, refused)
+            name, run.inputs[name]["sha256"], held.manifest if held else None,
+            [signing.load_public(k) for k in source.attestation_keys],
+            held.moved(source.path) if held else []), where, refused)
         attested[name] = check.block
         checks.append(check)
     run.provenance = {"specs": checks[0].block, "inputs": attested}

@@ -20,7 +20,9 @@ from engine import protocols
 from engine.errors import FormulaError, Problem
 from engine.formula import ANY, BOOLEAN, compile_formula
 from engine.inspections import LOADERS
+from engine.records.clip import clip
 from engine.spec import yaml as _yaml
+from engine.spec.schema import OFFLINE, outside_refs
 from engine.spec.yaml import Document
 from engine.spec.yaml import Path as JPath
 
@@ -267,7 +269,14 @@ def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Proble
         problems.append(doc.problem(where, "BAD_SCHEMA",
                                     f"not a valid JSON Schema: {exc.message}"))
         return None
-    return jsonschema.Draft202012Validator(schema)
+    outside = outside_refs(schema)
+    if outside:
+        problems.append(doc.problem(where, "BAD_SCHEMA", f"'$ref' {clip(outside[0])} points "
+                                    "outside the schema, and nothing outside is fetched",
+                                    "put the definition under $defs and refer to it as "
+                                    "#/$defs/NAME"))
+        return None
+    return jsonschema.Draft202012Validator(schema, registry=OFFLINE)
 
 
 def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-from engine.canonical import digest, file_digests
+from engine.canonical import digest
 from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
@@ -122,7 +122,11 @@ class Evaluation:
     schemas, rubrics, prompts, trust-anchor keys), by its path relative to the Evaluation's
     folder: what a governance bundle signs (engine/spec/opened.py)."""
     spec_sha256: dict[str, str] = field(default_factory=dict)
-    """The SHA-256 of each of ``spec_files`` as loaded (hashed right after loading)."""
+    """The SHA-256 of each of ``spec_files`` as loaded (hashed right after loading; ""
+    when the file hashed is not the one the loader opened: replaced or written meanwhile)."""
+    spec_identity: dict[str, Any] = field(default_factory=dict)
+    """Each of ``spec_files``' identity when hashed (opened.identity), checked again before
+    the decision."""
 
 
 def display(path: Path) -> str:
@@ -142,13 +146,13 @@ class _Loader:
         self.compiled: dict[str, Any] = {}  # file -> compiled Policy or Suite (or None)
         self.fallback: Path | None = None  # a folder to look in for files not beside a spec
         self.borrowed: list[str] = []  # relative paths found there instead
-        self.opened: dict[Any, set[str]] = {}  # memoised step -> the files it opened
+        self.opened: dict[Any, opened.Opened] = {}  # memoised step -> the files it opened
 
     def _memo(self, key: Any, table: dict[Any, Any], compute: Any) -> Any:
         """``table[key]``, computed once; a later use replays the files the computation
         opened, so each Evaluation's recording holds all it rests on (opened.py)."""
         if key in table:
-            opened.replay(self.opened.get(key, set()))
+            opened.replay(self.opened.get(key, {}))
             return table[key]
         with opened.recording() as paths:
             table[key] = compute()
@@ -333,8 +337,10 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
             for key in _anchors(evaluation):  # keys are read at run time: bind them now
                 _touch(key)
     if evaluation is not None:
-        evaluation.spec_files = _spec_files(evaluation, paths, loader.root)
-        evaluation.spec_sha256 = file_digests(evaluation.spec_files)
+        evaluation.spec_files = _spec_files(evaluation, set(paths), loader.root)
+        for name, path in evaluation.spec_files.items():
+            sha, now = opened.hashed(path, paths[str(path)])
+            evaluation.spec_sha256[name], evaluation.spec_identity[name] = sha, now
     return evaluation
 
 

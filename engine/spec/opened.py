@@ -12,6 +12,7 @@ recording is active, and can never raise into the code that opened the file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Iterator
@@ -19,8 +20,17 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-_ACTIVE: ContextVar[tuple[set[str], ...]] = ContextVar("specgate_opened", default=())
+Identity = tuple[int, int, int, int, int] | None  # device, inode, size, ctime, mtime (ns)
+Opened = dict[str, set[Identity]]  # path -> the identities it had when it was opened
+
+_ACTIVE: ContextVar[tuple[Opened, ...]] = ContextVar("specgate_opened", default=())
 _installed = False
+
+
+def identity(info: os.stat_result) -> Identity:
+    """What changes whenever a file's bytes could have: a rename changes the inode or the
+    ctime, a write the ctime and mtime; nobody can set a ctime back."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_ctime_ns, info.st_mtime_ns)
 
 
 def _hook(event: str, args: tuple[object, ...]) -> None:
@@ -36,8 +46,12 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
         name = os.path.abspath(os.fsdecode(target))  # type: ignore[arg-type]
     except (TypeError, ValueError, IndexError):
         return
+    try:  # just before the open: a file swapped after it was read is told apart later
+        seen: Identity = identity(os.stat(name))
+    except (OSError, ValueError):
+        seen = None
     for paths in active:
-        paths.add(name)
+        paths.setdefault(name, set()).add(seen)
 
 
 def _install() -> None:
@@ -48,11 +62,12 @@ def _install() -> None:
 
 
 @contextmanager
-def recording() -> Iterator[set[str]]:
-    """Collect the absolute paths of the files opened inside the block (and, through
-    ``replay``, those a memoised step opened before)."""
+def recording() -> Iterator[Opened]:
+    """Collect the absolute paths of the files opened inside the block, each with the
+    identities it had when opened (and, through ``replay``, those a memoised step
+    opened before)."""
     _install()
-    paths: set[str] = set()
+    paths: Opened = {}
     token = _ACTIVE.set((*_ACTIVE.get(), paths))
     try:
         yield paths
@@ -60,13 +75,23 @@ def recording() -> Iterator[set[str]]:
         _ACTIVE.reset(token)
 
 
-def replay(paths: set[str]) -> None:
+def replay(paths: Opened) -> None:
     """Add ``paths`` to every active recording: a memoised step opened them before."""
     for active in _ACTIVE.get():
-        active |= paths
+        for name, seen in paths.items():
+            active.setdefault(name, set()).update(seen)
 
 
-def note(path: Path) -> None:
-    """Add one file read outside an ``open`` event's reach (none today; kept for a reader
-    that maps files) to every active recording."""
-    replay({os.path.abspath(path)})
+def hashed(path: Path, seen: set[Identity]) -> tuple[str, Identity]:
+    """The SHA-256 of a file's bytes and its identity as they were hashed; the digest is
+    "" when it cannot be read, or when the file hashed is not the one every open saw (it
+    was replaced or written while it was being loaded)."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            now = identity(os.fstat(handle.fileno()))
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return "", None
+    return (digest.hexdigest() if seen <= {now} else ""), now

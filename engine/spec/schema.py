@@ -10,6 +10,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+import referencing
 from jsonschema.exceptions import ValidationError, relevance
 
 from engine.errors import Problem, did_you_mean
@@ -27,6 +28,30 @@ def load_schema(name: str) -> dict[str, Any]:
     text = (resources.files("engine") / "schemas" / f"{name}.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+# A registry that retrieves nothing: a schema from a spec or a record is checked against
+# itself only. jsonschema otherwise fetches a ``$ref`` to ``file://`` or ``https://`` while
+# it validates, at run time: a file no governance bundle signs, or a request the records
+# chose (docs/provenance.md).
+OFFLINE: referencing.Registry[Any] = referencing.Registry()
+
+
+def outside_refs(schema: Any) -> list[str]:
+    """Every ``$ref`` / ``$dynamicRef`` of a schema that points outside it (not ``#...``)."""
+    found, stack = [], [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str) and \
+                        not value.startswith("#"):
+                    found.append(value)
+                elif isinstance(value, dict | list):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, dict | list))
+    return found
 
 
 # Formats the engine's own schemas assert: calendar dates (2027-02-30 is not one).

@@ -32,6 +32,7 @@ from engine.protocols.discovery.scoring import (
 )
 from engine.protocols.discovery.stats import compile_statistics
 from engine.records.strict_json import JsonError, loads
+from engine.spec.schema import OFFLINE, outside_refs
 
 PACKAGE_FILES = ("protocol", "gates", "statistics", "audit", "scoring")
 
@@ -69,7 +70,13 @@ def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
         problems.append(Problem(files.shown(path), 1, 1, "BAD_SCHEMA", "",
                                 f"not a usable JSON Schema: {reason}"))
         return None
-    return jsonschema.Draft202012Validator(schema)
+    outside = outside_refs(schema)
+    if outside:
+        problems.append(Problem(files.shown(path), 1, 1, "BAD_SCHEMA", "",
+                                f"$ref {outside[0][:80]!r} points outside the schema, and "
+                                "nothing outside is fetched"))
+        return None
+    return jsonschema.Draft202012Validator(schema, registry=OFFLINE)
 
 
 def load_protocol(folder: Path) -> Discovery:
