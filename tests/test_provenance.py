@@ -549,3 +549,18 @@ def test_a_folder_with_a_name_that_is_not_utf8(world: World, capsys: Any) -> Non
     capsys.readouterr()
     assert attest(world, folder, "harness") == 2
     assert "BAD_PATH" in capsys.readouterr().err
+
+
+def test_signing_one_evaluation_of_a_folder_of_two_is_refused(world: World) -> None:
+    gate = world.copy("agent-release-gate")
+    text = (gate / "evaluation.yaml").read_text().replace("name: agent-release-gate",
+                                                          "name: agent-release-gate-b")
+    (gate / "second.yaml").write_text(text)
+    assert main(["sign-specs", str(gate / "evaluation.yaml"), "--key",
+                 world.key("governance", "private")]) == 2
+    assert not (gate / "specs.intoto.jsonl").exists()
+    assert world.sign(gate) == 0
+    assert [s["predicate"]["evaluation"]["file"] for s in
+            statements(gate / "specs.intoto.jsonl")] == ["evaluation.yaml", "second.yaml"]
+    assert world.run(gate / "second.yaml", "second") == 0
+    assert world.card("second")["provenance"]["specs"]["status"] == "verified"

@@ -48,6 +48,7 @@ ATTESTATION_SUFFIX = ".intoto.jsonl"
 MAX_PREDICATE = 16 * 1024  # canonical bytes of an attestation's predicate kept in a scorecard
 SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 LISTED = 10  # file names a message lists before "and N more"
+_EVALUATION = re.compile(r"^kind:\s*Evaluation\s*(#.*)?$", re.M)
 
 
 def attestation_copy(name: str) -> str:
@@ -108,6 +109,13 @@ def sign_specs(evaluations: list[Evaluation], key: Ed25519PrivateKey) -> list[tu
         folders.setdefault(evaluation.file.resolve().parent, []).append(evaluation)
     written = []
     for folder, members in sorted(folders.items()):
+        given = {e.file.resolve() for e in members}
+        left = sorted(p.name for p in folder.glob("*.y*ml") if p.resolve() not in given and
+                      _EVALUATION.search(p.read_text("utf-8", errors="replace")))
+        if left:  # the bundle is the folder's: rewriting it would unsign the others
+            raise UsageError(f"{folder}: {', '.join(left)} is an Evaluation of this folder "
+                             "too; sign the folder, so its bundle signs every one",
+                             "NO_EVALUATION")
         lines, count = [], 0
         for evaluation in sorted(members, key=lambda e: e.file.name):
             digests = file_digests(evaluation.spec_files)
