@@ -246,7 +246,7 @@ def check_specs(evaluation: Evaluation, keys: list[Ed25519PublicKey]) -> Check:
             + ")")
         return Check({"status": "unsigned" if found else "invalid", **block}, code, why,
                      copy)
-    statement, signer = mine[0]
+    statement, signer = next(((s, k) for s, k in mine if _subjects(s) == loaded), mine[0])
     block |= {"signer": signer, "signed_at": str(statement["predicate"].get("signed_at", ""))}
     signed = _subjects(statement)
     if signed is None:
@@ -490,9 +490,10 @@ def _verify_specs(folder: Path, card: dict[str, Any], specs: dict[str, Any],
     if not mine:
         raise VerifyError(f"{SPECS_FILE} holds no statement for {name} that a "
                           "--governance-key signed", "SPECS_SIGNATURE_INVALID")
-    statement, signer = mine[0]
+    recorded = specs.get("files") or {}
+    statement, signer = next(((s, k) for s, k in mine if _subjects(s) == recorded), mine[0])
     signed = _subjects(statement) or {}
-    differences = compare_files(signed, specs.get("files") or {})
+    differences = compare_files(signed, recorded)
     if statement["predicate"]["evaluation"].get("sha256") != card["evaluation"]["sha256"]:
         differences.append("the signed Evaluation is not the one the scorecard names")
     if differences:
