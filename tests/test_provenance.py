@@ -403,19 +403,36 @@ def walked(home: Path, opened: list[str]) -> set[Path]:
     return out
 
 
-def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(tmp_path: Path) -> None:
+def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(
+        tmp_path: Path, monkeypatch: Any) -> None:
     """An audit hook of its own sees every file opened while each shipped Evaluation is
-    loaded and run; all of those in its spec folder are its inputs or its bundle's files."""
+    loaded and run; all of those in its spec folder are its inputs or its bundle's files,
+    and once loaded, no spec file is opened again (a file read at run time could be
+    swapped after every check)."""
+    import engine.cli
+
     opened: list[str] = []
+    running: list[str] = []
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open" and isinstance(args[0], str | Path):
             opened.append(str(Path(args[0]).resolve()))
 
+    executing = engine.cli.execute
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        before = len(opened)
+        try:
+            return executing(*args, **kwargs)
+        finally:
+            running.extend(opened[before:])
+
+    monkeypatch.setattr(engine.cli, "execute", watched)
     sys.addaudithook(hook)
     for evaluation in spec.load([ROOT / "specs"]):
         home = evaluation.file.resolve().parent
         opened.clear()
+        running.clear()
         assert main(["run", str(home), "--out", str(tmp_path / evaluation.name),
                      "--no-judge-cache"]) == 0
         inputs = [source.path for source in evaluation.inputs.values()]
@@ -425,6 +442,8 @@ def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(tmp_path: 
         assert seen, evaluation.name
         assert {p.relative_to(home).as_posix() for p in seen} <= set(evaluation.spec_files), \
             evaluation.name
+        again = {str(p) for p in evaluation.spec_files.values()} & set(running)
+        assert not again, (evaluation.name, again)
 
 
 def test_a_spec_file_swapped_right_after_the_loader_read_it_is_caught(
@@ -456,11 +475,12 @@ def test_a_spec_file_swapped_right_after_the_loader_read_it_is_caught(
     assert policy.read_bytes() == genuine  # on disk all is as governance signed
 
 
-def test_an_attested_folder_changed_while_the_run_reads_it_is_caught(
+def test_an_attested_folder_swapped_while_the_run_reads_it_is_not_what_is_read(
         world: World, monkeypatch: Any) -> None:
-    """A file the harness never wrote is read, then removed before the folder is hashed
-    (hostile review): the folder is hashed before the run reads it and looked at again
-    after, so the file read is one no attestation named."""
+    """A second process swaps the attested folder for the team's and back around the
+    reads (a rename exchange leaves every file's identity as it was: second hostile
+    review, PASS and VALID). The run reads a private copy made and hashed before any
+    read, so the swap changes nothing; touching that copy is caught."""
     from engine.run import execute as executing
 
     folder = world.copy("finding-quality-discovery")
@@ -469,22 +489,62 @@ def test_an_attested_folder_changed_while_the_run_reads_it_is_caught(
     edit(folder / "evaluation.yaml", lambda d: d["spec"]["inputs"]["submissions"].update(
         attestation={"trusted_keys": ["keys/h.pem"]}))
     submissions = folder / "demo" / "submissions"
-    assert attest(world, submissions, "harness") == 0
+    evil = world.root / "evil"
+    shutil.copytree(submissions, evil)
     victim = sorted(submissions.iterdir())[0]
-    genuine = victim.read_bytes()
+    data = json.loads(victim.read_text())  # the genuine submission abstains without reason
+    victim.write_text(json.dumps({**data, "abstention_reason": "", "findings": []}))
+    assert attest(world, submissions, "harness") == 0
+    assert world.run(folder, "honest", governed=False) == 1
     scored = executing._score
 
-    def score_then_restore(run: Any) -> None:
-        scored(run)
-        victim.unlink()
-        victim.write_bytes(genuine)  # same bytes, another file: read was not what is hashed
+    def swapped_around_the_reads(run: Any) -> None:
+        spare = world.root / "spare"
+        submissions.rename(spare)
+        evil.rename(submissions)
+        try:
+            scored(run)
+            executing._protocol_report(run.evaluation, run.tally)  # the report reads too
+        finally:
+            submissions.rename(evil)
+            spare.rename(submissions)
 
-    victim.write_bytes(genuine.replace(b"}", b" }", 1))  # what the run reads
-    monkeypatch.setattr(executing, "_score", score_then_restore)
-    assert world.run(folder, "out", governed=False) in (1, 3)
-    entry = world.card("out")["provenance"]["inputs"]["submissions"]
-    assert entry["status"] == "invalid"
-    assert f"changed while the run read it: {victim.name}" in entry["problem"]
+    monkeypatch.setattr(executing, "_score", swapped_around_the_reads)
+    assert world.run(folder, "swapped", governed=False) == 1
+    honest, swapped = world.card("honest"), world.card("swapped")
+    assert swapped["categories"] == honest["categories"]
+    assert swapped["provenance"]["inputs"]["submissions"]["status"] == "attested"
+
+    def copy_touched(run: Any) -> None:
+        scored(run)
+        held = run.held["submissions"].path
+        first = sorted(held.iterdir())[0]
+        first.write_bytes(first.read_bytes())  # the same bytes, written: another ctime
+
+    monkeypatch.setattr(executing, "_score", copy_touched)
+    assert world.run(folder, "touched", governed=False) in (1, 3)
+    entry = world.card("touched")["provenance"]["inputs"]["submissions"]
+    assert entry["status"] == "invalid" and "changed while the run read it" in entry["problem"]
+
+
+def test_a_trusted_key_file_swapped_after_loading_changes_nothing(
+        world: World, monkeypatch: Any) -> None:
+    """The harness key file replaced by the team's after the specs were checked (second
+    hostile review: PASS with the team's attestation). Keys are used as loaded."""
+    from engine.run import execute as executing
+
+    folder = attested_inspect(world)
+    log = folder / "data" / "inspect-example.eval"
+    assert attest(world, log, "team") == 0
+    scored = executing._score
+
+    def swap_key(run: Any) -> None:
+        shutil.copy(world.key("team"), folder / "keys" / "harness.pub.pem")
+        scored(run)
+
+    monkeypatch.setattr(executing, "_score", swap_key)
+    assert world.run(folder, "out") == 3
+    assert {"INPUT_ATTESTATION_INVALID", "SPECS_CHANGED"} <= set(codes(world.card("out")))
 
 
 def test_a_schema_ref_outside_the_schema_is_never_fetched(world: World, capsys: Any) -> None:
@@ -518,7 +578,8 @@ def test_hostile_and_unusual_attestations(world: World, capsys: Any) -> None:
     log = folder / "data" / "inspect-example.eval"
     beside = log.with_name(log.name + ".intoto.jsonl")
     # an integer RFC 8785 cannot write is refused when attesting, not a crash at sealing
-    assert attest(world, log, "harness", "--predicate", '{"v": 123456789012345678901234567890}') == 2
+    huge = '{"v": 123456789012345678901234567890}'
+    assert attest(world, log, "harness", "--predicate", huge) == 2
     assert attest(world, log, "harness", "--predicate", '{"v": NaN}') == 2
     assert "BAD_PREDICATE" in capsys.readouterr().err
     # a subject named by sha512 only beside the log's sha256 subject: in-toto allows it
@@ -538,6 +599,14 @@ def test_hostile_and_unusual_attestations(world: World, capsys: Any) -> None:
     beside.write_text(json.dumps(envelope) + "\n")
     assert world.run(folder, "many") == 3
     assert "INPUT_ATTESTATION_INVALID" in codes(world.card("many"))
+    # the harness's good envelope after 64 others: only the first 64 are tried
+    team = signing.load_private(Path(world.key("team", "private")))
+    other = json.dumps(signing.envelope(team, statement)) + "\n"
+    good = json.dumps(signing.envelope(key, statement)) + "\n"
+    beside.write_text(other * 64 + good)
+    assert world.run(folder, "late") == 3
+    beside.write_text(other * 63 + good)
+    assert world.run(folder, "in-time") == 0
 
 
 def test_a_folder_with_a_name_that_is_not_utf8(world: World, capsys: Any) -> None:
@@ -564,3 +633,29 @@ def test_signing_one_evaluation_of_a_folder_of_two_is_refused(world: World) -> N
             statements(gate / "specs.intoto.jsonl")] == ["evaluation.yaml", "second.yaml"]
     assert world.run(gate / "second.yaml", "second") == 0
     assert world.card("second")["provenance"]["specs"]["status"] == "verified"
+
+
+def test_the_doc_runs_in_order_and_says_what_it_promises(tmp_path: Path) -> None:
+    """docs/provenance.md's blocks, in order, as tests/test_docs.py runs them, with what
+    each prints checked: the three roles, the team's edit, the auditor's verification."""
+    from .test_docs import NOTE, blocks, run_block
+
+    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
+    said = []
+    for _, note, script in blocks(ROOT / "docs" / "provenance.md"):
+        found = NOTE.match(note)
+        want = int(found.group(2)) if found and found.group(2) else 0
+        done = run_block(script, tmp_path)
+        assert done.returncode == want, script + done.stdout + done.stderr
+        said.append(done.stdout)
+    keys, signing_, attesting, running, edited, _, auditing = said
+    assert "signed 4 file(s): specs/inspect-example/specs.intoto.jsonl" in signing_
+    assert "inspect-arithmetic: evaluation.yaml, keys/harness.pub.pem, policy.yaml, " \
+           "suite.yaml" in signing_
+    assert signing_.count("(governance key ") == len(spec.load([ROOT / "specs"]))
+    assert "attested 1 file(s) of specs/inspect-example/data/inspect-example.eval" in attesting
+    assert running.count(": PASS") == 6 and "input samples: attested by the harness" in running
+    assert "INCOMPLETE SPECS_CHANGED: evaluation.yaml: changed since governance signed: " \
+           "policy.yaml" in edited
+    assert "input samples: sha256" in auditing and "6 scorecard(s) under out: 6 valid" in auditing

@@ -47,6 +47,7 @@ ATTESTATION_PREDICATE = "https://specgate.dev/attestation/v1"
 ATTESTATION_SUFFIX = ".intoto.jsonl"
 MAX_PREDICATE = 16 * 1024  # canonical bytes of an attestation's predicate kept in a scorecard
 SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
+MAX_ENVELOPES = 64  # envelopes of one .intoto.jsonl that are tried; the rest are not
 LISTED = 10  # file names a message lists before "and N more"
 _EVALUATION = re.compile(r"^kind:\s*Evaluation\s*(#.*)?$", re.M)
 
@@ -151,9 +152,10 @@ def _statements(data: bytes, keys: list[Ed25519PublicKey]
     keyid of the first key in ``keys`` that does), and how many lines no key verified.
     Payloads are parsed only after their signature holds (signing.open_envelope)."""
     found, unverified = [], 0
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
+    lines = [line for line in data.decode("utf-8", errors="replace").splitlines()
+             if line.strip()]
+    unverified = max(0, len(lines) - MAX_ENVELOPES)
+    for line in lines[:MAX_ENVELOPES]:  # each costs up to 8 signature checks per key
         try:
             envelope = json.loads(line)
         except (ValueError, RecursionError):
@@ -313,47 +315,62 @@ def attest(path: Path, key: Ed25519PrivateKey, predicate_type: str,
 
 @dataclass
 class Held:
-    """An attested input hashed before the run reads it: its digest, its manifest when it
-    is a folder, and each file's identity (opened.identity), so that a file replaced,
-    written, added or removed while the run read it is told apart afterwards."""
+    """An attested input as the run reads it: a private copy in the staging folder, made
+    and hashed before anything reads it (``path``; the original is ``source``), its
+    digest, its manifest when it is a folder, and the identity of the copy's every folder
+    and file (opened.identity) once written, so that anything that touches the copy while
+    the run reads it is told apart afterwards. The original may change at will: it is
+    not what is read (a folder swapped and swapped back beside the original, found by a
+    hostile review, leaves its files' identities as they were)."""
 
+    source: Path
+    path: Path
     sha256: str
     manifest: list[tuple[str, str]] | None
     identities: dict[str, opened.Identity]
 
-    def moved(self, path: Path) -> list[str]:
-        """The files whose identity is not what it was when they were hashed."""
-        now = _identities(path)
+    def moved(self) -> list[str]:
+        """The copy's folders and files whose identity is not what it was once written."""
+        now = _tree(self.path.parent)
         return sorted(n for n in self.identities.keys() | now.keys()
                       if self.identities.get(n) != now.get(n))
 
 
-def _files(path: Path) -> list[tuple[str, Path]]:
-    if not path.is_dir():
-        return [(path.name, path)]
-    return [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*"))
-            if p.is_file()]
-
-
-def _identities(path: Path) -> dict[str, opened.Identity]:
+def _tree(root: Path) -> dict[str, opened.Identity]:
     out: dict[str, opened.Identity] = {}
-    for name, file in _files(path):
+    for path in [root, *sorted(root.rglob("*"))]:
         try:
-            out[name] = opened.identity(os.stat(file))
+            out[path.relative_to(root).as_posix()] = opened.identity(os.lstat(path))
         except OSError:
-            out[name] = None
+            out[path.relative_to(root).as_posix()] = None
     return out
 
 
-def hold(path: Path) -> Held:
-    """Hash an attested input (every file of a folder) before anything reads it."""
-    manifest, identities = [], {}
-    for name, file in _files(path):
-        sha, identities[name] = opened.hashed(file, set())
-        manifest.append((name, sha))
-    if path.is_dir():
-        return Held(manifest_digest(manifest), manifest, identities)
-    return Held(manifest[0][1], None, identities)
+def _copy(source: Path, target: Path) -> str:
+    """Copy one regular file, hashing the bytes as they are written."""
+    digest = hashlib.sha256()
+    with source.open("rb") as reading, target.open("xb") as writing:
+        for block in iter(lambda: reading.read(1 << 20), b""):
+            digest.update(block)
+            writing.write(block)
+    return digest.hexdigest()
+
+
+def hold(source: Path, into: Path) -> Held:
+    """Copy an attested input (a file, or every file of a folder) into the private folder
+    ``into`` (made here), hashing it as it is copied; the run then reads the copy only."""
+    into.mkdir(mode=0o700)
+    target = into / source.name
+    if source.is_dir():
+        manifest = []
+        for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            name = file.relative_to(source).as_posix()
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            manifest.append((name, _copy(file, target / name)))
+        target.mkdir(exist_ok=True)
+        return Held(source, target, manifest_digest(manifest), manifest, _tree(into))
+    sha = _copy(source, target)
+    return Held(source, target, sha, None, _tree(into))
 
 
 @dataclass

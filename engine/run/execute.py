@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -96,9 +97,12 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
     score the records, decide, compare with a baseline, write the evidence, seal, commit."""
     run = _Run(evaluation, options or RunOptions(), evidence.Staging(dest))
     run.specs = provenance.check_specs(evaluation, list(run.options.governance))
+    inputs, overrides = dict(evaluation.inputs), dict(evaluation.overrides)
     try:
+        _hold(run)
         _score(run)
         _write(run, _decide(run))
+        shutil.rmtree(run.staging.path / HELD)
         sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects,
                             run.options.run)
         out = run.staging.commit()
@@ -106,19 +110,34 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
         run.staging.discard()
         raise
     finally:
+        evaluation.inputs, evaluation.overrides = inputs, overrides
         if run.tally is not None:
             run.tally.close()  # suite rows and case counts spilled to temporary files
     return _result(run, out, sha)
 
 
+HELD = ".held"  # in the staging folder: private copies of the attested inputs, never kept
+
+
+def _hold(run: _Run) -> None:
+    """Copy each input the Evaluation requires attested into the staging folder, hashed
+    as it is copied, and have the run (workers too) read the copy: what is read is what
+    is hashed, whatever happens to the original meanwhile."""
+    evaluation = run.evaluation
+    (run.staging.path / HELD).mkdir(mode=0o700)
+    for name, source in sorted(evaluation.inputs.items()):
+        if source.attestation_keys is not None:
+            held = provenance.hold(source.path, run.staging.path / HELD / name)
+            run.held[name] = held
+            evaluation.inputs[name] = replace(source, path=held.path)
+            evaluation.overrides[name] = held.path
+
+
 def _score(run: _Run) -> None:
     """Judge prompts first (all asked at once), then every record into rows.jsonl."""
     evaluation, staging = run.evaluation, run.staging
-    run.keys = [signing.load_public(k) for k in evaluation.trusted_keys] + \
+    run.keys = [_key(evaluation, k) for k in evaluation.trusted_keys] + \
         list(run.options.trusted)
-    for name, source in evaluation.inputs.items():  # hashed before anything reads them
-        if source.attestation_keys is not None and name != evaluation.unit_input:
-            run.held[name] = provenance.hold(source.path)
     run.runtime = _judge_runtime(evaluation, _cache_of(evaluation, run.options),
                                  run.options.progress,
                                  run.keys)
@@ -128,10 +147,10 @@ def _score(run: _Run) -> None:
     run.tally, run.unit_sha, run.rows_sha = (run.options.executor or shards.local)(
         evaluation, run.runtime, staging.path / "rows.jsonl", run.options.scoring)
     for name, source in sorted(evaluation.inputs.items()):
-        if name == evaluation.unit_input:
-            sha = run.unit_sha
-        elif name in run.held:
+        if name in run.held:
             sha = run.held[name].sha256
+        elif name == evaluation.unit_input:
+            sha = run.unit_sha
         else:
             sha = sha256_path(source.path)
         run.inputs[name] = {"format": source.format, "sha256": sha}
@@ -143,6 +162,13 @@ def _score(run: _Run) -> None:
                                 hashlib.sha256(b"".join(lines)).hexdigest())
 
 
+def _key(evaluation: Evaluation, path: Path) -> Ed25519PublicKey:
+    """A public key the Evaluation trusts, from the bytes read when it was loaded."""
+    data = evaluation.anchor_pem.get(str(path))
+    return signing.load_public(path) if data is None else \
+        signing.public_from_pem(data, str(path))
+
+
 def _decide(run: _Run) -> Decision:
     """The protocol report, the decision, and the comparison with a baseline."""
     evaluation, tally, judge = run.evaluation, run.tally, run.judge
@@ -150,7 +176,7 @@ def _decide(run: _Run) -> Decision:
     # governance's calibration is vouched for only by the keys the Evaluation declares for
     # calibration, and never by a key that signs runs (this run's, or one trusted for
     # baselines): whoever runs CI holds those, signed run or not
-    governance = [signing.load_public(k) for k in evaluation.calibration_keys]
+    governance = [_key(evaluation, k) for k in evaluation.calibration_keys]
     own = run.options.key
     runs = frozenset(signing.keyid(k) for k in run.keys + ([own.public_key()] if own else []))
     outcome = _provenance(run, decide(evaluation, tally, judge, calibration.check(
@@ -198,12 +224,14 @@ def _provenance(run: _Run, outcome: Decision) -> Decision:
     for name, source in sorted(evaluation.inputs.items()):
         if source.attestation_keys is None:
             continue
-        where = run.options.attestations.get(name) or provenance.beside(source.path)
-        held = run.held.get(name)
+        held = run.held[name]
+        moved = held.moved()
+        if name == evaluation.unit_input and run.unit_sha != held.sha256:
+            moved.append(held.path.name)  # read other bytes than were copied: not possible
+        where = run.options.attestations.get(name) or provenance.beside(held.source)
         check = provenance.check_input(provenance.Attested(
-            name, run.inputs[name]["sha256"], held.manifest if held else None,
-            [signing.load_public(k) for k in source.attestation_keys],
-            held.moved(source.path) if held else []), where, refused)
+            name, held.sha256, held.manifest,
+            [_key(evaluation, k) for k in source.attestation_keys], moved), where, refused)
         attested[name] = check.block
         checks.append(check)
     run.provenance = {"specs": checks[0].block, "inputs": attested}

@@ -124,6 +124,9 @@ class Evaluation:
     spec_sha256: dict[str, str] = field(default_factory=dict)
     """The SHA-256 of each of ``spec_files`` as loaded (hashed right after loading; ""
     when the file hashed is not the one the loader opened: replaced or written meanwhile)."""
+    anchor_pem: dict[str, bytes] = field(default_factory=dict)
+    """The bytes of each trusted public key file as loaded (and hashed with the specs), by
+    path: the run uses these, so a key file swapped after loading changes nothing."""
     spec_identity: dict[str, Any] = field(default_factory=dict)
     """Each of ``spec_files``' identity when hashed (opened.identity), checked again before
     the decision."""
@@ -334,8 +337,8 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     with opened.recording() as paths:
         evaluation = _compile_evaluation(loader, file, overrides)
         if evaluation is not None:
-            for key in _anchors(evaluation):  # keys are read at run time: bind them now
-                _touch(key)
+            for key in _anchors(evaluation):  # read now, hashed with the specs, and used
+                _keep(evaluation, key)          # from memory: never read again at run time
     if evaluation is not None:
         evaluation.spec_files = _spec_files(evaluation, set(paths), loader.root)
         for name, path in evaluation.spec_files.items():
@@ -352,10 +355,9 @@ def _anchors(evaluation: Evaluation) -> list[Path]:
     return keys
 
 
-def _touch(path: Path) -> None:
+def _keep(evaluation: Evaluation, path: Path) -> None:
     try:
-        with path.open("rb"):
-            pass
+        evaluation.anchor_pem[str(path)] = path.read_bytes()
     except OSError:
         pass  # the run says what is wrong with a key it cannot read
 

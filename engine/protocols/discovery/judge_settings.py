@@ -34,7 +34,7 @@ def judge_settings(folder: Path) -> tuple[str, str, dict[str, Any]]:
 def config_fields(pkg: Package, model: str, base_url: str, tasks: list[dict[str, Any]],
                   budget: int) -> dict[str, Any]:
     """Every field of judge_config.json (§9.6) but the seed, worked out afresh."""
-    system, _, data = judge_settings(pkg.folder)
+    system, _, data = pkg.judge if pkg.judge is not None else judge_settings(pkg.folder)
     return {"model": model, "base_url": base_url, "system_sha256": digest(system),
             "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
             "tasks_sha256": digest(tasks), "effective_tasks_sha256": digest(tasks),

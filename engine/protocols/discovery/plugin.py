@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,9 @@ def compile_package(site: Site, key: str, value: Any,
         return {key: None}
     try:
         package = load_package(folder)
-        if (folder / "judge.yaml").exists():  # the review stage's: checked by validate too
-            judge_settings(folder)
+        if (folder / "judge.yaml").exists():  # the review stage's: checked by validate too,
+            # and kept: nothing in the spec folder is read again once it is loaded
+            package = replace(package, judge=judge_settings(folder))
     except SpecErrors as exc:  # located in the package's own files
         site.problems.extend(exc.problems)
         return {key: None}

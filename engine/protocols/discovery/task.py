@@ -25,7 +25,8 @@ class Package:
     blind: BlindGate
     benchmark_version: str
     files: tuple[str, ...] = ()  # the package files read, relative to its folder
-    folder: Path = Path(".")  # where the package is (its judge.yaml is read from there)
+    folder: Path = Path(".")  # where the package is
+    judge: tuple[str, str, dict[str, Any]] | None = None  # judge.yaml's texts, as loaded
 
 
 def load_package(folder: Path) -> Package:
