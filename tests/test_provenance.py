@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -659,3 +660,61 @@ def test_the_doc_runs_in_order_and_says_what_it_promises(tmp_path: Path) -> None
     assert "INCOMPLETE SPECS_CHANGED: evaluation.yaml: changed since governance signed: " \
            "policy.yaml" in edited
     assert "input samples: sha256" in auditing and "6 scorecard(s) under out: 6 valid" in auditing
+
+
+def test_the_digest_is_of_the_bytes_the_loader_parsed(world: World, monkeypatch: Any) -> None:
+    """A folder exchanged with the team's between the check before an open and the open
+    itself, and back (third hostile review: PASS and VALID, 2 runs in 15): the loader
+    parsed the team's detector while every identity on disk stayed governance's. The
+    digest the bundle is held to is of the bytes the loader was given."""
+    gate = world.copy("agent-release-gate")
+    assert world.sign(gate) == 0
+    detector = (gate / "detectors" / "pii-v1.yaml").resolve()
+    evil = world.root / "evil-pii-v1.yaml"
+    evil.write_text(detector.read_text() + "\n# the team's\n")
+    from engine.spec import compile as compiling
+
+    real_open, real_load = Path.open, compiling.load_data_file
+    loading: list[bool] = []
+
+    def resolved_elsewhere(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if loading and self.resolve() == detector:  # the table's read, in the window
+            return real_open(evil, *args, **kwargs)
+        return real_open(self, *args, **kwargs)  # every other open (digests too) is real
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        loading.append(True)
+        try:
+            return real_load(*args, **kwargs)
+        finally:
+            loading.pop()
+
+    monkeypatch.setattr(Path, "open", resolved_elsewhere)
+    monkeypatch.setattr(compiling, "load_data_file", load)
+    assert world.run(gate, "out") == 3
+    reason = next(r for r in world.card("out")["reasons"] if r["code"] == "SPECS_CHANGED")
+    assert "detectors/pii-v1.yaml" in reason["message"]
+
+
+def test_odd_paths_given_to_attest_and_sign_specs(world: World, capsys: Any,
+                                                  monkeypatch: Any) -> None:
+    logs = world.root / "logs"
+    logs.mkdir()
+    (logs / "a.json").write_text("{}")
+    monkeypatch.chdir(logs)
+    assert attest(world, Path("."), "harness") == 0  # written beside the folder, not in it
+    assert (world.root / "logs.intoto.jsonl").is_file()
+    fifo = world.root / "pipe.jsonl"
+    os.mkfifo(fifo)
+    capsys.readouterr()
+    assert attest(world, fifo, "harness") == 2  # refused, never waited on
+    assert "BAD_PATH" in capsys.readouterr().err
+    folder = attested_inspect(world)
+    log = folder / "data" / "inspect-example.eval"
+    log.unlink()
+    os.mkfifo(log)  # an attested input that is a FIFO: refused, not a hang
+    assert world.run(folder, "fifo") == 2
+    assert "BAD_PATH" in capsys.readouterr().err
+    gate = world.copy("otel-example")
+    (gate / "notes.yaml").mkdir()  # a folder by a YAML name
+    assert world.sign(gate) == 0

@@ -183,8 +183,7 @@ def job_for(tmp_path: Path) -> tuple[shards.Job, spec.Evaluation]:
     (tmp_path / "spool").mkdir()
     job = shards.Job(0, 0, str(Path.cwd()), str(evaluation.root), str(evaluation.file),
                      {"runs": str(data)}, "2026-11-29",
-                     (evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256),
-                     spans[0], str(tmp_path / "spool"), None, frozenset())
+                     shards._digests(evaluation), spans[0], str(tmp_path / "spool"), None, frozenset())
     return job, evaluation
 
 
@@ -203,7 +202,11 @@ def test_a_worker_refuses_an_input_or_spec_that_changed(tmp_path: Path) -> None:
                           None)
     assert err.value.code == "INPUT_CHANGED"
     with pytest.raises(UsageError) as err:
-        shards.score_part(replace(job, attempt=2, digests=("x", "y", "z")), None)
+        shards.score_part(replace(job, attempt=2, digests=("x", "y", "z", "w")), None)
+    assert err.value.code == "SPEC_CHANGED"
+    with pytest.raises(UsageError) as err:  # the same documents, another spec file's bytes
+        shards.score_part(replace(job, attempt=4, digests=(*job.digests[:3], "0" * 64)),
+                          None)
     assert err.value.code == "SPEC_CHANGED"
 
 

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,7 @@ def sign_specs(evaluations: list[Evaluation], key: Ed25519PrivateKey) -> list[tu
     for folder, members in sorted(folders.items()):
         given = {e.file.resolve() for e in members}
         left = sorted(p.name for p in folder.glob("*.y*ml") if p.resolve() not in given and
-                      _EVALUATION.search(p.read_text("utf-8", errors="replace")))
+                      _is_evaluation(p))
         if left:  # the bundle is the folder's: rewriting it would unsign the others
             raise UsageError(f"{folder}: {', '.join(left)} is an Evaluation of this folder "
                              "too; sign the folder, so its bundle signs every one",
@@ -128,6 +129,14 @@ def sign_specs(evaluations: list[Evaluation], key: Ed25519PrivateKey) -> list[tu
             count += len(digests)
         written.append((_replace(folder / SPECS_FILE, "".join(lines).encode()), count))
     return written
+
+
+def _is_evaluation(path: Path) -> bool:
+    try:
+        return path.is_file() and bool(_EVALUATION.search(
+            path.read_text("utf-8", errors="replace")))
+    except OSError:
+        return False  # a folder or a dangling link by a YAML name holds no Evaluation
 
 
 def _replace(path: Path, data: bytes) -> Path:
@@ -288,10 +297,12 @@ def attest(path: Path, key: Ed25519PrivateKey, predicate_type: str,
     """Write the attestation of a file or folder (``PATH.intoto.jsonl`` unless ``out``);
     never over an existing file. Returns where, and how many subjects it names."""
     from engine.canonical import folder_manifest, sha256_file
+    path = path.resolve()  # "." and ".." have no name to write the attestation beside
     target = out or beside(path)
     if path.is_dir():
         subjects = folder_manifest(path)
     else:
+        os.close(_regular(path))
         subjects = [(path.name, sha256_file(path))]
     for name, _ in subjects:
         try:
@@ -346,10 +357,21 @@ def _tree(root: Path) -> dict[str, opened.Identity]:
     return out
 
 
+def _regular(path: Path) -> int:
+    """A descriptor of a regular file, opened without waiting (a FIFO or a device is a
+    usage error, never read: /dev/zero would fill the disk, a FIFO hang the run)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path} is not a regular file or a folder; only those are attested "
+                         "and read", "BAD_PATH")
+    return fd
+
+
 def _copy(source: Path, target: Path) -> str:
     """Copy one regular file, hashing the bytes as they are written."""
     digest = hashlib.sha256()
-    with source.open("rb") as reading, target.open("xb") as writing:
+    with os.fdopen(_regular(source), "rb") as reading, target.open("xb") as writing:
         for block in iter(lambda: reading.read(1 << 20), b""):
             digest.update(block)
             writing.write(block)

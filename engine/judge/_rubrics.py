@@ -23,6 +23,7 @@ from jinja2 import meta
 
 from engine.canonical import digest
 from engine.records.formats import BadRecord, parse_line
+from engine.spec import opened
 from engine.spec import yaml as _yaml
 from engine.spec.schema import OFFLINE, outside_refs
 from engine.spec.templates import Sandbox, TemplateRefused, printed_names
@@ -78,7 +79,7 @@ class RubricError(ValueError):
 
 def _locate(name: str, local: Path | None) -> tuple[Path | None, str]:
     if local is not None and (local / f"{name}.yaml").is_file():
-        return local / f"{name}.yaml", (local / f"{name}.yaml").read_text("utf-8")
+        return local / f"{name}.yaml", opened.read_text(local / f"{name}.yaml")
     shipped = resources.files("engine") / "rubrics" / f"{name}.yaml"
     if shipped.is_file():
         return None, shipped.read_text("utf-8")

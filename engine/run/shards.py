@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from engine.canonical import digest
 from engine.decide.aggregate import Tally
 from engine.decide.sorted_digest import SortedDigest
 from engine.decide.spill import IdSet
@@ -138,7 +139,7 @@ class Job:
     file: str
     overrides: dict[str, str]
     as_of: str
-    digests: tuple[str, str, str]  # evaluation, policy, suite
+    digests: tuple[str, str, str, str]  # evaluation, policy, suite, the spec files' bytes
     span: Span
     spool: str
     judge: JudgeConfig | None
@@ -177,8 +178,12 @@ class SeenIds(IdSet):
             bool(self.earlier) and isinstance(row_id, str) and id_key(row_id) in self.earlier)
 
 
-def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str]:
-    return evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256
+def _digests(evaluation: spec.Evaluation) -> tuple[str, str, str, str]:
+    """What a worker must have loaded to score for the driver: the same Evaluation,
+    Policy and Suite, from the same bytes of every spec file (a reloaded worker reads the
+    spec folder again, and a file swapped meanwhile is another run's spec)."""
+    return (evaluation.sha256, evaluation.policy.sha256, evaluation.suite.sha256,
+            digest(sorted(evaluation.spec_sha256.items())))
 
 
 Seen = tuple[bytes, dict[str, int]]  # sorted id keys, runs admitted by suite case

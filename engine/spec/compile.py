@@ -21,6 +21,7 @@ from engine.errors import FormulaError, Problem
 from engine.formula import ANY, BOOLEAN, compile_formula
 from engine.inspections import LOADERS
 from engine.records.clip import clip
+from engine.spec import opened
 from engine.spec import yaml as _yaml
 from engine.spec.schema import OFFLINE, outside_refs
 from engine.spec.yaml import Document
@@ -285,7 +286,7 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
     if target is None:
         return None
     try:
-        schema = json.loads(target.read_text("utf-8"))
+        schema = json.loads(opened.read_text(target))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
         return None
@@ -324,7 +325,7 @@ def load_data_file(doc: Document, where: JPath, rel: str, build: Callable[[Any],
     if target is None:
         return None
     try:
-        text = target.read_bytes().decode("utf-8")
+        text = opened.read_bytes(target).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}' is not readable: {exc}"))
         return None

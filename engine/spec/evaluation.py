@@ -155,7 +155,7 @@ class _Loader:
         """``table[key]``, computed once; a later use replays the files the computation
         opened, so each Evaluation's recording holds all it rests on (opened.py)."""
         if key in table:
-            opened.replay(self.opened.get(key, {}))
+            opened.replay(self.opened.get(key, opened.Opened()))
             return table[key]
         with opened.recording() as paths:
             table[key] = compute()
@@ -179,7 +179,7 @@ class _Loader:
         name = display(file)
         doc = None
         try:
-            text = file.read_bytes().decode("utf-8")
+            text = opened.read_bytes(file).decode("utf-8")
         except UnicodeDecodeError as exc:
             self.problems.append(Problem(name, 1, 1, "BAD_ENCODING", "",
                                          f"not UTF-8 (byte {exc.start})"))
@@ -342,7 +342,7 @@ def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Eval
     if evaluation is not None:
         evaluation.spec_files = _spec_files(evaluation, set(paths), loader.root)
         for name, path in evaluation.spec_files.items():
-            sha, now = opened.hashed(path, paths[str(path)])
+            sha, now = opened.loaded(path, paths)
             evaluation.spec_sha256[name], evaluation.spec_identity[name] = sha, now
     return evaluation
 
@@ -357,7 +357,7 @@ def _anchors(evaluation: Evaluation) -> list[Path]:
 
 def _keep(evaluation: Evaluation, path: Path) -> None:
     try:
-        evaluation.anchor_pem[str(path)] = path.read_bytes()
+        evaluation.anchor_pem[str(path)] = opened.read_bytes(path)
     except OSError:
         pass  # the run says what is wrong with a key it cannot read
 

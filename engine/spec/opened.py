@@ -18,10 +18,30 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 Identity = tuple[int, int, int, int, int] | None  # device, inode, size, ctime, mtime (ns)
-Opened = dict[str, set[Identity]]  # path -> the identities it had when it was opened
+
+
+@dataclass
+class Opened:
+    """What one recording saw: each path opened with the identities it had just before
+    (``ids``), and, for files read through ``read_bytes``, the SHA-256 of every read's
+    bytes (``shas``): the digest of what was loaded, not of a later read."""
+
+    ids: dict[str, set[Identity]] = field(default_factory=dict)
+    shas: dict[str, set[str]] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def merge(self, other: Opened) -> None:
+        for name, seen in other.ids.items():
+            self.ids.setdefault(name, set()).update(seen)
+        for name, shas in other.shas.items():
+            self.shas.setdefault(name, set()).update(shas)
+
 
 _ACTIVE: ContextVar[tuple[Opened, ...]] = ContextVar("specgate_opened", default=())
 _installed = False
@@ -51,7 +71,7 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
     except (OSError, ValueError):
         seen = None
     for paths in active:
-        paths.setdefault(name, set()).add(seen)
+        paths.ids.setdefault(name, set()).add(seen)
 
 
 def _install() -> None:
@@ -67,7 +87,7 @@ def recording() -> Iterator[Opened]:
     identities it had when opened (and, through ``replay``, those a memoised step
     opened before)."""
     _install()
-    paths: Opened = {}
+    paths = Opened()
     token = _ACTIVE.set((*_ACTIVE.get(), paths))
     try:
         yield paths
@@ -78,8 +98,38 @@ def recording() -> Iterator[Opened]:
 def replay(paths: Opened) -> None:
     """Add ``paths`` to every active recording: a memoised step opened them before."""
     for active in _ACTIVE.get():
-        for name, seen in paths.items():
-            active.setdefault(name, set()).update(seen)
+        active.merge(paths)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A spec file's bytes, read through one descriptor, their SHA-256 recorded: what the
+    loader parses is what the bundle must sign (a folder swapped between a check and the
+    open, found by a hostile review, changes the digest, not only what is read)."""
+    with path.open("rb") as handle:
+        data = handle.read()
+    sha = hashlib.sha256(data).hexdigest()
+    name = os.path.abspath(path)
+    for active in _ACTIVE.get():
+        active.shas.setdefault(name, set()).add(sha)
+    return data
+
+
+def read_text(path: Path, encoding: str = "utf-8") -> str:
+    """``read_bytes`` decoded as ``Path.read_text`` decodes (universal newlines)."""
+    text = read_bytes(path).decode(encoding)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def loaded(path: Path, paths: Opened) -> tuple[str, Identity]:
+    """The SHA-256 of a recorded file as it was loaded, and its identity now: the digest
+    of the bytes ``read_bytes`` gave the loader when every read agreed; for a file opened
+    another way, of its bytes now if it is the file every open saw; "" otherwise."""
+    name = str(path)
+    digest, now = hashed(path, paths.ids.get(name, set()))
+    shas = paths.shas.get(name)
+    if shas is None:
+        return digest, now
+    return (next(iter(shas)) if len(shas) == 1 else ""), now
 
 
 def hashed(path: Path, seen: set[Identity]) -> tuple[str, Identity]:

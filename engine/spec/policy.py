@@ -18,6 +18,7 @@ from engine.formula import BOOLEAN, NUMBER, Formula
 from engine.inspections import TABLE
 from engine.inspections.pii import build_detector
 from engine.records.masking import masker
+from engine.spec import opened
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import (
@@ -62,7 +63,7 @@ class _DataFiles:
         """Digest of each file's parsed content (JSON or YAML), by its path in the spec."""
         out = {}
         for rel, path in sorted(table.items()):
-            text = path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            text = opened.read_bytes(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
             if path.suffix not in (".json", ".yaml", ".yml"):
                 out[rel] = digest(text)
                 continue

@@ -32,6 +32,7 @@ from engine.protocols.discovery.scoring import (
 )
 from engine.protocols.discovery.stats import compile_statistics
 from engine.records.strict_json import JsonError, loads
+from engine.spec import opened
 from engine.spec.schema import OFFLINE, outside_refs
 
 PACKAGE_FILES = ("protocol", "gates", "statistics", "audit", "scoring")
@@ -63,7 +64,7 @@ def _documents(folder: Path, problems: list[Problem]) -> dict[str, Any]:
 def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
     path = folder / "schema" / "submission.schema.json"
     try:
-        schema = json.loads(path.read_text("utf-8"))
+        schema = json.loads(opened.read_text(path))
         jsonschema.Draft202012Validator.check_schema(schema)
     except (OSError, UnicodeDecodeError, ValueError, jsonschema.SchemaError) as exc:
         reason = exc.message if isinstance(exc, jsonschema.SchemaError) else str(exc)

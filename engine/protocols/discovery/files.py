@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 
 from engine.errors import FormulaError, Problem
+from engine.spec import opened
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.yaml import Document
@@ -42,7 +43,7 @@ def read(path: Path, problems: list[Problem]) -> Document | None:
     """The file parsed and schema-valid, or None with its problems recorded."""
     label = shown(path)
     try:
-        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+        text = opened.read_bytes(path).decode("utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(label, 1, 1, "BAD_DATA_FILE", "", f"not readable: {exc}"))
         return None

@@ -10,6 +10,7 @@ from engine.canonical import digest
 from engine.errors import Problem, SpecErrors
 from engine.protocols.discovery import files
 from engine.protocols.discovery.task import Package, reference_sha256
+from engine.spec import opened
 
 
 def judge_settings(folder: Path) -> tuple[str, str, dict[str, Any]]:
@@ -23,7 +24,7 @@ def judge_settings(folder: Path) -> tuple[str, str, dict[str, Any]]:
     for where, rel in [*((("system_prompt", i), p) for i, p in enumerate(data["system_prompt"])),
                        (("blind_repair",), data["blind_repair"])]:
         try:
-            texts.append((folder / rel).read_text("utf-8").strip())
+            texts.append(opened.read_text(folder / rel).strip())
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}' is not readable: {exc}"))
     if problems:

@@ -15,6 +15,7 @@ from engine.protocols.discovery.gates import Gates
 from engine.protocols.discovery.names import task_file
 from engine.protocols.discovery.review import BlindGate, IntegrityError, score_review, verify_blind
 from engine.records.strict_json import JsonError, loads
+from engine.spec import opened
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def load_package(folder: Path) -> Package:
         raise SpecErrors(problems)
     rel = doc.data["record"]["prompt_file"]
     try:
-        prompt = (folder / rel).read_text("utf-8")
+        prompt = opened.read_text(folder / rel)
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(doc.problem(("record", "prompt_file"), "BAD_DATA_FILE",
                                     f"'{rel}' is not readable: {exc}"))
