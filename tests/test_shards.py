@@ -183,7 +183,8 @@ def job_for(tmp_path: Path) -> tuple[shards.Job, spec.Evaluation]:
     (tmp_path / "spool").mkdir()
     job = shards.Job(0, 0, str(Path.cwd()), str(evaluation.root), str(evaluation.file),
                      {"runs": str(data)}, "2026-11-29",
-                     shards._digests(evaluation), spans[0], str(tmp_path / "spool"), None, frozenset())
+                     shards._digests(evaluation), spans[0], str(tmp_path / "spool"), None,
+                     frozenset())
     return job, evaluation
 
 
