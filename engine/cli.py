@@ -230,7 +230,10 @@ def _destinations(evaluations: list[spec.Evaluation], out: Path | None) -> list[
     names = [e.name for e in evaluations]
     for name in names:
         if names.count(name) > 1:
-            raise UsageError(f"two Evaluations are both named '{name}'", "DUPLICATE_NAME")
+            first, second = [spec.display(e.file) for e in evaluations if e.name == name][:2]
+            raise UsageError(f"two Evaluations are both named '{name}': {first} and {second} "
+                             "(each names its evidence folder; rename one in metadata.name)",
+                             "DUPLICATE_NAME")
     if out is None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         return [DEFAULT_OUT / name / stamp for name in names]
@@ -716,6 +719,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     earliest = runs.not_before(args.not_before) if args.not_before is not None else None
     pinned = _Pinned([signing.load_public(p) for p in args.governance_key],
                      [signing.load_public(p) for p in args.harness_key])
+    if not args.scorecard.exists() and not args.scorecard.is_symlink():
+        raise UsageError(f"{args.scorecard} does not exist: nothing to verify",
+                         "INPUT_NOT_FOUND")  # a mistyped path is not invalid evidence
     if args.scorecard.is_dir():
         return _verify_folder(args.scorecard, trusted, args.expect, run_id, earliest, pinned)
     try:

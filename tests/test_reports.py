@@ -308,7 +308,7 @@ def test_the_page_renders_the_same_from_the_shipped_module_and_from_source(
     spec.run()
     card = spec.scorecard()
     variables = {"card": card, "interval_svg": interval_svg, "gated_on": _text.gated_on,
-                 "value": _text.value}
+                 "value": _text.value, "signed": True}
     shipped = precompiled.template(_HTML)
     assert shipped.root_render_func.__module__ == precompiled.MODULE  # not compiled here
     assert shipped.render(**variables) == _HTML.from_string(precompiled.source()).render(

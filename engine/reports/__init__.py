@@ -28,20 +28,21 @@ _HTML.filters["fmt"] = fmt
 _PAGE: list[jinja2.Template] = []  # built on the first page a process writes
 
 
-def html(card: dict[str, Any]) -> str:
-    """scorecard.html."""
+def html(card: dict[str, Any], signed: bool = True) -> str:
+    """scorecard.html (``signed``: whether a signature will cover it; the page says which)."""
     if not _PAGE:
         from engine.reports import precompiled  # its module runs as a script too
         _PAGE.append(precompiled.template(_HTML))
     return _PAGE[0].render(
-        card=card, interval_svg=interval_svg, gated_on=_text.gated_on, value=_text.value)
+        card=card, interval_svg=interval_svg, gated_on=_text.gated_on, value=_text.value,
+        signed=signed)
 
 
 markdown = scorecard_md.markdown
 _md = _text.md
 
 
-def project(card: dict[str, Any]) -> dict[str, bytes]:
-    """The three projection files of one scorecard."""
-    return {"scorecard.md": markdown(card).encode(), "scorecard.html": html(card).encode(),
-            "junit.xml": junit(card)}
+def project(card: dict[str, Any], signed: bool = True) -> dict[str, bytes]:
+    """The three projection files of one scorecard; an unsigned one's reports say so."""
+    return {"scorecard.md": markdown(card, signed).encode(),
+            "scorecard.html": html(card, signed).encode(), "junit.xml": junit(card)}

@@ -11,6 +11,7 @@ def root(context, missing=missing):
     l_0_card = resolve('card')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
+    l_0_signed = resolve('signed')
     l_0_cal = l_0_prov = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
@@ -660,9 +661,16 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr(l_1_i, 'format')))
         yield ')</td></tr>'
     l_1_name = l_1_i = missing
-    yield '\n</table>\n<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n</body>\n</html>'
+    yield '\n</table>\n'
+    if (undefined(name='signed') if l_0_signed is missing else l_0_signed):
+        pass
+        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
+    else:
+        pass
+        yield '<p class="note"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
+    yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=46&29=50&30=52&31=57&33=64&34=68&35=74&36=80&39=84&41=87&44=107&48=111&49=118&50=127&51=135&52=141&57=149&59=162&60=172&63=175&67=202&68=212&69=228&70=248&72=256&73=259&74=267&75=274&76=293&77=311&78=314&80=331&81=334&84=347&85=353&86=367&87=377&88=380&91=407&92=413&93=441&94=444&97=459&99=465&103=501&104=515&105=527&106=533&107=545&108=548&110=568&111=578&114=586&115=589&117=591&120=611&125=643&126=645&127=647&128=649&129=651'
-source_sha256 = 'a226d5d725266c59df7f1d318d606db2ba2bf40f72944e49d779c1776dc556f0'
+debug_info = '6=47&29=51&30=53&31=58&33=65&34=69&35=75&36=81&39=85&41=88&44=108&48=112&49=119&50=128&51=136&52=142&57=150&59=163&60=173&63=176&67=203&68=213&69=229&70=249&72=257&73=260&74=268&75=275&76=294&77=312&78=315&80=332&81=335&84=348&85=354&86=368&87=378&88=381&91=408&92=414&93=442&94=445&97=460&99=466&103=502&104=516&105=528&106=534&107=546&108=549&110=569&111=579&114=587&115=590&117=592&120=612&125=644&126=646&127=648&128=650&129=652&131=664'
+source_sha256 = '7ced410ac82aa1185a85d8ba58260071fd5c82ab9ef49b6f72b83425c83cb60f'
 jinja2_version = '3.1.6'

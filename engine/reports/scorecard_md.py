@@ -232,10 +232,19 @@ SECTIONS: tuple[Callable[[Card], list[str]], ...] = (
     agent_card, foot)
 
 
-def markdown(card: Card) -> str:
-    """scorecard.md, ready for a CI step summary."""
+def unsigned_foot(card: Card) -> list[str]:
+    return [f"**Unsigned.** Scorecard rows_sha256 `{card['rows_sha256']}`; no signature covers "
+            "this report or scorecard.json, so nothing shows who made them or that they are "
+            "unchanged. A signed run (`engine run --key`) is verified with `engine verify "
+            "scorecard.json --trusted-key governance-signing.pub.pem`, pinning the signer's "
+            "public key obtained out of band."]
+
+
+def markdown(card: Card, signed: bool = True) -> str:
+    """scorecard.md, ready for a CI step summary (``signed``: whether a signature will
+    cover it; the footer says which)."""
     lines: list[str] = []
-    for section in SECTIONS:
+    for section in SECTIONS if signed else (*SECTIONS[:-1], unsigned_foot):
         part = section(card)
         if part:
             lines += [*part, ""]

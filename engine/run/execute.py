@@ -308,7 +308,7 @@ def _write(run: _Run, outcome: Decision) -> None:
             evidence.validation_report(evaluation, run.tally, outcome.validation))
         staging.write("validation.json", checked)
         subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
-    for name, data in reports.project(card).items():  # projections of the scorecard
+    for name, data in reports.project(card, run.options.key is not None).items():
         staging.write(name, data)
         subjects[name] = hashlib.sha256(data).hexdigest()
     subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in run.inputs.items()}
