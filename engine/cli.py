@@ -41,16 +41,21 @@ EXIT_INTERNAL = 3  # no decision could be reached: like INCOMPLETE, never PASS o
 KEY_VARIABLE = "SPECGATE_SIGNING_KEY"
 DEFAULT_OUT = Path("specgate-out")
 DEFAULT_CACHE = Path(".specgate-cache") / "judgements"
+PATHS_HELP = "spec files or folders; every Evaluation under them"
+EXIT_HELP = ("exit codes: 0 PASS (or valid), 1 FAIL (or invalid evidence), 2 spec or usage "
+             "error, 3 INCOMPLETE (or no decision), 4 TRIAGE or SELF_TEST; a run exits with "
+             "the worst of its evaluations. docs/ci.md#exit-codes")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="engine", description="specgate: signed release "
-                                     "gates for AI agents, driven by YAML specs")
+                                     "gates for AI agents, driven by YAML specs",
+                                     epilog=EXIT_HELP)
     parser.add_argument("--version", action="version", version=f"specgate {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run every Evaluation under the paths")
-    run.add_argument("paths", nargs="+", type=Path)
+    run = sub.add_parser("run", help="run every Evaluation under the paths", epilog=EXIT_HELP)
+    run.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
     run.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
                      help="rebind an input declared by an Evaluation")
     run.add_argument("--out", type=Path, help="output folder (must be new or empty)")
@@ -92,32 +97,36 @@ def _parser() -> argparse.ArgumentParser:
                      help="the attestation of input NAME (default: PATH.intoto.jsonl beside "
                      "the input)")
     validate = sub.add_parser("validate", help="check specs without running them")
-    validate.add_argument("paths", nargs="+", type=Path)
+    validate.add_argument("paths", nargs="+", type=Path, help="spec files or folders")
     validate.add_argument("--governance-key", action="append", default=[], type=Path,
                           metavar="PUB", help="also check each bundle's signature")
     _provenance_parsers(sub)
     _verify_parser(sub)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
-    keygen.add_argument("--out-dir", type=Path, required=True)
+    keygen.add_argument("--out-dir", type=Path, required=True,
+                        help="folder for private.pem (mode 600) and public.pem; never overwritten")
     test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
-    test.add_argument("paths", nargs="+", type=Path)
+    test.add_argument("paths", nargs="+", type=Path,
+                      help="spec files or folders; every PolicyTest under them")
     test.add_argument("--min-coverage", type=float, help="share of policy rules to exercise")
     diff = sub.add_parser("diff", help="the same evidence under two policy versions")
     diff.add_argument("old", type=Path, help="the old Policy file")
     diff.add_argument("new", type=Path, help="the new Policy file")
     diff.add_argument("--evaluation", type=Path,
                       help="Evaluation to run (default: the one in the new policy's folder)")
-    diff.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
-    diff.add_argument("--json", action="store_true")
+    diff.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                      help="rebind a named input of the Evaluation (repeatable)")
+    diff.add_argument("--json", action="store_true", help="machine-readable differences")
     init = sub.add_parser("init", help="scaffold a new spec folder")
-    init.add_argument("folder", type=Path)
+    init.add_argument("folder", type=Path, help="a new or empty folder to write the specs into")
     init.add_argument("--name", help="evaluation name (default: the folder's name)")
     hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
-    hash_cmd.add_argument("paths", nargs="+", type=Path)
+    hash_cmd.add_argument("paths", nargs="+", type=Path, help="spec files or folders")
     for command in protocols.commands().values():  # what the protocols add
         added = sub.add_parser(command.name, help=command.help)
-        added.add_argument("paths", nargs="+", type=Path)
-        added.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
+        added.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
+        added.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                           help="rebind an input declared by an Evaluation")
         command.add(added)
     return parser
 
@@ -148,7 +157,7 @@ def _provenance_parsers(sub: Any) -> None:
     """engine sign-specs (governance) and engine attest (the harness): docs/provenance.md."""
     sign = sub.add_parser("sign-specs", help="governance: sign every file each Evaluation "
                           "loads (specs.intoto.jsonl beside it)")
-    sign.add_argument("paths", nargs="+", type=Path)
+    sign.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
     sign.add_argument("--key", type=Path, required=True, help="governance's Ed25519 private key")
     attest = sub.add_parser("attest", help="the harness: attest a log or a folder of them "
                             "(PATH.intoto.jsonl)")

@@ -49,3 +49,30 @@ def test_an_unsigned_report_says_it_is_unsigned_and_a_signed_one_is_covered(
         assert "covered by its signature" not in plain and "Unsigned." in plain, name
         assert "no signature covers" in plain, name
         assert "Unsigned." not in signed and "engine verify scorecard.json" in signed, name
+
+
+def test_an_audit_budget_of_zero_is_refused_not_the_default(tmp_path: Path,
+                                                            capsys: Any) -> None:
+    folder = tmp_path / "discovery"
+    shutil.copytree(ROOT / "specs" / "finding-quality-discovery", folder)
+    for budget in ("0", "-3"):
+        code = main(["review", str(folder), "--reviews-dir", str(tmp_path / "reviews"),
+                     "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m",
+                     "--audit-documents", budget])
+        assert code == 2, budget
+        assert "--audit-documents wants a positive number" in capsys.readouterr().err
+    assert not (tmp_path / "reviews").exists()  # refused before anything is written
+
+
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    import argparse
+
+    from engine.cli import _parser
+
+    parser = _parser()
+    assert parser.epilog and "2 spec or usage error" in parser.epilog
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    bare = [(name, a.dest) for name, command in sub.choices.items()
+            for a in command._actions
+            if a.help is None and not isinstance(a, argparse._HelpAction)]
+    assert bare == []

@@ -104,7 +104,7 @@ def _review_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reviews-dir", type=Path, required=True,
                         help="review directory (judge configuration, blind caches, reviews)")
     parser.add_argument("--judge-base-url", required=True, help="OpenAI-compatible endpoint")
-    parser.add_argument("--judge-model", required=True)
+    parser.add_argument("--judge-model", required=True, help="the model the reviews are asked of")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="NAME of the variable holding the API key")
     parser.add_argument("--audit-documents", type=int,
@@ -128,7 +128,11 @@ def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[
                              args.api_key_env)
     inputs = {n: i.path for n, i in evaluation.inputs.items()}
     tasks = list(loads(inputs[params["tasks"]].read_bytes()))
-    budget = args.audit_documents or package.discovery.audit["budget"]
+    budget = package.discovery.audit["budget"] if args.audit_documents is None \
+        else args.audit_documents  # 0 is not "the default"
+    if budget < 1:
+        raise UsageError(f"--audit-documents wants a positive number of documents, got "
+                         f"{budget}", "USAGE")
     try:
         run_manifest(package, tasks, inputs[params["submissions"]])
     except ReviewIntegrityError as exc:
