@@ -547,7 +547,9 @@ def _summary(result: Result) -> dict[str, Any]:
 
 def _print_result(result: Result, signed: bool) -> None:
     score = "" if result.overall is None else f" (overall {result.overall:.4f})"
-    print(f"{result.evaluation}: {result.decision}{score}")
+    fails = summary.failing(result.decision, result.reasons)
+    also = f", and failing: {', '.join(fails)}" if fails else ""
+    print(f"{result.evaluation}: {result.decision}{also}{score}")
     for reason in result.reasons:
         print(f"  {reason['decision']:<10} {reason['code']}: {reason['message']}  "
               f"[{reason['spec_path']}]")

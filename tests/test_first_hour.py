@@ -76,3 +76,26 @@ def test_every_argument_of_every_command_says_what_it_is() -> None:
             for a in command._actions
             if a.help is None and not isinstance(a, argparse._HelpAction)]
     assert bare == []
+
+
+def test_incomplete_that_already_fails_says_so(spec: Any, capsys: Any) -> None:
+    """Three threshold misses and one missing run: the decision is INCOMPLETE (exit 3),
+    and the terminal and summary.md say what already fails, so no CI retries a failure."""
+    from engine.reports.summary import summary_markdown
+
+    runs = spec.runs()
+    for run in runs[:6]:
+        run["output"]["actions"] = []  # resolution 0.854 < 0.9 (tests/test_trust.py)
+    spec.write_runs(runs[:-1])  # the last case is one run short: INCOMPLETE
+    capsys.readouterr()
+    code, out = spec.run()
+    said = capsys.readouterr().out
+    card = spec.scorecard()
+    assert code == 3 and card["decision"] == "INCOMPLETE"
+    fails = [r["code"] for r in card["reasons"] if r["decision"] == "FAIL"]
+    assert fails, card["reasons"]
+    assert f"support-agent: INCOMPLETE, and failing: {fails[0]}" in said
+    entry = {"evaluation": "support-agent", "decision": "INCOMPLETE", "exit_code": 3,
+             "overall": None, "reasons": card["reasons"], "folder": "support-agent"}
+    table = summary_markdown([entry], "r1", False).decode()
+    assert f"| support-agent | **INCOMPLETE**, and failing: `{fails[0]}`" in table

@@ -39,6 +39,20 @@ def summary_json(entries: list[dict[str, Any]], run_id: str, signed: bool) -> by
                       "evaluations": entries})
 
 
+def failing(decision: str, reasons: list[dict[str, Any]]) -> list[str]:
+    """The FAIL reason codes an INCOMPLETE decision stands above: a run that is incomplete
+    and already fails on what it has must not read as merely incomplete (a CI job that
+    retries INCOMPLETE would retry a failure)."""
+    if decision != "INCOMPLETE":
+        return []
+    return list(dict.fromkeys(r["code"] for r in reasons if r["decision"] == "FAIL"))
+
+
+def _failing(entry: dict[str, Any]) -> str:
+    codes = failing(entry["decision"], entry["reasons"])
+    return ", and failing: " + ", ".join(f"`{_code(c)}`" for c in codes) if codes else ""
+
+
 def summary_markdown(entries: list[dict[str, Any]], run_id: str, signed: bool) -> bytes:
     """summary.md: a headline with the run's exit code and a row per evaluation."""
     worst = max(e["exit_code"] for e in entries)
@@ -52,7 +66,8 @@ def summary_markdown(entries: list[dict[str, Any]], run_id: str, signed: bool) -
         codes = ", ".join(f"`{_code(c)}`" for c in
                           dict.fromkeys(r["code"] for r in e["reasons"])) or "–"
         folder = "./" if e["folder"] == "." else e["folder"] + "/"
-        lines.append(f"| {_md(e['evaluation'])} | **{e['decision']}** | {e['exit_code']} | "
+        lines.append(f"| {_md(e['evaluation'])} | **{e['decision']}**{_failing(e)} | "
+                     f"{e['exit_code']} | "
                      f"{fmt(e['overall'])} | {codes} | `{_code(folder)}` |")
     lines += ["", f"Run `{_code(run_id)}`. Each evidence folder holds the evaluation's "
               "scorecard.md, scorecard.html and junit.xml. "
