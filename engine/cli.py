@@ -54,6 +54,44 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"specgate {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
+    _run_parser(sub)
+    validate = sub.add_parser("validate", help="check specs without running them")
+    validate.add_argument("paths", nargs="+", type=Path, help="spec files or folders")
+    validate.add_argument("--governance-key", action="append", default=[], type=Path,
+                          metavar="PUB", help="also check each bundle's signature")
+    _provenance_parsers(sub)
+    _verify_parser(sub)
+    keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
+    keygen.add_argument("--out-dir", type=Path, required=True,
+                        help="folder for private.pem (mode 600) and public.pem; never overwritten")
+    test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
+    test.add_argument("paths", nargs="+", type=Path,
+                      help="spec files or folders; every PolicyTest under them")
+    test.add_argument("--min-coverage", type=float, help="share of policy rules to exercise")
+    diff = sub.add_parser("diff", help="the same evidence under two policy versions")
+    diff.add_argument("old", type=Path, help="the old Policy file")
+    diff.add_argument("new", type=Path, help="the new Policy file")
+    diff.add_argument("--evaluation", type=Path,
+                      help="Evaluation to run (default: the one in the new policy's folder)")
+    diff.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                      help="rebind a named input of the Evaluation (repeatable)")
+    diff.add_argument("--json", action="store_true", help="machine-readable differences")
+    init = sub.add_parser("init", help="scaffold a new spec folder")
+    init.add_argument("folder", type=Path, help="a new or empty folder to write the specs into")
+    init.add_argument("--name", help="evaluation name (default: the folder's name)")
+    hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
+    hash_cmd.add_argument("paths", nargs="+", type=Path, help="spec files or folders")
+    for command in protocols.commands().values():  # what the protocols add
+        added = sub.add_parser(command.name, help=command.help)
+        added.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
+        added.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                           help="rebind an input declared by an Evaluation")
+        command.add(added)
+    return parser
+
+
+def _run_parser(sub: Any) -> None:
+    """engine run: every Evaluation under the paths, and how this run is made."""
     run = sub.add_parser("run", help="run every Evaluation under the paths", epilog=EXIT_HELP)
     run.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
     run.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
@@ -96,39 +134,6 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--attestation", action="append", default=[], metavar="NAME=PATH",
                      help="the attestation of input NAME (default: PATH.intoto.jsonl beside "
                      "the input)")
-    validate = sub.add_parser("validate", help="check specs without running them")
-    validate.add_argument("paths", nargs="+", type=Path, help="spec files or folders")
-    validate.add_argument("--governance-key", action="append", default=[], type=Path,
-                          metavar="PUB", help="also check each bundle's signature")
-    _provenance_parsers(sub)
-    _verify_parser(sub)
-    keygen = sub.add_parser("keygen", help="write a new Ed25519 key pair")
-    keygen.add_argument("--out-dir", type=Path, required=True,
-                        help="folder for private.pem (mode 600) and public.pem; never overwritten")
-    test = sub.add_parser("test", help="run policy unit tests (kind: PolicyTest)")
-    test.add_argument("paths", nargs="+", type=Path,
-                      help="spec files or folders; every PolicyTest under them")
-    test.add_argument("--min-coverage", type=float, help="share of policy rules to exercise")
-    diff = sub.add_parser("diff", help="the same evidence under two policy versions")
-    diff.add_argument("old", type=Path, help="the old Policy file")
-    diff.add_argument("new", type=Path, help="the new Policy file")
-    diff.add_argument("--evaluation", type=Path,
-                      help="Evaluation to run (default: the one in the new policy's folder)")
-    diff.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
-                      help="rebind a named input of the Evaluation (repeatable)")
-    diff.add_argument("--json", action="store_true", help="machine-readable differences")
-    init = sub.add_parser("init", help="scaffold a new spec folder")
-    init.add_argument("folder", type=Path, help="a new or empty folder to write the specs into")
-    init.add_argument("--name", help="evaluation name (default: the folder's name)")
-    hash_cmd = sub.add_parser("hash", help="print policy and suite digests")
-    hash_cmd.add_argument("paths", nargs="+", type=Path, help="spec files or folders")
-    for command in protocols.commands().values():  # what the protocols add
-        added = sub.add_parser(command.name, help=command.help)
-        added.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
-        added.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
-                           help="rebind an input declared by an Evaluation")
-        command.add(added)
-    return parser
 
 
 def _verify_parser(sub: Any) -> None:

@@ -1,0 +1,122 @@
+"""The GitHub Action (action.yml): its steps run as the runner runs them, with what GitHub
+would put in their environment simulated (inputs, $GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY,
+$RUNNER_TEMP, the run id). The install step is not run: the engine under test is installed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine.cli import main
+
+from .conftest import ROOT, SHIPPED
+
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+EXPRESSION = re.compile(r"^\$\{\{ (inputs|github)\.([\w-]+) \}\}$")
+
+
+def step(name: str) -> dict[str, Any]:
+    return next(s for s in ACTION["runs"]["steps"] if s["name"] == name)
+
+
+def run_step(name: str, work: Path, inputs: dict[str, str], extra: dict[str, str]
+             ) -> tuple[int, dict[str, str], str]:
+    """One step's script in bash, its env expanded as GitHub would; returns its exit
+    code, what it wrote to $GITHUB_OUTPUT and to the step summary."""
+    values = {k: v.get("default", "") for k, v in ACTION["inputs"].items()} | inputs
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
+    for key, expr in step(name).get("env", {}).items():
+        found = EXPRESSION.match(expr)
+        if found is None:  # another step's output: the test passes it in ``extra``
+            assert expr.startswith("${{ steps.gate.outputs."), expr
+            continue
+        kind, field = found.groups()
+        env[key] = values[field] if kind == "inputs" else str(ROOT)
+    temp = work.parent / "runner-temp"
+    temp.mkdir(exist_ok=True)
+    output, summary = work.parent / "github-output", work.parent / "step-summary.md"
+    output.write_text("")
+    summary.touch()
+    env |= {"RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "4711",
+            "GITHUB_RUN_ATTEMPT": "2",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"} | extra
+    done = subprocess.run(["bash", "-e", "-c", step(name)["run"]], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=600)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert not list(temp.glob("specgate-key.pem"))  # the key never outlives the step
+    return done.returncode, outputs, summary.read_text()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "repo"
+    shutil.copytree(ROOT / "specs", folder / "specs")
+    return folder
+
+
+def test_the_action_is_a_composite_that_uploads_and_exits_with_the_gates_code() -> None:
+    assert ACTION["runs"]["using"] == "composite"
+    names = [s["name"] for s in ACTION["runs"]["steps"]]
+    assert names == ["Install specgate", "Gate", "Upload the evidence",
+                     "Exit with the gate's code"]
+    assert step("Upload the evidence")["if"].startswith("always()")
+    assert step("Exit with the gate's code")["if"] == "always()"
+    for s in ACTION["runs"]["steps"]:  # inputs reach scripts as variables, never as text
+        assert "${{" not in s.get("run", ""), s["name"]
+
+
+def test_a_signed_run_summarises_and_verifies(work: Path, tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    pem = (tmp_path / "keys" / "private.pem").read_text()
+    code, outputs, summary = run_step("Gate", work, {"signing-key": pem}, {})
+    assert code == 0 and outputs == {"exit-code": "0", "signed": "true"}
+    assert summary.startswith("## specgate: exit code 0")
+    for name in SHIPPED:
+        assert f"| {name} | **PASS** | 0 |" in summary
+    assert main(["verify", str(work / "gate-out"), "--trusted-key",
+                 str(tmp_path / "keys" / "public.pem"), "--run-id", "4711.2"]) == 0
+    exit_code, _, _ = run_step("Exit with the gate's code", work, {},
+                               {"SPECGATE_EXIT": outputs["exit-code"]})
+    assert exit_code == 0
+
+
+def test_a_fork_without_secrets_gets_unsigned_evidence_and_the_gates_code(work: Path) -> None:
+    code, outputs, summary = run_step("Gate", work, {"signing-key": ""}, {})
+    assert code == 0 and outputs == {"exit-code": "0", "signed": "false"}
+    assert summary.startswith("> **Unsigned run**")
+    assert "## specgate: exit code 0" in summary
+    assert (work / "gate-out" / "summary.json").is_file()
+    assert not (work / "gate-out" / "summary.json.sig").exists()
+
+
+def test_a_release_workflow_without_its_key_fails(work: Path) -> None:
+    code, outputs, _ = run_step("Gate", work, {"require-signature": "true"}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert not (work / "gate-out").exists()
+    exit_code, _, _ = run_step("Exit with the gate's code", work, {},
+                               {"SPECGATE_EXIT": outputs["exit-code"]})
+    assert exit_code == 2
+
+
+def test_a_governance_key_makes_unsigned_specs_incomplete(work: Path, tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "gov")]) == 0
+    public = (tmp_path / "gov" / "public.pem").read_text()
+    code, outputs, summary = run_step("Gate", work, {"governance-key": public,
+                                                     "specs": "specs/example"}, {})
+    assert outputs["exit-code"] == "3"
+    assert "SPECS_UNSIGNED" in summary
+    assert main(["sign-specs", str(work / "specs" / "example"), "--key",
+                 str(tmp_path / "gov" / "private.pem")]) == 0
+    shutil.rmtree(work / "gate-out")
+    code, outputs, _ = run_step("Gate", work, {"governance-key": public,
+                                               "specs": "specs/example"}, {})
+    assert outputs["exit-code"] == "0"
