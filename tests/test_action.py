@@ -120,3 +120,25 @@ def test_a_governance_key_makes_unsigned_specs_incomplete(work: Path, tmp_path: 
     code, outputs, _ = run_step("Gate", work, {"governance-key": public,
                                                "specs": "specs/example"}, {})
     assert outputs["exit-code"] == "0"
+
+
+def test_the_pre_commit_hooks_run_as_pre_commit_runs_them(work: Path) -> None:
+    """pre-commit runs a hook's entry (split like a shell word list) in the repository's
+    root when a changed file matches ``files``; neither hook takes file names."""
+    import shlex
+
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"specgate-validate", "specgate-test"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
+                                 f"{os.environ['PATH']}"}
+    for hook in hooks.values():
+        assert hook["pass_filenames"] is False and hook["language"] == "python"
+        assert re.search(hook["files"], "specs/example/policy.yaml")
+        assert not re.search(hook["files"], "engine/cli.py")
+        done = subprocess.run(shlex.split(hook["entry"]), cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    (work / "specs" / "example" / "policy.yaml").write_text("kind: Policy\n")
+    done = subprocess.run(shlex.split(hooks["specgate-validate"]["entry"]), cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "policy.yaml:" in done.stderr
