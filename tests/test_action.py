@@ -142,3 +142,42 @@ def test_the_pre_commit_hooks_run_as_pre_commit_runs_them(work: Path) -> None:
     done = subprocess.run(shlex.split(hooks["specgate-validate"]["entry"]), cwd=work, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "policy.yaml:" in done.stderr
+
+
+GITLAB = yaml.safe_load((ROOT / "templates" / "specgate.gitlab-ci.yml").read_text())
+
+
+def gitlab(work: Path, variables: dict[str, str]) -> tuple[int, str]:
+    """The template's script (after its pip install) and after_script, each as GitLab's
+    runner runs a list of commands (bash, stopping at the first failure), with its
+    variables and the pipeline's id in the environment; the exit code of the script, and
+    what after_script printed."""
+    job = GITLAB[".specgate"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
+    env |= job["variables"] | {"CI_PIPELINE_ID": "815"} | variables
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    commands = [c for c in job["script"] if "pip install" not in c]
+    done = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=600)
+    after = subprocess.run(["bash", "-c", "\n".join(job["after_script"])], cwd=work,
+                           env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, after.stdout
+
+
+def test_the_gitlab_template_signs_with_the_file_variable(work: Path, tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    key = str(tmp_path / "keys" / "private.pem")  # a File variable: its path
+    code, printed = gitlab(work, {"SPECGATE_SIGNING_KEY": key})
+    assert code == 0 and printed.startswith("## specgate: exit code 0")
+    assert main(["verify", str(work / "gate-out"), "--trusted-key",
+                 str(tmp_path / "keys" / "public.pem"), "--run-id", "815"]) == 0
+    assert GITLAB[".specgate"]["artifacts"]["when"] == "always"
+
+
+def test_the_gitlab_template_in_a_fork_and_in_a_release_without_its_key(work: Path) -> None:
+    code, printed = gitlab(work, {})
+    assert code == 0 and printed.startswith("UNSIGNED RUN")
+    assert (work / "gate-out" / "summary.md").is_file()
+    shutil.rmtree(work / "gate-out")
+    code, printed = gitlab(work, {"SPECGATE_REQUIRE_SIGNATURE": "true"})
+    assert code == 2 and not (work / "gate-out").exists()
