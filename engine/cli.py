@@ -24,7 +24,7 @@ from engine import protocols
 from engine._version import __version__
 from engine.errors import EngineError, SpecErrors, UsageError, VerifyError
 from engine.evidence import provenance, runs, signing
-from engine.evidence.scorecard import signed_now
+from engine.evidence.scorecard import publish, signed_now
 from engine.evidence.verify import Verified, verify
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 from engine.reports import summary
@@ -444,33 +444,15 @@ def _write_summary(out: Path, results: list[Result], run_id: str, key: Any) -> N
                for r, folder in zip(results, folders, strict=True)]
     markdown = summary.summary_markdown(entries, run_id, key is not None)
     data = summary.summary_json(entries, run_id, key is not None)
-    _publish(out / "summary.md", markdown)
-    _publish(out / "summary.json", data)
+    publish(out / "summary.md", markdown)
+    publish(out / "summary.json", data)
     if key is not None:
         scorecards = {f"{folder}/scorecard.json": r.scorecard_sha256
                       for r, folder in zip(results, folders, strict=True)}
         sealed = runs.seal_files(key, data, markdown, scorecards, run_id,
                                  max(r.exit_code for r in results), signed_now())
         for name, signed in sealed.items():
-            _publish(out / name, signed)
-
-
-def _publish(path: Path, data: bytes) -> None:
-    """Write a whole file under a temporary name, then link it into place: readers never
-    see half a file, and a file already there is never replaced (OUTPUT_EXISTS)."""
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temp, 0o644)
-        os.link(temp, path)
-    except FileExistsError:
-        raise UsageError(f"{path} appeared during the run; it is never overwritten",
-                         "OUTPUT_EXISTS") from None
-    finally:
-        os.unlink(temp)
+            publish(out / name, signed)
 
 
 def _executor(args: argparse.Namespace) -> shards.Executor | None:
@@ -825,7 +807,6 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    import tempfile
 
     from engine.spec.diff import compare, lines
 

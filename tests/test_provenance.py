@@ -316,12 +316,19 @@ def test_a_key_that_signs_runs_never_vouches_for_an_input(world: World) -> None:
     assert "only by a key that signs runs" in reason["message"]
 
 
-def test_a_folder_attestation_names_every_file_exactly(world: World) -> None:
+def attested_discovery(world: World) -> Path:
+    """specs/finding-quality-discovery with its submissions folder required attested by
+    the harness key (not signed by governance: these tests run without --governance-key)."""
     folder = world.copy("finding-quality-discovery")
     (folder / "keys").mkdir()
     shutil.copy(world.key("harness"), folder / "keys" / "h.pem")
     edit(folder / "evaluation.yaml", lambda d: d["spec"]["inputs"]["submissions"].update(
         attestation={"trusted_keys": ["keys/h.pem"]}))
+    return folder
+
+
+def test_a_folder_attestation_names_every_file_exactly(world: World) -> None:
+    folder = attested_discovery(world)
     submissions = folder / "demo" / "submissions"
     assert attest(world, submissions, "harness") == 0
     [statement] = statements(folder / "demo" / "submissions.intoto.jsonl")
@@ -484,11 +491,7 @@ def test_an_attested_folder_swapped_while_the_run_reads_it_is_not_what_is_read(
     read, so the swap changes nothing; touching that copy is caught."""
     from engine.run import execute as executing
 
-    folder = world.copy("finding-quality-discovery")
-    (folder / "keys").mkdir()
-    shutil.copy(world.key("harness"), folder / "keys" / "h.pem")
-    edit(folder / "evaluation.yaml", lambda d: d["spec"]["inputs"]["submissions"].update(
-        attestation={"trusted_keys": ["keys/h.pem"]}))
+    folder = attested_discovery(world)
     submissions = folder / "demo" / "submissions"
     evil = world.root / "evil"
     shutil.copytree(submissions, evil)
@@ -623,8 +626,9 @@ def test_a_folder_with_a_name_that_is_not_utf8(world: World, capsys: Any) -> Non
 
 def test_signing_one_evaluation_of_a_folder_of_two_is_refused(world: World) -> None:
     gate = world.copy("agent-release-gate")
-    text = (gate / "evaluation.yaml").read_text().replace("name: agent-release-gate",
-                                                          "name: agent-release-gate-b")
+    text = (gate / "evaluation.yaml").read_text().replace(
+        "name: agent-release-gate", "name: agent-release-gate-b").replace(
+        "kind: Evaluation", 'kind: "Evaluation"')  # YAML as the loader reads it, quoted
     (gate / "second.yaml").write_text(text)
     assert main(["sign-specs", str(gate / "evaluation.yaml"), "--key",
                  world.key("governance", "private")]) == 2

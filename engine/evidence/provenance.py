@@ -20,7 +20,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,8 +30,10 @@ from engine._version import __version__
 from engine.canonical import file_digests, manifest_digest
 from engine.errors import UsageError, VerifyError
 from engine.evidence import signing
+from engine.evidence.scorecard import publish, signed_now
 from engine.evidence.verify import MAX_ENVELOPE_BYTES, read_file
 from engine.spec import opened
+from engine.spec.yaml import parse as parse_yaml
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -50,7 +51,6 @@ MAX_PREDICATE = 16 * 1024  # canonical bytes of an attestation's predicate kept 
 SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 MAX_ENVELOPES = 64  # envelopes of one .intoto.jsonl that are tried; the rest are not
 LISTED = 10  # file names a message lists before "and N more"
-_EVALUATION = re.compile(r"^kind:\s*Evaluation\s*(#.*)?$", re.M)
 
 
 def attestation_copy(name: str) -> str:
@@ -92,15 +92,9 @@ def specs_statement(evaluation: Evaluation, digests: dict[str, str]) -> dict[str
             "suite": None if suite.derived else {"name": suite.name, "version": suite.version,
                                                  "sha256": suite.sha256},
             "engine_version": __version__,
-            "signed_at": signing_time(),
+            "signed_at": signed_now(),
         },
     }
-
-
-def signing_time() -> str:
-    """UTC to the second, as every statement the engine signs states it."""
-    from engine.evidence.scorecard import signed_now
-    return signed_now()
 
 
 def sign_specs(evaluations: list[Evaluation], key: Ed25519PrivateKey) -> list[tuple[Path, int]]:
@@ -127,32 +121,23 @@ def sign_specs(evaluations: list[Evaluation], key: Ed25519PrivateKey) -> list[tu
             lines.append(json.dumps(signing.envelope(key, specs_statement(evaluation, digests)),
                                     sort_keys=True) + "\n")
             count += len(digests)
-        written.append((_replace(folder / SPECS_FILE, "".join(lines).encode()), count))
+        written.append((publish(folder / SPECS_FILE, "".join(lines).encode(), replace=True),
+                        count))
     return written
 
 
 def _is_evaluation(path: Path) -> bool:
+    """Whether a file beside the Evaluations signed holds another, read as the loader
+    reads a document (a folder, a dangling link or unreadable YAML by a YAML name holds
+    none: the loader itself says what is wrong with it)."""
     try:
-        return path.is_file() and bool(_EVALUATION.search(
-            path.read_text("utf-8", errors="replace")))
-    except OSError:
-        return False  # a folder or a dangling link by a YAML name holds no Evaluation
-
-
-def _replace(path: Path, data: bytes) -> Path:
-    """Write ``path`` whole or not at all (temporary file, then rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        if not path.is_file():
+            return False
+        doc, _ = parse_yaml(path.read_bytes().decode("utf-8"), str(path))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return doc is not None and isinstance(doc.data, dict) and \
+        doc.data.get("kind") == "Evaluation"
 
 
 def _statements(data: bytes, keys: list[Ed25519PublicKey]

@@ -196,6 +196,29 @@ def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
     return digest
 
 
+def publish(path: Path, data: bytes, replace: bool = False) -> Path:
+    """Write a whole file under a temporary name beside ``path``, then put it in place:
+    readers never see half a file. An existing file is never replaced (OUTPUT_EXISTS:
+    evidence) unless ``replace`` says it may be (a governance bundle signed again)."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temp, 0o644)
+        if replace:
+            os.replace(temp, path)
+        else:
+            os.link(temp, path)
+    except FileExistsError:
+        raise UsageError(f"{path} appeared during the run; it is never overwritten",
+                         "OUTPUT_EXISTS") from None
+    finally:
+        Path(temp).unlink(missing_ok=True)
+    return path
+
+
 def signed_now() -> str:
     """The time a signer asserts, UTC to the second."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
