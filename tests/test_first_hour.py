@@ -67,9 +67,9 @@ def test_an_audit_budget_of_zero_is_refused_not_the_default(tmp_path: Path,
 def test_every_argument_of_every_command_says_what_it_is() -> None:
     import argparse
 
-    from engine.cli import _parser
+    from engine.cli import parser as build
 
-    parser = _parser()
+    parser = build()
     assert parser.epilog and "2 spec or usage error" in parser.epilog
     [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     bare = [(name, a.dest) for name, command in sub.choices.items()
@@ -99,3 +99,26 @@ def test_incomplete_that_already_fails_says_so(spec: Any, capsys: Any) -> None:
              "overall": None, "reasons": card["reasons"], "folder": "support-agent"}
     table = summary_markdown([entry], "r1", False).decode()
     assert f"| support-agent | **INCOMPLETE**, and failing: `{fails[0]}`" in table
+
+
+def test_every_command_says_its_exit_codes_and_its_examples_parse() -> None:
+    """engine CMD --help ends with what its exit codes mean and examples; each example is
+    a command line the parser takes as that command (an option renamed breaks this)."""
+    import argparse
+    import shlex
+
+    from engine.cli import parser as build
+
+    parser = build()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in sub.choices.items():
+        shown = command.format_help()
+        flat = " ".join(shown.split())
+        assert "exit codes: 0 " in flat and "2 a spec or usage error" in flat, name
+        examples = shown.split("examples:\n", 1)[1].splitlines() if "examples:" in shown \
+            else []
+        assert examples, f"engine {name} --help shows no example"
+        for line in examples:
+            argv = shlex.split(line)
+            assert argv[:2] == ["engine", name], line
+            assert parser.parse_args(argv[1:]).command == name

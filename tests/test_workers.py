@@ -214,7 +214,7 @@ def test_progress_shows_on_a_terminal_and_is_cleared(work: Path, count: str) -> 
     assevra_data.write(work / "data" / "full.jsonl", 3000, seed=1)
     # every report drawn (a fast machine may score 3,000 records in under the 0.25 s
     # a real run waits before the first drawing); with --workers 2, sharded
-    setup = SHARD_ALL + "\ncli._Scoring.INTERVAL = 0.0"
+    setup = SHARD_ALL + "\ncli.run._Scoring.INTERVAL = 0.0"
     code, shown, stdout = on_a_terminal(work, setup, "run", "specs/agent-release-gate",
                                         "--input", "runs=data/full.jsonl", "--out", "out",
                                         "--workers", count)
@@ -229,7 +229,7 @@ def test_progress_shows_on_a_terminal_and_is_cleared(work: Path, count: str) -> 
 
 def test_no_progress_when_stderr_is_not_a_terminal(work: Path) -> None:
     assevra_data.write(work / "data" / "full.jsonl", 3000, seed=1)
-    done = engine(work, SHARD_ALL + "\ncli._Scoring.INTERVAL = 0.0", "run",
+    done = engine(work, SHARD_ALL + "\ncli.run._Scoring.INTERVAL = 0.0", "run",
                   "specs/agent-release-gate", "--input", "runs=data/full.jsonl",
                   "--out", "out", "--workers", "2", capture_output=True)
     assert done.returncode == 3

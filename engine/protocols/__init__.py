@@ -58,6 +58,8 @@ class Command:
     help: str
     add: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, list[Any]], tuple[int, list[str]]]
+    exits: str = "0 done"  # what its exit codes mean (its --help; 2 is always a usage error)
+    examples: tuple[str, ...] = ()  # command lines its --help shows, each one parsed by a test
 
 
 @dataclass(frozen=True)

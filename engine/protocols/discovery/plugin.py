@@ -158,5 +158,9 @@ PROTOCOL = Protocol(
     reports=(Report(NAME, build_report, frozenset(inspection.TABLE)),),
     codes=CODES,
     commands=(Command("review", f"make {NAME} reviews with a judge", _review_arguments,
-                      review),),
+                      review, exits="0 every review made, 1 a task's review could not be made "
+                      "(its error printed; the others are kept)",
+                      examples=("engine review specs/finding-quality-discovery --reviews-dir "
+                                "reviews/ --judge-base-url http://127.0.0.1:8000/v1 "
+                                "--judge-model m",)),),
 )

@@ -41,5 +41,7 @@ PROTOCOL = Protocol(
                     suite="evidence", suite_part=suite_part, group="dimension"),),
     codes=CODES,
     commands=(Command("migrate-assevra", "convert an Assevra 0.6 config into a release-gate "
-                      "spec folder", migrate.arguments, migrate.run),),
+                      "spec folder", migrate.arguments, migrate.run, exits="0 written",
+                      examples=("engine migrate-assevra specs/agent-release-gate --from "
+                                "assevra.yaml --out specs/migrated",)),),
 )
