@@ -1,10 +1,13 @@
 """Every shell block in README.md and docs/ runs as written, so a doc cannot drift from the CLI.
 
-A fenced ``sh`` block is run with bash (``set -euo pipefail``), in a scratch folder holding
-a copy of the shipped ``specs/`` (and ``docs/examples/``, the files the pages use), with
-the blocks of one document run in order in the same folder (a reader follows a page top
-to bottom). It must exit 0, unless an HTML comment on
-the line before the fence says otherwise:
+A fenced ``sh`` block is run with bash (``set -euo pipefail``) in a copy of the checkout
+(``specs/`` and ``docs/``), the blocks of one page in order as one reader's shell session:
+each starts in the folder the one before ended in, so a page that begins with
+``cd scratch/PAGE`` goes on there. A page writes only under ``scratch/PAGE/`` (PAGE its
+file name without ``.md``; README.md's is ``scratch/readme/``) and names that folder: every
+other file of the checkout is byte for byte what it was, so the pages can be followed in
+one checkout, in any order, without colliding. A block must exit 0, unless an HTML comment
+on the line before the fence says otherwise:
 
 - ``<!-- doc-test: exits N -->``: the block must exit N (e.g. a FAIL shown on purpose);
 - ``<!-- doc-test: covered by tests/FILE.py::NAME -->``: that test runs it (it must exist);
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,18 +49,54 @@ def blocks(page: Path) -> list[tuple[int, str, str]]:
     return out
 
 
-def run_block(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_block(script: str, cwd: Path, ended: Path | None = None
+              ) -> subprocess.CompletedProcess[str]:
     """One block as a reader would type it: bash, stopping at the first failing command,
-    with this interpreter's ``engine`` first on PATH and no SPECGATE_* variables."""
+    with this interpreter's ``engine`` first on PATH and no SPECGATE_* variables; the
+    folder it ends in is written to ``ended`` (the next block of the page starts there)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT)  # `python -m bench...` as from the repository root
-    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    trap = f"trap 'pwd > {shlex.quote(str(ended))}' EXIT\n" if ended else ""
+    return subprocess.run(["bash", "-c", f"set -euo pipefail\n{trap}{script}"], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def scratch(page: Path) -> str:
+    """The one folder a page may write to."""
+    return f"scratch/{page.stem.lower()}/"
+
+
+def files(work: Path, mine: str) -> dict[str, bytes]:
+    """Every file of the checkout outside the page's scratch folder, with its bytes."""
+    return {p.relative_to(work).as_posix(): p.read_bytes() for p in sorted(work.rglob("*"))
+            if p.is_file() and not p.relative_to(work).as_posix().startswith(mine)}
 
 
 def _id(page: Path) -> str:
     return str(page.relative_to(ROOT))
+
+
+def follow(page: Path, work: Path) -> list[str]:
+    """Run the page's blocks in ``work`` as one reader's session, each checked for its exit
+    code; the files outside the page's scratch folder it changed, added or removed."""
+    mine = scratch(page)
+    before = files(work, mine)
+    cwd, ended = work, work.parent / f"{page.stem}.ended"
+    for line, note, script in blocks(page):
+        found = NOTE.match(note)
+        if found and (found.group(3) or found.group(4)):
+            continue  # covered elsewhere (checked below) or not run (reason given)
+        want = int(found.group(2)) if found and found.group(2) else 0
+        done = run_block(script, cwd, ended)
+        assert done.returncode == want, \
+            f"{page.name}:{line}: exit {done.returncode}, want {want}\n{script}\n" \
+            f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
+        cwd = Path(ended.read_text().strip())
+        assert cwd.is_relative_to(work), f"{page.name}:{line}: left the checkout for {cwd}"
+    after = files(work, mine)
+    return sorted(name for name in before.keys() | after.keys()
+                  if before.get(name) != after.get(name))
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=_id)
@@ -64,16 +104,24 @@ def test_every_shell_block_of_the_page_runs_as_written(page: Path, tmp_path: Pat
     work = tmp_path / "work"
     work.mkdir()
     shutil.copytree(ROOT / "specs", work / "specs")
-    shutil.copytree(ROOT / "docs" / "examples", work / "docs" / "examples")  # files docs name
-    for line, note, script in blocks(page):
-        found = NOTE.match(note)
-        if found and (found.group(3) or found.group(4)):
-            continue  # covered elsewhere (checked below) or not run (reason given)
-        want = int(found.group(2)) if found and found.group(2) else 0
-        done = run_block(script, work)
-        assert done.returncode == want, \
-            f"{_id(page)}:{line}: exit {done.returncode}, want {want}\n{script}\n" \
-            f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
+    shutil.copytree(ROOT / "docs", work / "docs")  # the files the pages name
+    mine = scratch(page)
+    assert follow(page, work) == [], f"{_id(page)} wrote outside {mine}"
+    if (work / mine).exists():
+        assert mine in page.read_text(), f"{_id(page)} does not name {mine}"
+
+
+def test_a_page_writing_outside_its_scratch_folder_is_caught(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "specs").mkdir(parents=True)
+    (work / "specs" / "kept.yaml").write_text("a: 1\n")
+    page = tmp_path / "page.md"
+    page.write_text("```sh\nmkdir -p scratch/page && cd scratch/page && touch fine\n```\n"
+                    "```sh\ntouch also-fine && echo b >> ../../specs/kept.yaml\n```\n"
+                    "```sh\ncd ../.. && mkdir out && touch out/stray\n```\n")
+    assert follow(page, work) == ["out/stray", "specs/kept.yaml"]
+    assert sorted(p.name for p in (work / "scratch" / "page").iterdir()) == \
+        ["also-fine", "fine"]  # the second block went on where the first ended
 
 
 def test_a_block_not_run_here_says_why_and_a_covering_test_exists() -> None:

@@ -417,7 +417,7 @@ def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(
     loaded and run; all of those in its spec folder are its inputs or its bundle's files,
     and once loaded, no spec file is opened again (a file read at run time could be
     swapped after every check)."""
-    import engine.cli
+    import engine.cli.run
 
     opened: list[str] = []
     running: list[str] = []
@@ -426,7 +426,7 @@ def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(
         if event == "open" and isinstance(args[0], str | Path):
             opened.append(str(Path(args[0]).resolve()))
 
-    executing = engine.cli.execute
+    executing = engine.cli.run.execute
 
     def watched(*args: Any, **kwargs: Any) -> Any:
         before = len(opened)
@@ -435,7 +435,7 @@ def test_the_bundle_signs_every_file_the_run_opens_in_the_spec_folder(
         finally:
             running.extend(opened[before:])
 
-    monkeypatch.setattr(engine.cli, "execute", watched)
+    monkeypatch.setattr(engine.cli.run, "execute", watched)
     sys.addaudithook(hook)
     for evaluation in spec.load([ROOT / "specs"]):
         home = evaluation.file.resolve().parent
@@ -645,15 +645,18 @@ def test_the_doc_runs_in_order_and_says_what_it_promises(tmp_path: Path) -> None
     each prints checked: the three roles, the team's edit, the auditor's verification."""
     from .test_docs import NOTE, blocks, run_block
 
-    shutil.copytree(ROOT / "specs", tmp_path / "specs")
-    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
-    said = []
+    work = tmp_path / "work"
+    shutil.copytree(ROOT / "specs", work / "specs")
+    shutil.copytree(ROOT / "docs", work / "docs")
+    said, cwd, ended = [], work, tmp_path / "ended"
     for _, note, script in blocks(ROOT / "docs" / "provenance.md"):
         found = NOTE.match(note)
         want = int(found.group(2)) if found and found.group(2) else 0
-        done = run_block(script, tmp_path)
+        done = run_block(script, cwd, ended)
         assert done.returncode == want, script + done.stdout + done.stderr
         said.append(done.stdout)
+        cwd = Path(ended.read_text().strip())
+    assert cwd == work / "scratch" / "provenance"
     keys, signing_, attesting, running, edited, _, auditing = said
     assert "signed 4 file(s): specs/inspect-example/specs.intoto.jsonl" in signing_
     assert "inspect-arithmetic: evaluation.yaml, keys/harness.pub.pem, policy.yaml, " \
