@@ -24,6 +24,7 @@ import pytest
 
 from bench.assevra_data import write as write_rows
 from engine.cli import main
+from engine.run import workers
 
 from . import refund
 from .conftest import EXAMPLE, Gate, suite_sha256
@@ -36,9 +37,11 @@ AS_OF = "2026-11-29"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: Any) -> dict[str, Any]:
-    """A 20k-row dataset (a run of a few seconds), a key pair and a reference run."""
+    """A 10k-row dataset (2.6 MB: above workers.MIN_BYTES, so it is scored in worker
+    processes; a run of a second or two), a key pair and a reference run."""
     root = tmp_path_factory.mktemp("faults")
-    data = write_rows(root / "runs.jsonl", 20_000, seed=11)
+    data = write_rows(root / "runs.jsonl", 10_000, seed=11)
+    assert data.stat().st_size >= 2 * workers.MIN_BYTES
     assert main(["keygen", "--out-dir", str(root / "keys")]) == 0
     gate = Gate(root)  # the generic gate with this dataset pinned as its suite
     gate.pin(suite_sha256([json.loads(x) for x in data.read_text().splitlines()]))

@@ -66,7 +66,7 @@ def test_a_missing_system_tool_skips_unless_ci_requires_it(tmp_path: Path) -> No
     empty = tmp_path / "bin"
     empty.mkdir()
     base = {k: v for k, v in os.environ.items() if k != REQUIRE_TOOLS} | {"PATH": str(empty)}
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs",
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-rs",
                "tests/test_browser.py"]
     fresh = subprocess.run(command, cwd=ROOT, env=base, capture_output=True, text=True)
     assert fresh.returncode == 0, fresh.stdout[-2000:]
@@ -86,7 +86,7 @@ def test_ci_requires_the_tools_it_installs() -> None:
 
 def test_the_parity_run_is_opt_in() -> None:
     # it installs Assevra from the package registry: never part of the default run
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co",
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "--co",
                "tests/test_parity.py"]
     default = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert "no tests collected (1 deselected)" in default.stdout, default.stdout
