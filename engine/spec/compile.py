@@ -340,8 +340,9 @@ def load_data_file(doc: Document, where: JPath, rel: str, build: Callable[[Any],
         return None
 
 
-def compile_checked_formula(doc: Document, where: JPath, source: str, names: dict[str, str],
-                            want: str, problems: list[Problem]) -> Any:
+def compile_checked_formula(doc: Document, where: JPath, source: str,
+                            names: Mapping[str, str], want: str,
+                            problems: list[Problem]) -> Any:
     """A compiled formula giving ``want`` (or any), or None with a located problem."""
     try:
         formula = compile_formula(source, names)

@@ -18,7 +18,7 @@ from engine.errors import Problem, SpecErrors, did_you_mean
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
-from engine.spec import crossrefs, opened
+from engine.spec import crossrefs, opened, salvage
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
@@ -209,6 +209,8 @@ class _Loader:
             return None
         found = _schema.problems(doc, _schema.validator(kind.lower()), doc.data)
         self.problems.extend(found)
+        if found and kind == "Policy":  # not compiled: say now what its formulas would
+            self.problems.extend(salvage.formula_problems(doc, found))
         return None if found else doc
 
     def path(self, doc: _yaml.Document, where: _yaml.Path, rel: str) -> Path | None:

@@ -1,0 +1,131 @@
+"""engine validate on spec files written here: structure and formula problems in one run,
+and the warnings a valid spec gets (WEIGHTS_UNUSED)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+
+from .conftest import ROOT, Spec
+
+HEAD = """\
+apiVersion: specgate/v1
+kind: Policy
+metadata: {name: demo, version: 1.0.0, owner: qa}
+spec:
+  scoring_version: demo/1
+"""
+
+# line 8: a weight that is not a number (structure); lines 11, 15, 20: formula problems
+BROKEN = HEAD + """\
+  categories:
+    safety:
+      weight: heavy
+      inspections: [short]
+  overall:
+    formula: min(safety, speed)
+    threshold: 0.9
+  conditions:
+    - id: enough
+      formula: n_safety >= 2 ** 3
+  inspections:
+    - id: short
+      type: formula
+      bind: {words: output.words}
+      formula: wordz <= 100
+"""
+
+
+def validate(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    """engine validate PATH: its exit code, its problem lines (stderr), its stdout."""
+    code = main(["validate", str(path)])
+    said = capsys.readouterr()
+    lines = said.err.splitlines()
+    if code == 2:
+        assert lines[-1].endswith("problem(s); nothing was run"), said.err
+        lines = lines[:-1]
+    assert "INTERNAL_ERROR" not in said.err + said.out
+    return code, lines, said.out
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_structure_and_formula_problems_are_reported_in_one_run(
+        tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, BROKEN)
+    code, lines, _ = validate(Path("policy.yaml"), capsys)
+    assert code == 2
+    assert lines == [
+        "policy.yaml:8:15: BAD_TYPE: spec.categories.safety.weight: must be a number",
+        "policy.yaml:11:26: FORMULA_UNKNOWN_NAME: spec.overall.formula: unknown name 'speed'",
+        "policy.yaml:15:28: FORMULA_FORBIDDEN: spec.conditions[0].formula: "
+        "operator '**' is not allowed",
+        "policy.yaml:20:16: FORMULA_UNKNOWN_NAME: spec.inspections[0].formula: "
+        "unknown name 'wordz' (did you mean 'words'?)",
+    ]
+    # mending the structure leaves the same formula problems, at the same places
+    write(tmp_path, BROKEN.replace("weight: heavy", "weight: 1"))
+    code, again, _ = validate(Path("policy.yaml"), capsys)
+    assert (code, again) == (2, lines[1:])
+
+
+def test_formula_names_are_not_judged_on_broken_categories(
+        tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The categories are a list, so which names the formulas may use is unknown: only
+    each formula's own text is checked; a formula that is not text is a structure
+    problem only."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, HEAD + """\
+  categories: [safety]
+  overall:
+    formula: min(safety, speed)
+  conditions:
+    - id: enough
+      formula: n_safety >= 2 ** 3
+    - id: number
+      formula: 42
+  inspections:
+    - id: short
+      type: judge
+      rubric: brevity
+      inputs: {reply: output.reply}
+      pass_when: verdict == 'short' and lenght(reply) < 3
+""")
+    code, lines, _ = validate(Path("policy.yaml"), capsys)
+    assert code == 2
+    assert lines == [
+        "policy.yaml:6:15: BAD_TYPE: spec.categories: must be a mapping",
+        "policy.yaml:11:28: FORMULA_FORBIDDEN: spec.conditions[0].formula: "
+        "operator '**' is not allowed",
+        "policy.yaml:13:16: BAD_TYPE: spec.conditions[1].formula: must be text",
+        "policy.yaml:19:41: FORMULA_UNKNOWN_FUNCTION: spec.inspections[0].pass_when: "
+        "unknown function 'lenght'",
+    ]
+
+
+@pytest.mark.parametrize("body", [
+    "  categories: {a: {inspections: [x]}}\n  inspections: {x: 1}\n  conditions: text\n",
+    "  categories: 3\n  inspections: [[1], {type: [1]}, {type: formula, bind: [x], "
+    "formula: 'x and'}]\n",
+    "  categories: {}\n  inspections: []\n  overall: 3\n  gate: {comparison: 5}\n",
+    "  categories: {a: 1}\n  inspections: [1]\n  overall: {formula: [a]}\n"
+    "  gate: {comparison: {regressed_when: 'rate <', improved_when: 1}}\n",
+    "  - not a mapping\n",
+])
+def test_any_broken_shape_is_reported_never_crashes(tmp_path: Path, capsys: Any,
+                                                    body: str) -> None:
+    write(tmp_path, HEAD + body)
+    code, lines, _ = validate(tmp_path, capsys)
+    assert code == 2 and lines
+    located = re.compile(r"^\S+:\d+:\d+: [A-Z_]+: \S+: .+$")
+    assert all(located.match(line) for line in lines), lines
