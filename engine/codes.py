@@ -121,8 +121,9 @@ SPEC_INVALID: one or more located spec problems (each printed with its own code)
 FORMULA: a formula problem without a more precise code (fallback)
 """)
 
-_block("spec", "-", "warning (engine validate)", """
+_block("spec", "-", "warning (engine validate, engine run)", """
 EVEN_PANEL: a judge panel with an even number of members, which can tie on a yes/no field
+WEIGHTS_UNUSED: category weights that cannot change the decision: nothing gated reads 'weighted'
 """)
 
 _block("spec, cli", "2", "nothing runs", """

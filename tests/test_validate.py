@@ -129,3 +129,57 @@ def test_any_broken_shape_is_reported_never_crashes(tmp_path: Path, capsys: Any,
     assert code == 2 and lines
     located = re.compile(r"^\S+:\d+:\d+: [A-Z_]+: \S+: .+$")
     assert all(located.match(line) for line in lines), lines
+
+
+OVERALL = ("  overall:\n"
+           "    threshold: 0.9        # weighted mean of category rates (weights above)\n")
+DEAD = ("warning: example/policy.yaml:19:15: WEIGHTS_UNUSED: spec.categories.resolution.weight: "
+        "category weights (resolution 0.5, safety 0.3, efficiency 0.2) can never change the "
+        "decision: ")
+
+
+@pytest.mark.parametrize("overall, condition, why", [
+    ("  overall:\n    formula: min(resolution, safety)\n    threshold: 0.9\n", "",
+     "overall.formula 'min(resolution, safety)' does not use 'weighted', and no condition "
+     "does (use 'weighted' in overall.formula or in a condition, or remove the weights)"),
+    ("  overall:\n    formula: 0.5 * resolution + 0.5 * safety\n", "weighted >= 0.5", None),
+    ("  overall: {}\n", "",
+     "overall.formula uses 'weighted', but the overall score has no threshold and no "
+     "condition names 'overall' (give overall a threshold, or remove the weights)"),
+    ("  overall: {}\n", "overall >= 0.5", None),
+    ("", "",
+     "the policy has no overall score, and no condition names 'weighted' or 'overall' (add "
+     "'overall: {threshold: ...}' to gate on the weighted score, or remove the weights)"),
+    ("", "overall >= 0.9", None),  # without an overall block, 'overall' is the weighted score
+    (OVERALL, "", None),  # the shipped example: weighted score against a threshold
+], ids=["min-of-rates", "condition-reads-weighted", "no-threshold", "condition-reads-overall",
+        "no-overall", "no-overall-condition-reads-overall", "shipped"])
+def test_weights_nothing_gated_reads_are_a_warning(spec: Spec, capsys: Any,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   overall: str, condition: str,
+                                                   why: str | None) -> None:
+    monkeypatch.chdir(spec.root)
+    policy = spec.dir / "policy.yaml"
+    text = policy.read_text()
+    assert OVERALL in text
+    text = text.replace(OVERALL, overall)
+    if condition:
+        text = text.replace("formula: errors_resolution == 0 and n_resolution >= 16",
+                            f"formula: errors_resolution == 0 and {condition}")
+    policy.write_text(text)
+    code, _, out = validate(spec.root, capsys)
+    assert code == 0, out  # a warning, never an error
+    warnings = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert warnings == ([DEAD + why] if why else [])
+
+
+def test_weights_of_zero_are_never_dead(spec: Spec, capsys: Any) -> None:
+    text = (spec.dir / "policy.yaml").read_text().replace(OVERALL, "")
+    (spec.dir / "policy.yaml").write_text(re.sub(r"weight: 0\.\d", "weight: 0", text))
+    code, _, out = validate(spec.root, capsys)
+    assert code == 0 and "warning" not in out
+
+
+def test_the_shipped_specs_have_no_dead_weights(capsys: Any) -> None:
+    code, _, out = validate(ROOT / "specs", capsys)
+    assert code == 0 and "WEIGHTS_UNUSED" not in out

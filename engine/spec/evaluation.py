@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 
 from engine.canonical import digest
-from engine.errors import Problem, SpecErrors, did_you_mean
+from engine.errors import Problem, SpecErrors, did_you_mean, sort_problems
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
@@ -111,7 +111,8 @@ class Evaluation:
     overrides: dict[str, Path] = field(default_factory=dict)
     """The ``--input`` overrides it was loaded with, for the same reason."""
     warnings: list[Problem] = field(default_factory=list)
-    """What ``engine validate`` warns about (an even-sized judge panel); never an error."""
+    """What ``engine validate`` and ``engine run`` warn about (an even-sized judge panel,
+    the policy's warnings); never an error."""
     calibration: Path | None = None
     """``judge.calibration``: the signed calibration.json the judge is held to (it may not
     exist yet: a missing artifact is a status, not an error)."""
@@ -447,7 +448,8 @@ def _compile_evaluation(loader: _Loader, file: Path,
     return Evaluation(meta["name"], meta["version"], file, policy, suite, inputs, unit_input,
                       unit_id, unit_case, digest(doc.data), unit_trace, baseline,
                       [k for k in keys if k is not None], judge,
-                      suite_pin=spec.get("suite_sha256"), warnings=warnings,
+                      suite_pin=spec.get("suite_sha256"),
+                      warnings=sort_problems([*policy.warnings, *warnings]),
                       baseline_pin=history.get("baseline_sha256"),
                       calibration=calibration,
                       calibration_keys=[k for k in calibrators if k is not None])

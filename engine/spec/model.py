@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.errors import Problem
 from engine.formula import Formula
 from engine.inspections import Primitive
 from engine.records.masking import Masker
@@ -145,3 +146,6 @@ class Policy:
     """``judge.calibration.label_field``: the record field holding the human label."""
     card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """Evidence item or category -> catalogue entries it evidences, ``full`` / ``partial``."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What ``engine validate`` and ``engine run`` warn about in it (weights nothing that
+    decides reads, engine/spec/advice.py); never an error, and not part of its digest."""

@@ -18,7 +18,7 @@ from engine.formula import BOOLEAN, NUMBER, Formula
 from engine.inspections import TABLE
 from engine.inspections.pii import build_detector
 from engine.records.masking import masker
-from engine.spec import opened
+from engine.spec import advice, opened
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import (
@@ -101,7 +101,9 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
         return None
     compiled = _Compiled(inspections, categories, overall, conditions, when, fixes, mask_with,
                          rules, card)
-    return _policy(doc, files, compiled)
+    policy = _policy(doc, files, compiled)
+    policy.warnings = advice.dead_weights(doc, *overall, conditions)
+    return policy
 
 
 @dataclass
