@@ -180,6 +180,20 @@ def test_weights_of_zero_are_never_dead(spec: Spec, capsys: Any) -> None:
     assert code == 0 and "warning" not in out
 
 
+def test_engine_run_prints_the_warning_and_decides_as_before(spec: Spec, capsys: Any,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    monkeypatch.chdir(spec.root)
+    code, _ = spec.run(out="before")
+    assert "warning" not in capsys.readouterr().err
+    policy = spec.dir / "policy.yaml"
+    policy.write_text(policy.read_text().replace(OVERALL, "  overall: {}\n"))
+    assert spec.run("--json", out="after")[0] == code
+    said = capsys.readouterr()
+    assert said.err.startswith(DEAD[:DEAD.index("can never")])
+    assert '"exit_code"' in said.out  # stdout stays the JSON summary
+
+
 def test_the_shipped_specs_have_no_dead_weights(capsys: Any) -> None:
     code, _, out = validate(ROOT / "specs", capsys)
     assert code == 0 and "WEIGHTS_UNUSED" not in out

@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if not evaluations:
         raise UsageError("no Evaluation found under " + ", ".join(map(str, args.paths)),
                          "NO_EVALUATION")
+    for warning in (w for e in evaluations for w in e.warnings):  # stderr: --json stays JSON
+        print(f"warning: {warning}", file=sys.stderr)
     unknown = set(rebound) - {name for e in evaluations for name in e.inputs}
     if unknown:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
