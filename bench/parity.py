@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from engine.canonical import digest
+from engine.decide.lattice import included as _included
 from engine.protocols.release_gate.plugin import suite_part
 
 from . import assevra_data
@@ -126,7 +127,7 @@ def compare(assevra: dict[str, Any], ours: dict[str, Any],
         diffs.append(f"decision: assevra {assevra['decision']}, specgate {ours['decision']}")
     theirs = [d for d in assevra["dimensions"]]
     included = [d["name"] for d in theirs]
-    ours_included = [n for n, c in ours["categories"].items() if c["attempted"]]
+    ours_included = [n for n, c in ours["categories"].items() if _included(c)]
     if sorted(included) != sorted(ours_included):
         diffs.append(f"included dimensions: assevra {included}, specgate {ours_included}")
     for dim in theirs:

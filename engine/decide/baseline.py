@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.decide import fixcheck
+from engine.decide.lattice import included
 from engine.errors import EngineError, FormulaError, VerifyError
 from engine.evidence.verify import read_file, verify
 from engine.formula import evaluate
@@ -127,7 +128,7 @@ def _paired(current: Path, baseline: Path) -> dict[str, dict[str, Any]]:
 
 def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
             rules: dict[str, Any], z: float) -> str:
-    if base is None or not base.get("attempted"):
+    if base is None or not included(base):
         return "new"
     if "SKIPPED" in (now["state"], base["state"]):
         return "skipped"
@@ -166,7 +167,7 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
         return block
     paired = _paired(rows, baseline.parent / "rows.jsonl") if baseline else {}
     for name, now in card["categories"].items():
-        if not now["attempted"]:
+        if not included(now):
             continue
         before = base.get("categories", {}).get(name)
         entry = {"status": _status(name, now, before, rules, z), "rate": now["rate"],

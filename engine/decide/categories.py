@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.decide.aggregate import Counts
-from engine.decide.lattice import Reason
+from engine.decide.lattice import Reason, included
 from engine.decide.reasons import FAIL, INCOMPLETE
 from engine.errors import FormulaError
 from engine.formula import Z_KEY, evaluate, why_null
@@ -38,11 +38,14 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
     if _misses(cat, lower if cat.gate_on == "wilson_lower" else rate, rate, hold) and \
             state == "MET":
         state, met = "NOT_MET", False
+    # agent-release-gate §3: `attempted` counts every row, and is 0 when the category is
+    # skipped (its rows were never attempted); the rows stay counted under `skipped`.
     return {
         "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
         "abstained": counts.abstained, "skipped": counts.skipped, "waived": counts.waived,
-        "attempted": counts.attempted, "cases": cases, "rate": rate, "wilson_lower": lower,
-        "wilson_upper": upper, "threshold": cat.threshold, "minimum": cat.minimum,
+        "attempted": 0 if state == "SKIPPED" else counts.attempted, "cases": cases,
+        "rate": rate, "wilson_lower": lower, "wilson_upper": upper,
+        "threshold": cat.threshold, "minimum": cat.minimum,
         "gate_on": cat.gate_on, "weight": cat.weight, "required": cat.required,
         "mode": _mode(evaluation, cat.inspections),
         "notes": notes(*measures) if measures else None,
@@ -117,7 +120,7 @@ def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> 
     total = weight = 0.0
     for name, cat in evaluation.policy.categories.items():
         result = categories[name]
-        if cat.weight > 0 and result["attempted"] > 0:
+        if cat.weight > 0 and included(result):
             if result["rate"] is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
                 return None
             total += cat.weight * result["rate"]

@@ -9,6 +9,7 @@ from engine.decide import findings as _findings
 from engine.decide.aggregate import Counts, Tally, suite_digest
 from engine.decide.categories import category, formulas
 from engine.decide.lattice import EXIT_CODES, ORDER, Decision, Reason
+from engine.decide.lattice import included as _included
 from engine.decide.reasons import FAIL, INCOMPLETE, SELF_TEST, TRIAGE
 from engine.records import formats
 from engine.spec.evaluation import Evaluation
@@ -51,7 +52,7 @@ def decide(evaluation: Evaluation, tally: Tally, judge: dict[str, Any] | None = 
                                   tally.cases.count(name), tally.error_codes,
                                   tally.measures.get(name), reasons, uncalibrated.get(name))
                   for name in policy.categories}
-    included = [name for name, c in categories.items() if c["attempted"]]
+    included = [name for name, c in categories.items() if _included(c)]
     if not included:
         reasons.append(Reason(INCOMPLETE, "NO_CATEGORIES", "policy:spec.categories",
                               "no category has any rows"))
@@ -75,8 +76,8 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> Deci
     policy, tally = evaluation.policy, parts.pop("tally", None)
     categories = parts.get("categories", {})
     required = [n for n, c in policy.categories.items() if c.required] or \
-        [n for n, c in categories.items() if c["attempted"]]
-    missing = [n for n in required if n in categories and not categories[n]["attempted"]]
+        [n for n, c in categories.items() if _included(c)]
+    missing = [n for n in required if n in categories and not _included(categories[n])]
     found = parts.pop("findings", []) + _blockers(missing, tally)
     names = policy.reason_codes
     return Decision.of([r.published(names) for r in reasons],

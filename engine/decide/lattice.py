@@ -19,6 +19,15 @@ from typing import Any
 
 from engine.decide.reasons import FAIL, INCOMPLETE, PASS, SELF_TEST, TRIAGE
 
+NOT_INCLUDED = ("MISSING", "NOT_INCLUDED")  # the states of a category without any rows
+
+
+def included(result: Mapping[str, Any]) -> bool:
+    """Whether a category result has rows at all (a SKIPPED one does, though its
+    ``attempted`` is 0)."""
+    return result["state"] not in NOT_INCLUDED
+
+
 ORDER = (SELF_TEST, TRIAGE, INCOMPLETE, FAIL, PASS)  # most decisive first
 EXIT_CODES = {PASS: 0, FAIL: 1, INCOMPLETE: 3, TRIAGE: 4, SELF_TEST: 4}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.decide.lattice import Decision
+from engine.decide.lattice import Decision, included
 
 PROVENANCE = ("hashed_policy", "suite_and_input_digests", "pass_k_and_intervals",
               "calibration_and_controls", "pinned_signature", "decision")
@@ -60,7 +60,7 @@ def _evidence(outcome: Decision, signed: bool) -> dict[str, tuple[bool, bool, st
     out = {}
     for name, cat in outcome.categories.items():
         resolved = cat["state"] in ("MET", "NOT_MET")
-        out[name] = (cat["attempted"] > 0, resolved, cat["state"])
+        out[name] = (included(cat), resolved, cat["state"])
     any_resolved = any(v[1] for v in out.values())
     controls = outcome.controls
     caught = bool(controls and controls["total"] and controls["failed"] == 0)
