@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from engine.cli import main
 
@@ -544,3 +545,23 @@ def test_the_scorecard_lists_100_findings_and_findings_jsonl_holds_all(gate: Gat
     more = ET.parse(out / "junit.xml").find(".//testcase[@name='more-findings']/failure")
     assert more is not None and "51 more findings in findings.jsonl" in more.get("message", "")
     assert "100 of 151 findings" in (out / "scorecard.html").read_text()
+
+
+def test_every_fix_verification_reruns_the_full_declared_suite(gate: Gate) -> None:
+    # §9: a fix counts as verified only when a rerun keeps the same suite hash, runs at
+    # least as many trials and passes every trial of the case, so no shipped verification
+    # may tell the reader to rerun the one case alone.
+    fixes = yaml.safe_load((GATE / "fixes.yaml").read_text())
+    assert len(fixes) >= 10  # nine dimensions and error
+    for name, fix in fixes.items():
+        said = fix["verification"]
+        assert "Rerun case" not in said, name
+        assert "rerun the full declared suite (same suite hash, at least as many trials)" \
+            in said.lower(), name
+        assert "case {{ case }} must pass every trial" in said, name
+    # and as the refund agent's findings print it, case over-limit filled in
+    _, card, _ = gate.run(refund.rows(fixed=False))
+    fix = {f["id"]: f["fix"] for f in card["findings"]}["action_correctness:over-limit"]
+    assert fix["verification"] == ("Rerun the full declared suite (same suite hash, at least "
+                                   "as many trials); case over-limit must pass every trial "
+                                   "(case pass^k = 1).")
