@@ -236,19 +236,63 @@ def test_charts_have_a_labelled_axis_threshold_minimum_and_a_not_met_mark(spec: 
     code, out = spec.run()
     html = (out / "scorecard.html").read_text()
     assert code == 1
-    for name in ("resolution", "safety", "efficiency"):
-        chart = _chart(html, name)
-        assert all(f'text-anchor="middle">{t}</text>' in chart for t in ("0", "0.5", "1"))
     resolution, safety, efficiency = (_chart(html, n) for n in
                                       ("resolution", "safety", "efficiency"))
-    # x = 16 + v * 624: threshold 0.99 -> 633.8, minimum 1.0 -> 640.0, threshold 0.8 -> 515.2
-    assert '<line class="threshold" x1="633.8"' in resolution
+    # Each axis is fitted to rate, Wilson interval, threshold and minimum, padded by a tenth
+    # of their span and widened to whole tick steps (engine/reports/charts.py):
+    # resolution [0.891, 0.996] and 0.99 -> 0.88..1 by 0.02; safety [0.893, 1] and 1 ->
+    # 0.88..1 by 0.02; efficiency 0.8 and [0.843, 0.994] -> 0.75..1 by 0.05.
+    for chart, ticks, low in ((resolution, ("0.88", "0.9", "0.98", "1"), "0.88"),
+                              (safety, ("0.88", "0.9", "0.98", "1"), "0.88"),
+                              (efficiency, ("0.75", "0.8", "0.85", "0.95", "1"), "0.75")):
+        assert all(f'text-anchor="middle">{t}</text>' in chart for t in ticks)
+        assert f">axis {low} to 1 (zoomed)</text>" in chart
+    # x = 16 + (v - low) / (1 - low) * 624: 0.99 on 0.88..1 -> 588.0, the rate 47/48 ->
+    # 531.7; 1.0 -> 640.0; 0.8 on 0.75..1 -> 140.8
+    assert '<line class="threshold" x1="588.0"' in resolution
+    assert '<circle cx="531.7"' in resolution
     assert '<line class="minimum" x1="640.0"' in safety and 'class="threshold"' not in safety
-    assert '<line class="threshold" x1="515.2"' in efficiency
+    assert '<line class="threshold" x1="140.8"' in efficiency
     assert 'class="minimum"' not in efficiency
     assert "✗ NOT MET" in resolution and "<rect" in resolution
     assert "✗ NOT MET" not in safety + efficiency and "<rect" not in safety + efficiency
     assert 'class="chart NOT_MET"' in resolution and "✓ met" in safety
+    # the miss: a band from the rate to the threshold, and 0.99 - 47/48 = 0.0108 in words
+    assert '<line class="miss" x1="531.7" y1="34" x2="588.0"' in resolution
+    assert ">threshold short by 0.011</text>" in resolution
+    assert 'class="miss"' not in safety + efficiency and "short by" not in safety + efficiency
+
+
+def _number(chart: str, prefix: str) -> float:
+    """The number that follows ``prefix`` (an attribute's opening) in a chart."""
+    at = chart.index(prefix) + len(prefix)
+    return float(chart[at:chart.index('"', at)])
+
+
+def test_a_near_miss_is_pixels_apart_and_marked(spec: Spec) -> None:
+    # 47/48 = 0.97917 against a threshold of 0.98: on a 0-1 axis 624 pixels wide they were
+    # 0.5 pixels apart. With the interval [0.891, 0.996] on the axis they would be 4.3
+    # pixels apart (under 12), so the axis fits the rate and threshold alone: their span
+    # 0.00083 widened to 0.01 about 0.97958, padded by 0.001 to 0.97358..0.98558, in whole
+    # steps of 0.002: 0.972..0.986. x = 16 + (v - 0.972) / 0.014 * 624: the rate at 335.4,
+    # the threshold at 372.6.
+    spec.edit("policy.yaml", lambda d: d["spec"]["categories"]["resolution"].update(
+        threshold=0.98))
+    code, out = spec.run()
+    assert code == 1
+    chart = _chart((out / "scorecard.html").read_text(), "resolution")
+    rate, threshold = _number(chart, "<circle cx=\""), \
+        _number(chart, '<line class="threshold" x1="')
+    assert (rate, threshold) == (335.4, 372.6)
+    assert threshold - rate > 30
+    assert ">axis 0.972 to 0.986 (zoomed)</text>" in chart
+    assert all(f'text-anchor="middle">{t}</text>' in chart
+               for t in ("0.972", "0.976", "0.98", "0.984", "0.986"))
+    # the miss is marked: a band from the rate to the threshold and the shortfall in words
+    # (0.98 - 47/48 = 0.00083), and the interval, cut at both ends, says where it ends
+    assert '<line class="miss" x1="335.4" y1="34" x2="372.6"' in chart
+    assert ">threshold short by 0.00083</text>" in chart and "✗ NOT MET" in chart
+    assert ">◂ 0.891</text>" in chart and ">0.996 ▸</text>" in chart
 
 
 def test_record_text_in_findings_checks_stays_text(spec: Spec) -> None:
