@@ -93,7 +93,8 @@ def test_the_github_recipe_summarises_every_shipped_evaluation(tmp_path: Path) -
     for name in SHIPPED:
         assert f"| {name} | **PASS** | 0 |" in summary          # the run's table
         assert f"| `{name}/` |" in summary
-        assert f"## {name}: **PASS**" in summary                # then its scorecard.md
+        assert any(line.startswith(f"## evaluation {name} v") and line.endswith(": **PASS**")
+                   for line in summary.splitlines())             # then its scorecard.md
     assert summary.startswith("## specgate: exit code 0\n")
     written = json.loads((work / "gate-out" / "summary.json").read_text())
     assert [e["folder"] for e in written["evaluations"]] == list(SHIPPED)
@@ -189,7 +190,8 @@ def test_the_github_recipe_explains_a_failed_gate(tmp_path: Path) -> None:
 def test_the_github_recipe_with_one_evaluation(tmp_path: Path) -> None:
     code, summary = github(tmp_path, repo(tmp_path, only="example"))
     assert code == 0
-    assert summary.startswith("## support-agent: **PASS**")  # its scorecard.md
+    assert summary.startswith("## evaluation support-agent v1.0.0 · policy "
+                              "support-agent-release v1.0.0: **PASS**")  # its scorecard.md
     assert not (tmp_path / "repo" / "gate-out" / "summary.md").exists()
 
 

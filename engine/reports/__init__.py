@@ -33,9 +33,25 @@ def html(card: dict[str, Any], signed: bool = True) -> str:
     if not _PAGE:
         from engine.reports import precompiled  # its module runs as a script too
         _PAGE.append(precompiled.template(_HTML))
-    return _PAGE[0].render(
-        card=card, interval_svg=interval_svg, gated_on=_text.gated_on, value=_text.value,
-        signed=signed)
+    return _PAGE[0].render(**page_variables(card, signed))
+
+
+def page_variables(card: dict[str, Any], signed: bool = True) -> dict[str, Any]:
+    """What scorecard.html's template is rendered with."""
+    return {"card": card, "signed": signed, "legend": legend(card),
+            "interval_svg": interval_svg, "gated_on": _text.gated_on, "value": _text.value,
+            "anchor": _text.anchor, "titled": _text.titled, "what_failed": _text.what_failed,
+            "no_fix": _text.no_fix, "needs_no_fix_text": _text.needs_no_fix_text}
+
+
+def legend(card: dict[str, Any]) -> dict[str, str]:
+    """Each reason code of the scorecard, in order of first appearance, with its meaning
+    from the code table (docs/reference.md renders the same table)."""
+    from engine.codes import table  # every protocol's codes: read only when a page is made
+
+    meanings = {code: row.meaning for code, row in table().items()}
+    return {r["code"]: meanings.get(r["code"], "a code this engine does not describe")
+            for r in card["reasons"]}
 
 
 markdown = scorecard_md.markdown

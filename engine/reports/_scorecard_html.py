@@ -8,7 +8,9 @@ def root(context, missing=missing):
     concat = environment.concat
     cond_expr_undefined = Undefined
     if 0: yield None
+    l_0_titled = resolve('titled')
     l_0_card = resolve('card')
+    l_0_legend = resolve('legend')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
     l_0_signed = resolve('signed')
@@ -32,20 +34,34 @@ def root(context, missing=missing):
         def t_3(*unused):
             raise TemplateRuntimeError("No filter named 'length' found.")
     try:
-        t_4 = environment.filters['replace']
+        t_4 = environment.filters['list']
     except KeyError:
         @internalcode
         def t_4(*unused):
-            raise TemplateRuntimeError("No filter named 'replace' found.")
+            raise TemplateRuntimeError("No filter named 'list' found.")
     try:
-        t_5 = environment.filters['safe']
+        t_5 = environment.filters['reject']
     except KeyError:
         @internalcode
         def t_5(*unused):
+            raise TemplateRuntimeError("No filter named 'reject' found.")
+    try:
+        t_6 = environment.filters['replace']
+    except KeyError:
+        @internalcode
+        def t_6(*unused):
+            raise TemplateRuntimeError("No filter named 'replace' found.")
+    try:
+        t_7 = environment.filters['safe']
+    except KeyError:
+        @internalcode
+        def t_7(*unused):
             raise TemplateRuntimeError("No filter named 'safe' found.")
     pass
     yield '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">\n<title>'
-    yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name')))
+    yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'evaluation', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name'), context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'get'), 'version'))))
+    yield ' · '
+    yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'policy', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'name'), environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'version'))))
     yield ': '
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'decision')))
     yield '</title>\n<style>\nbody { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1b1b1b; }\nh1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }\ntable { border-collapse: collapse; width: 100%; margin: .5em 0; }\nth, td { text-align: left; padding: .25em .5em; border-bottom: 1px solid #eee; vertical-align: top; }\ntd.num { text-align: right; font-variant-numeric: tabular-nums; }\n.banner { padding: 1em 1.2em; border-radius: 6px; font-size: 1.2em; font-weight: 600; }\n.PASS { background: #e3f4e5; border-left: 8px solid #1e7b34; }\n.FAIL { background: #fbe4e4; border-left: 8px solid #b3261e; }\n.INCOMPLETE { background: #fff1d6; border-left: 8px solid #b86e00; }\n.TRIAGE, .SELF_TEST { background: #ececec; border-left: 8px solid #6b6b6b; }\n.note { color: #555; font-size: .9em; } code { font-size: .92em; }\n.state-MET { color: #1e7b34; } .state-NOT_MET { color: #b3261e; }\n.state-UNRESOLVED, .state-MISSING, .state-SKIPPED { color: #b86e00; }\nsvg text { font-size: 11px; fill: #444; }\nsvg text.state { font-size: 12px; } .chart.MET text.state { fill: #1e7b34; } .chart.NOT_MET text.state { fill: #b3261e; }\nsvg text.threshold-label { fill: #b3261e; font-weight: bold; } svg text.minimum-label { fill: #6a1b9a; font-weight: bold; }\nsvg text.shortfall { fill: #b3261e; } svg text.axis-range, svg text.cut { fill: #666; font-style: italic; }\ntr.cat-NOT_MET td { background: #fdecec; } tr.cat-NOT_MET td:first-child { border-left: 4px solid #b3261e; font-weight: 600; }\ntable.checks td { font-size: .92em; } table.checks td.value { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-word; }\n</style>\n</head>\n<body>\n<div class="banner '
@@ -63,12 +79,12 @@ def root(context, missing=missing):
         pass
         yield '(release gate not passed)'
     yield '\n</div>\n<h1>'
-    yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name')))
-    yield ' '
-    yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'version')))
-    yield '</h1>\n<p>Policy <code>'
+    yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'evaluation', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name'), context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'get'), 'version'))))
+    yield ' · <a href="#policy_sha256">'
+    yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'policy', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'name'), environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'version'))))
+    yield '</a></h1>\n<p>Policy <a href="#policy_sha256"><code>'
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'name')))
-    yield ' '
+    yield '</code></a> version <code>'
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'version')))
     yield '</code> (scoring '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'scoring_version')))
@@ -82,26 +98,54 @@ def root(context, missing=missing):
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'engine'), 'name')))
     yield ' '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'engine'), 'version')))
-    yield '.</p>\n\n<h2>Reasons</h2>\n'
+    yield '.</p>\n\n<h2 id="reasons">Reasons</h2>\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reasons'):
         pass
         yield '\n<table><tr><th>decision</th><th>code</th><th>category</th><th>message</th><th>spec path</th></tr>\n'
-        for l_1_r in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reasons'):
+        l_1_loop = missing
+        for l_1_r, l_1_loop in LoopContext(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reasons'), undefined):
+            l_1_anchor = resolve('anchor')
             _loop_vars = {}
             pass
-            yield '<tr><td>'
+            yield '<tr id="reason-'
+            yield escape(environment.finalize(environment.getattr(l_1_loop, 'index')))
+            yield '"><td>'
             yield escape(environment.finalize(environment.getattr(l_1_r, 'decision')))
-            yield '</td><td><code>'
+            yield '</td><td><a href="#code-'
+            yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_r, 'code'), _loop_vars=_loop_vars)))
+            yield '"><code>'
             yield escape(environment.finalize(environment.getattr(l_1_r, 'code')))
-            yield '</code></td><td>'
-            yield escape(environment.finalize(context.call(environment.getattr(l_1_r, 'get'), 'category', '', _loop_vars=_loop_vars)))
+            yield '</code></a></td><td>'
+            if (context.call(environment.getattr(l_1_r, 'get'), 'category', _loop_vars=_loop_vars) in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories')):
+                pass
+                yield '<a href="#category-'
+                yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_r, 'category'), _loop_vars=_loop_vars)))
+                yield '">'
+                yield escape(environment.finalize(environment.getattr(l_1_r, 'category')))
+                yield '</a>'
+            else:
+                pass
+                yield escape(environment.finalize(context.call(environment.getattr(l_1_r, 'get'), 'category', '', _loop_vars=_loop_vars)))
             yield '</td><td>'
             yield escape(environment.finalize(environment.getattr(l_1_r, 'message')))
             yield '</td><td><code>'
             yield escape(environment.finalize(environment.getattr(l_1_r, 'spec_path')))
             yield '</code></td></tr>\n'
-        l_1_r = missing
-        yield '</table>\n'
+        l_1_loop = l_1_r = l_1_anchor = missing
+        yield '</table>\n<h3 id="codes">What the codes mean</h3>\n<dl>'
+        for (l_1_code, l_1_meaning) in context.call(environment.getattr((undefined(name='legend') if l_0_legend is missing else l_0_legend), 'items')):
+            l_1_anchor = resolve('anchor')
+            _loop_vars = {}
+            pass
+            yield '<dt id="code-'
+            yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), l_1_code, _loop_vars=_loop_vars)))
+            yield '"><code>'
+            yield escape(environment.finalize(l_1_code))
+            yield '</code></dt><dd>'
+            yield escape(environment.finalize(l_1_meaning))
+            yield '</dd>\n'
+        l_1_code = l_1_meaning = l_1_anchor = missing
+        yield '</dl>\n<p class="note">Every code is listed, with its stage and exit code, under Codes in docs/reference.md.</p>\n'
     else:
         pass
         yield '<p>No condition holds against this run.</p>'
@@ -109,16 +153,21 @@ def root(context, missing=missing):
     yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'required_categories'), ', ') or 'none')))
     yield '. Missing: '
     yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'missing_categories'), ', ') or 'none')))
-    yield '.</p>\n\n<h2>Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
+    yield '.</p>\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
     for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories'), 'items')):
+        l_1_anchor = resolve('anchor')
         l_1_gated_on = resolve('gated_on')
         _loop_vars = {}
         pass
-        yield '<tr class="cat-'
+        yield '<tr id="category-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), l_1_name, _loop_vars=_loop_vars)))
+        yield '" class="cat-'
         yield escape(environment.finalize(environment.getattr(l_1_c, 'state')))
-        yield '">\n<td>'
+        yield '">\n<td><a href="#chart-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), l_1_name, _loop_vars=_loop_vars)))
+        yield '">'
         yield escape(environment.finalize(l_1_name))
-        yield '</td><td class="state-'
+        yield '</a></td><td class="state-'
         yield escape(environment.finalize(environment.getattr(l_1_c, 'state')))
         yield '">'
         if (environment.getattr(l_1_c, 'state') == 'NOT_MET'):
@@ -146,20 +195,25 @@ def root(context, missing=missing):
         yield '</td><td>'
         yield escape(environment.finalize(context.call((undefined(name='gated_on') if l_1_gated_on is missing else l_1_gated_on), l_1_c, _loop_vars=_loop_vars)))
         yield '</td></tr>\n'
-    l_1_name = l_1_c = l_1_gated_on = missing
+    l_1_name = l_1_c = l_1_anchor = l_1_gated_on = missing
     yield '</table>\n<p class="note">A threshold or a minimum is met when the value the category is gated on (the point estimate passed/n, or the Wilson 95% lower bound) reaches it.</p>\n<h3>Rates against thresholds</h3>\n<p class="note">Each axis is fitted to its category\'s values, so a near miss shows; its range is written under it, and an axis that does not run from 0 to 1 says "zoomed". Shown: the rate (●), its Wilson 95% interval (bar; an end beyond the axis is cut there and labelled ◂ or ▸), the threshold (T, solid line) and the mandatory minimum (M, dashed line). A value below its mark is joined to it by a red band and the shortfall is written; a category that is not met is framed and marked ✗.</p>\n<table class="charts">'
     for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories'), 'items')):
+        l_1_anchor = resolve('anchor')
         l_1_interval_svg = resolve('interval_svg')
         _loop_vars = {}
         pass
-        yield '<tr class="cat-'
+        yield '<tr id="chart-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), l_1_name, _loop_vars=_loop_vars)))
+        yield '" class="cat-'
         yield escape(environment.finalize(environment.getattr(l_1_c, 'state')))
-        yield '"><td>'
+        yield '"><td><a href="#category-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), l_1_name, _loop_vars=_loop_vars)))
+        yield '">'
         yield escape(environment.finalize(l_1_name))
-        yield '</td><td>'
-        yield escape(environment.finalize(t_5(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
+        yield '</a></td><td>'
+        yield escape(environment.finalize(t_7(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
         yield '</td></tr>\n'
-    l_1_name = l_1_c = l_1_interval_svg = missing
+    l_1_name = l_1_c = l_1_anchor = l_1_interval_svg = missing
     yield '</table>\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'overall'):
         pass
@@ -412,7 +466,7 @@ def root(context, missing=missing):
     if (undefined(name='prov') if l_0_prov is missing else l_0_prov):
         pass
         yield '<h2>Provenance</h2>\n<p>Specs: <strong>'
-        yield escape(environment.finalize(t_4(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
+        yield escape(environment.finalize(t_6(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
         yield '</strong>'
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signer'):
             pass
@@ -499,7 +553,7 @@ def root(context, missing=missing):
             yield '</td></tr>\n'
         l_1_loop = l_1_w = missing
         yield '</table>'
-    yield '\n\n<h2>Findings</h2>\n'
+    yield '\n\n<h2 id="findings">Findings</h2>\n'
     l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
     context.vars['total'] = l_0_total
     context.exported_vars.add('total')
@@ -513,29 +567,52 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings_sha256')))
         yield '</code>).</p>'
     yield '\n'
-    t_6 = 1
+    t_8 = 1
     for l_1_f in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'):
+        l_1_anchor = resolve('anchor')
+        l_1_needs_no_fix_text = resolve('needs_no_fix_text')
+        l_1_what_failed = resolve('what_failed')
+        l_1_no_fix = resolve('no_fix')
+        l_1_said = missing
         _loop_vars = {}
         pass
-        yield '<div class="finding"><h3>'
+        yield '<div class="finding" id="finding-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_f, 'id'), _loop_vars=_loop_vars)))
+        yield '"><h3><a href="#finding-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_f, 'id'), _loop_vars=_loop_vars)))
+        yield '">'
         yield escape(environment.finalize(environment.getattr(l_1_f, 'id')))
-        yield ' <span class="note">'
+        yield '</a> <span class="note">'
         yield escape(environment.finalize(environment.getattr(l_1_f, 'severity')))
         if context.call(environment.getattr(l_1_f, 'get'), 'worst_status', _loop_vars=_loop_vars):
             pass
             yield ', worst '
             yield escape(environment.finalize(environment.getattr(l_1_f, 'worst_status')))
+        if (context.call(environment.getattr(l_1_f, 'get'), 'category', _loop_vars=_loop_vars) in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories')):
+            pass
+            yield '; category <a href="#category-'
+            yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_f, 'category'), _loop_vars=_loop_vars)))
+            yield '">'
+            yield escape(environment.finalize(environment.getattr(l_1_f, 'category')))
+            yield '</a>'
         yield '</span></h3>\n'
         if context.call(environment.getattr(l_1_f, 'get'), 'message', _loop_vars=_loop_vars):
             pass
             yield '<p>'
             yield escape(environment.finalize(environment.getattr(l_1_f, 'message')))
             yield '</p>'
+        elif context.call((undefined(name='needs_no_fix_text') if l_1_needs_no_fix_text is missing else l_1_needs_no_fix_text), l_1_f, _loop_vars=_loop_vars):
+            pass
+            yield '<p>'
+            yield escape(environment.finalize(context.call((undefined(name='what_failed') if l_1_what_failed is missing else l_1_what_failed), l_1_f, _loop_vars=_loop_vars)))
+            yield '</p>'
         yield '\n'
-        if context.call(environment.getattr(l_1_f, 'get'), 'evidence', _loop_vars=_loop_vars):
+        l_1_said = t_4(context.eval_ctx, t_5(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
+        _loop_vars['said'] = l_1_said
+        if (undefined(name='said') if l_1_said is missing else l_1_said):
             pass
             yield '<ul>'
-            for l_2_e in environment.getattr(l_1_f, 'evidence'):
+            for l_2_e in (undefined(name='said') if l_1_said is missing else l_1_said):
                 _loop_vars = {}
                 pass
                 yield '<li>'
@@ -576,12 +653,17 @@ def root(context, missing=missing):
             yield '<br>Verify: '
             yield escape(environment.finalize(environment.getattr(environment.getattr(l_1_f, 'fix'), 'verification')))
             yield '</p>'
+        elif context.call((undefined(name='needs_no_fix_text') if l_1_needs_no_fix_text is missing else l_1_needs_no_fix_text), l_1_f, _loop_vars=_loop_vars):
+            pass
+            yield '<p>What to do: '
+            yield escape(environment.finalize(context.call((undefined(name='no_fix') if l_1_no_fix is missing else l_1_no_fix), l_1_f, _loop_vars=_loop_vars)))
+            yield '</p>'
         yield '\n<p class="note">rows: '
         yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
-        t_6 = 0
-    l_1_f = missing
-    if t_6:
+        t_8 = 0
+    l_1_f = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
+    if t_8:
         pass
         yield '<p>No findings.</p>'
     yield '\n\n'
@@ -641,26 +723,31 @@ def root(context, missing=missing):
             yield '</td></tr>\n'
         l_1_loop = l_1_e = missing
         yield '</table></details>'
-    yield '\n\n<h2>Hashes</h2>\n<table>\n<tr><td>policy_sha256</td><td><code>'
+    yield '\n\n<h2 id="hashes">Hashes</h2>\n<table>\n<tr id="policy_sha256"><td>policy_sha256 ('
+    yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'policy', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'name'), environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'version'))))
+    yield ')</td><td><code>'
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy_sha256')))
-    yield '</code></td></tr>\n<tr><td>suite_sha256</td><td><code>'
+    yield '</code></td></tr>\n<tr id="suite_sha256"><td>suite_sha256</td><td><code>'
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'suite_sha256')))
-    yield '</code></td></tr>\n<tr><td>judge_sha256</td><td><code>'
+    yield '</code></td></tr>\n<tr id="judge_sha256"><td>judge_sha256</td><td><code>'
     yield escape(environment.finalize((environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'judge_sha256') or 'none')))
-    yield '</code></td></tr>\n<tr><td>rows_sha256</td><td><code>'
+    yield '</code></td></tr>\n<tr id="rows_sha256"><td>rows_sha256</td><td><code>'
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'rows_sha256')))
     yield '</code> (rows.jsonl)</td></tr>\n'
     for (l_1_name, l_1_i) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'inputs'), 'items')):
+        l_1_anchor = resolve('anchor')
         _loop_vars = {}
         pass
-        yield '<tr><td>input '
+        yield '<tr id="input-'
+        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), l_1_name, _loop_vars=_loop_vars)))
+        yield '"><td>input '
         yield escape(environment.finalize(l_1_name))
         yield '</td><td><code>'
         yield escape(environment.finalize(environment.getattr(l_1_i, 'sha256')))
         yield '</code> ('
         yield escape(environment.finalize(environment.getattr(l_1_i, 'format')))
         yield ')</td></tr>'
-    l_1_name = l_1_i = missing
+    l_1_name = l_1_i = l_1_anchor = missing
     yield '\n</table>\n'
     if (undefined(name='signed') if l_0_signed is missing else l_0_signed):
         pass
@@ -671,6 +758,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=47&30=51&31=53&32=58&34=65&35=69&36=75&37=81&40=85&42=88&45=108&49=112&50=119&51=128&52=136&53=142&58=150&60=163&61=173&64=176&68=203&69=213&70=229&71=249&73=257&74=260&75=268&76=275&77=294&78=312&79=315&81=332&82=335&85=348&86=354&87=368&88=378&89=381&92=408&93=414&94=442&95=445&98=460&100=466&104=502&105=516&106=528&107=534&108=546&109=549&111=569&112=579&115=587&116=590&118=592&121=612&126=644&127=646&128=648&129=650&130=652&132=664'
-source_sha256 = '2aa4a7dafe9458cb4e362b85e483d5631d5554471cfa73b6b1565295d324b949'
+debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&53=156&54=166&55=177&56=185&57=191&62=199&64=217&65=227&68=230&72=257&73=267&74=283&75=303&77=311&78=314&79=322&80=329&81=348&82=366&83=369&85=386&86=389&89=402&90=408&91=422&92=432&93=435&96=462&97=468&98=496&99=499&102=514&104=520&108=556&109=570&110=598&111=609&112=623&113=626&115=646&116=661&119=669&120=672&122=674&125=694&130=726&131=730&132=732&133=734&134=736&136=751'
+source_sha256 = '27b297ed64a3240cb63b61e3347a3876199fe28ffcd1b4dbfef212d983054d90'
 jinja2_version = '3.1.6'

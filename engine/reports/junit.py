@@ -19,7 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from engine.reports.text import expected_observed
+from engine.reports.text import expected_observed, needs_no_fix_text, no_fix, what_failed
 
 # Category states that fail (or leave unresolved) a gate that is not PASS.
 _NOT_MET = "NOT_MET"
@@ -93,10 +93,11 @@ def _category(suite: _Suite, name: str, c: dict[str, Any], red: bool) -> None:
 def _finding(suite: _Suite, f: dict[str, Any], state: str | None, red: bool) -> None:
     case = suite.case("case", f["id"])
     fix = f.get("fix") or {}
-    message = fix.get("action") or f.get("message") or _finding_message(f)
+    message = fix.get("action") or f.get("message") or what_failed(f)
     checks = [f"{c.get('inspection', '?')} ({c.get('type', '?')}) on {c.get('unit', '?')}, "
               f"{c.get('status', '?')}: {expected_observed(c)}" for c in f.get("checks", [])]
     detail = "\n".join(filter(None, [fix.get("title"), fix.get("verification"),
+                                     no_fix(f) if needs_no_fix_text(f) else "",
                                      *(f.get("evidence") or []), *checks]))
     if red and state in _UNRESOLVED:
         suite.outcome(case, "error", message, detail)
@@ -166,13 +167,3 @@ def _xml(text: str) -> str:
     """Text XML can hold: each character it cannot is written as its escape (\\x01)."""
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 256
                         else f"\\u{ord(m.group(0)):04x}", text)
-
-
-def _finding_message(f: dict[str, Any]) -> str:
-    """What to look at for a finding without a fix template; each run id named once."""
-    statuses = ", ".join(f"{n} {s}" for s, n in sorted(f.get("statuses", {}).items()))
-    where = f"case {f['case']}" if f.get("case") else f["id"]
-    runs = list(dict.fromkeys(str(r) for r in f.get("rows", [])))  # ids may be integers
-    rows = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
-    return (f"{f['category']}: {where} has {statuses or 'failing'} row(s)"
-            + (f" ({rows})" if rows else "") + "; inspect these runs in rows.jsonl")

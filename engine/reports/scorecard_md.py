@@ -8,7 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.reports.text import code, expected_observed, fmt, gated_on, md
+from engine.reports.text import (
+    code,
+    expected_observed,
+    fmt,
+    gated_on,
+    md,
+    needs_no_fix_text,
+    no_fix,
+    titled,
+    what_failed,
+)
 
 Card = dict[str, Any]
 FINDINGS_SHOWN = 20
@@ -24,9 +34,12 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
 def head(card: Card) -> list[str]:
     decision = card["decision"]
     note = " (not a release decision)" if decision in ("TRIAGE", "SELF_TEST") else ""
-    return [f"## {md(card['evaluation']['name'])}: **{decision}**{note}", "",
-            f"Policy `{code(card['policy']['name'])} {code(card['policy']['version'])}`, "
-            f"purpose {card['purpose']}, policy_sha256 `{card['policy_sha256']}`."]
+    e, p = card["evaluation"], card["policy"]
+    return [f"## {md(titled('evaluation', e['name'], e.get('version')))} · "
+            f"{md(titled('policy', p['name'], p['version']))}: **{decision}**{note}", "",
+            f"Policy `{code(p['name'])}` version `{code(p['version'])}` (scoring "
+            f"`{code(p.get('scoring_version'))}`), purpose {card['purpose']}, policy_sha256 "
+            f"`{card['policy_sha256']}`."]
 
 
 def categories(card: Card) -> list[str]:
@@ -198,11 +211,15 @@ def findings(card: Card) -> list[str]:
             said += f": {md(f['fix']['action'])}"
         elif f.get("message"):
             said += f": {md(f['message'])}"
+        elif needs_no_fix_text(f):
+            said += f": {md(what_failed(f))}"
         lines.append(said)
         said_more = [e for e in f.get("evidence", []) if e not in _STATUSES]
         if said_more:
             lines.append("  - " + "; ".join(md(e) for e in said_more))
         lines += check_lines(f)
+        if needs_no_fix_text(f):
+            lines.append(f"  - {md(no_fix(f))}")
     return lines
 
 

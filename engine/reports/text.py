@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 SHOWN = 400  # characters of one expected/observed value a report shows (rows.jsonl has more)
 GATED_ON = {"point": "point estimate", "wilson_lower": "Wilson lower bound"}
@@ -18,6 +19,21 @@ def fmt(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def anchor(name: Any) -> str:
+    """A name as an HTML id and its link's fragment: one word (a space or a character a URL
+    would escape is percent-encoded), so two names never share an anchor."""
+    return quote(str(name), safe=":")
+
+
+def titled(kind: str, name: Any, version: Any) -> str:
+    """'evaluation refund-gate v1.0.0': a spec's kind, name and version, so that an
+    evaluation's version is never read as its policy's."""
+    if version is None:
+        return f"{kind} {name}"
+    said = str(version)
+    return f"{kind} {name} {said if said[:1] in ('v', 'V') else 'v' + said}"
 
 
 def gated_on(category: dict[str, Any]) -> str:
@@ -68,3 +84,28 @@ def expected_observed(check: dict[str, Any], escape: Callable[[str], str] = str)
     seen = [f"expected {escape(value(check['expected']))}" if "expected" in check else "",
             f"observed {escape(value(check['observed']))}" if "observed" in check else ""]
     return "; ".join(filter(None, seen)) or "no value recorded"
+
+
+def what_failed(f: dict[str, Any]) -> str:
+    """What failed, for a finding without a fix template: its category, case, row statuses
+    and runs (each run id named once)."""
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(f.get("statuses", {}).items()))
+    where = f"case {f['case']}" if f.get("case") else f["id"]
+    runs = list(dict.fromkeys(str(r) for r in f.get("rows", [])))  # ids may be integers
+    rows = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+    return (f"{f['category']}: {where} has {statuses or 'failing'} row(s)"
+            + (f" ({rows})" if rows else "") + "; inspect these runs in rows.jsonl")
+
+
+def no_fix(f: dict[str, Any]) -> str:
+    """What to do about a finding the policy's fixes file has no template for."""
+    where = f"case {f['case']}" if f.get("case") else "the finding"
+    return (f"No fix template for {f['category']} in the policy's fixes file "
+            "(spec.findings.fixes), so none is suggested: compare what each check expected "
+            "with what it observed, fix the cause, then rerun the full declared suite (same "
+            f"suite hash, at least as many trials) until {where} passes every trial.")
+
+
+def needs_no_fix_text(f: dict[str, Any]) -> bool:
+    """A finding about agent rows (it has a category and statuses) without a fix template."""
+    return not f.get("fix") and not f.get("message") and bool(f.get("statuses"))
