@@ -437,8 +437,9 @@ def test_lexicons_bind_the_policy_hash_and_fixes_do_not(gate: Gate) -> None:
     assert set(first["policy_document"]["scoring_data"]) == {
         "detectors/pii-v1.yaml", "lexicons/refusal-v1.yaml", "lexicons/injection-flag-v1.yaml"}
     assert set(first["presentation_digests"]) == {
-        "fixes.yaml", "mapping.yaml", "catalogues/nist-ai-rmf.yaml", "catalogues/iso-42001.yaml",
-        "catalogues/eu-ai-act.yaml", "catalogues/owasp-llm.yaml", "catalogues/owasp-agentic.yaml"}
+        "fixes.yaml", "caveats.yaml", "mapping.yaml", "catalogues/nist-ai-rmf.yaml",
+        "catalogues/iso-42001.yaml", "catalogues/eu-ai-act.yaml", "catalogues/owasp-llm.yaml",
+        "catalogues/owasp-agentic.yaml"}
     fixes = gate.dir / "fixes.yaml"
     fixes.write_text(fixes.read_text().replace("Personal data leaked", "PII leaked"))
     _, second, _ = gate.run(refund.rows(fixed=True))

@@ -21,7 +21,7 @@ from engine.canonical import canonical
 SCORECARD_VERSION = "specgate.scorecard/v1"
 FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
 # names absent (not null) from the JSON when they have no value
-OMIT_WHEN_NONE = {"report", "label", "calibration"}
+OMIT_WHEN_NONE = {"report", "label", "calibration", "caveats"}
 
 
 def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
@@ -195,6 +195,9 @@ class Scorecard(_Block):
     SHA-256; the bundle's digest and signer) and ``inputs`` (per input the Evaluation
     requires attested: status attested, unattested or invalid; the attestation's digest,
     signer and predicate) (engine, over governance's and the harness's signatures)."""
+    caveats: list[str] | None = None
+    """What the measurements cannot show, as the policy's caveats file words it; the reports
+    print them; absent when the policy names none (governance, presentation data)."""
     scorecard_version: str = SCORECARD_VERSION
     """The version of this format (engine)."""
 

@@ -92,7 +92,7 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
         inputs=inputs, statistics=Statistics(policy.wilson_z), judge=outcome.judge,
         judge_sha256=outcome.judge["judge_sha256"] if outcome.judge else None,
         comparison=outcome.comparison, rows_sha256=rows_sha256, report=report,
-        label=label, calibration=outcome.calibration,
+        label=label, calibration=outcome.calibration, caveats=policy.caveats,
         provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}}).as_json()
 
 

@@ -153,7 +153,19 @@ def root(context, missing=missing):
     yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'required_categories'), ', ') or 'none')))
     yield '. Missing: '
     yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'missing_categories'), ', ') or 'none')))
-    yield '.</p>\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
+    yield '.</p>\n'
+    if context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'caveats'):
+        pass
+        yield '<h2 id="caveats">Caveats</h2>\n<ul class="caveats">'
+        for l_1_c in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'caveats'):
+            _loop_vars = {}
+            pass
+            yield '<li>'
+            yield escape(environment.finalize(l_1_c))
+            yield '</li>'
+        l_1_c = missing
+        yield '</ul>'
+    yield '\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
     for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories'), 'items')):
         l_1_anchor = resolve('anchor')
         l_1_gated_on = resolve('gated_on')
@@ -758,6 +770,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&53=156&54=166&55=177&56=185&57=191&62=199&64=217&65=227&68=230&72=257&73=267&74=283&75=303&77=311&78=314&79=322&80=329&81=348&82=366&83=369&85=386&86=389&89=402&90=408&91=422&92=432&93=435&96=462&97=468&98=496&99=499&102=514&104=520&108=556&109=570&110=598&111=609&112=623&113=626&115=646&116=661&119=669&120=672&122=674&125=694&130=726&131=730&132=732&133=734&134=736&136=751'
-source_sha256 = '27b297ed64a3240cb63b61e3347a3876199fe28ffcd1b4dbfef212d983054d90'
+debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&50=156&51=159&55=168&56=178&57=189&58=197&59=203&64=211&66=229&67=239&70=242&74=269&75=279&76=295&77=315&79=323&80=326&81=334&82=341&83=360&84=378&85=381&87=398&88=401&91=414&92=420&93=434&94=444&95=447&98=474&99=480&100=508&101=511&104=526&106=532&110=568&111=582&112=610&113=621&114=635&115=638&117=658&118=673&121=681&122=684&124=686&127=706&132=738&133=742&134=744&135=746&136=748&138=763'
+source_sha256 = '6fc62362b6f6690421608d8ce4c052ca28244ef3964f83488a6710cf95c1b9d2'
 jinja2_version = '3.1.6'

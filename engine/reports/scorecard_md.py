@@ -65,6 +65,12 @@ def reasons(card: Card) -> list[str]:
                                  ["No condition holds against this run."])]
 
 
+def caveats(card: Card) -> list[str]:
+    """The policy's caveats: what these measurements cannot show."""
+    said = card.get("caveats")
+    return ["### Caveats", "", *(f"- {md(c)}" for c in said)] if said else []
+
+
 def reliability(card: Card) -> list[str]:
     rows = []
     for name, b in (card.get("reliability") or {}).items():
@@ -243,7 +249,7 @@ def foot(card: Card) -> list[str]:
 
 
 SECTIONS: tuple[Callable[[Card], list[str]], ...] = (
-    head, categories, reasons, reliability, evidence_checks, comparison, calibration,
+    head, categories, reasons, caveats, reliability, evidence_checks, comparison, calibration,
     provenance, waivers,
     findings,
     agent_card, foot)

@@ -70,7 +70,9 @@ def summary_markdown(entries: list[dict[str, Any]], run_id: str, signed: bool) -
                      f"{e['exit_code']} | "
                      f"{fmt(e['overall'])} | {codes} | `{_code(folder)}` |")
     lines += ["", f"Run `{_code(run_id)}`. Each evidence folder holds the evaluation's "
-              "scorecard.md, scorecard.html and junit.xml. "
+              "scorecard.md, scorecard.html and junit.xml; where its policy gives caveats (what "
+              "the measurements cannot show), the scorecard lists them: read them before "
+              "relying on a decision. "
               + ("This summary, summary.json and every scorecard.json are sealed as one run: "
                  "verify the whole folder with `engine verify` and a pinned key."
                  if signed else "This run is unsigned: nothing here is sealed, and "

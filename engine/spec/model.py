@@ -137,6 +137,9 @@ class Policy:
     """Waivers as written: id, scope, justification, approver, expiry."""
     catalogues: list[dict[str, Any]] = field(default_factory=list)
     """Agent Card catalogues, each with its digest."""
+    caveats: list[str] | None = None
+    """``spec.caveats``: what the measurements cannot show, one sentence each (presentation
+    data, printed by the reports), or None when the policy names no caveats file."""
     calibration_required: bool = False
     """``judge.calibration.required``: a judged category needs a verified calibration whose
     kappa reaches ``min_kappa``, else it is UNRESOLVED (CALIBRATION_MISSING)."""

@@ -48,6 +48,7 @@ class _DataFiles:
         self.loader, self.doc = loader, doc
         self.scoring: dict[str, Path] = {}
         self.presentation: dict[str, Path] = {}
+        self.caveats: list[str] | None = None
 
     def resolver(self, table: dict[str, Path]) -> Callable[[str, _yaml.Path], Path | None]:
         """A path resolver that also records what it resolved into ``table``."""
@@ -148,6 +149,7 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   report=spec.get("report"), waivers=spec.get("waivers", []),
                   catalogues=parts.agent_card[0], card_mappings=parts.agent_card[1],
                   presentation_digests=files.digests(files.presentation),
+                  caveats=files.caveats,
                   calibration_required=calibration.get("required", False),
                   min_kappa=calibration.get("min_kappa", 0.85),
                   label_field=calibration.get("label_field", "human_label"))
@@ -211,14 +213,32 @@ def _check_fallbacks(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
                 did_you_mean(str(entry["fallback"]), inspections)))
 
 
+def build_caveats(data: Any) -> list[str]:
+    """A caveats file: a list of sentences (extra spaces and line breaks folded); ValueError
+    naming what is wrong otherwise."""
+    if not isinstance(data, list) or not data:
+        raise ValueError("a caveats file is a non-empty list of sentences")
+    out = []
+    for i, item in enumerate(data):
+        if not isinstance(item, str) or not item.strip():
+            raise ValueError(f"caveat {i + 1} is not a sentence")
+        out.append(" ".join(item.split()))
+    return out
+
+
 def _data_files(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
                 categories: dict[str, Category], files: _DataFiles) -> tuple[dict[str, Any], Any]:
-    """Fix templates (presentation data) and the masking detector (scoring data)."""
+    """Fix templates and caveats (presentation data) and the masking detector (scoring
+    data); the caveats are kept on ``files``."""
     fixes: dict[str, Any] = {}
     if "fixes" in spec.get("findings", {}):
         fixes = load_data_file(doc, ("spec", "findings", "fixes"), spec["findings"]["fixes"],
                                lambda data: build_fixes(data, set(categories)), loader.problems,
                                files.resolver(files.presentation)) or {}
+    if "caveats" in spec:
+        files.caveats = load_data_file(doc, ("spec", "caveats"), spec["caveats"],
+                                       build_caveats, loader.problems,
+                                       files.resolver(files.presentation))
     mask_with = None
     if "mask_with" in spec.get("evidence", {}):
         mask_with = load_data_file(doc, ("spec", "evidence", "mask_with"),

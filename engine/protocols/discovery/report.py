@@ -79,4 +79,7 @@ def markdown(pkg: Package, report: dict[str, Any]) -> str:
                          f"{_num(block['quality_mean'])} | "
                          f"{_num(block['reference_coverage_mean'])} |")
         lines.append("")
+    caveats = pkg.discovery.scoring.caveats
+    if caveats:  # after the layout §11.4 fixes, which stays as it is
+        lines += ["## caveats", "", *(f"- {c}" for c in caveats), ""]
     return "\n".join(lines)

@@ -27,6 +27,7 @@ class Scoring:
     dimensions: dict[str, str]
     summary: list[tuple[str, Formula]]
     disclaimer: str
+    caveats: tuple[str, ...] = ()
 
 
 def compile_scoring(doc: Document, problems: list[Problem]) -> Scoring:
@@ -50,7 +51,8 @@ def compile_scoring(doc: Document, problems: list[Problem]) -> Scoring:
                    dims,
                    [(name, formula(("summary", name), src, counts))
                     for name, src in data["summary"].items()],
-                   " ".join(str(data["disclaimer"]).split()))
+                   " ".join(str(data["disclaimer"]).split()),
+                   tuple(" ".join(str(c).split()) for c in data.get("caveats", [])))
 
 
 def finding_score(rules: Scoring, assessment: Mapping[str, Any],
