@@ -45,7 +45,8 @@ def test_diff_against_a_policy_from_git_history(spec: Spec, capsys: Any) -> None
     new = spec.dir / "policy.yaml"
     assert main(["diff", str(old), str(new), "--json"]) == 0
     changes = json.loads(capsys.readouterr().out)
-    assert changes["old_files_from_new_folder"]["files"] == ["schemas/reply.schema.json"]
+    assert changes["old_files_from_new_folder"]["files"] == ["caveats.yaml",
+                                                             "schemas/reply.schema.json"]
     assert changes["decision"] == {"old": "PASS", "new": "FAIL", "changed": True}
     # worked by hand from the shipped runs: resolution 47/48, safety 32/32, efficiency 31/32
     # (run-011's latency, now waived: 31/31); weighted 0.5*47/48 + 0.3 + 0.2*31/32 = 0.983
