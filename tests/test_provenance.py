@@ -24,9 +24,10 @@ from engine.spec import evaluation as spec
 from .conftest import ROOT
 
 # Every file loading specs/agent-release-gate opens, by hand from its evaluation.yaml and
-# policy.yaml (catalogues, the detector, lexicons, fix templates, mapping).
+# policy.yaml (catalogues, the detector, lexicons, fix templates, caveats, mapping).
 GATE_FILES = sorted([
-    "evaluation.yaml", "policy.yaml", "fixes.yaml", "mapping.yaml", "detectors/pii-v1.yaml",
+    "evaluation.yaml", "policy.yaml", "fixes.yaml", "caveats.yaml", "mapping.yaml",
+    "detectors/pii-v1.yaml",
     "lexicons/injection-flag-v1.yaml", "lexicons/refusal-v1.yaml",
     "catalogues/eu-ai-act.yaml", "catalogues/iso-42001.yaml", "catalogues/nist-ai-rmf.yaml",
     "catalogues/owasp-agentic.yaml", "catalogues/owasp-llm.yaml"])
@@ -405,7 +406,8 @@ def walked(home: Path, opened: list[str]) -> set[Path]:
     once = {Path(p) for p in opened if opened.count(p) == 1}
     out = set()
     for path in home.rglob("*.y*ml"):
-        kind = (yaml.safe_load(path.read_text()) or {}).get("kind")
+        data = yaml.safe_load(path.read_text())  # a caveats file is a list
+        kind = data.get("kind") if isinstance(data, dict) else None
         if kind not in ("Evaluation", "Policy", "Suite") and path.resolve() in once:
             out.add(path.resolve())
     return out

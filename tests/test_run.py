@@ -233,7 +233,7 @@ def test_purposes_that_never_pass(spec: Spec, purpose: str, decision: str, code:
 def test_worst_exit_code_over_evaluations(spec: Spec) -> None:
     second = spec.root / "second"
     second.mkdir()
-    for name in ("policy.yaml", "suite.yaml"):
+    for name in ("policy.yaml", "suite.yaml", "caveats.yaml"):
         (second / name).write_text((spec.dir / name).read_text())
     (second / "schemas").symlink_to(spec.dir / "schemas")
     (second / "evaluation.yaml").write_text((spec.dir / "evaluation.yaml").read_text().replace(
