@@ -660,9 +660,9 @@ def test_the_doc_runs_in_order_and_says_what_it_promises(tmp_path: Path) -> None
         cwd = Path(ended.read_text().strip())
     assert cwd == work / "scratch" / "provenance"
     keys, signing_, attesting, running, edited, _, auditing = said
-    assert "signed 4 file(s): specs/inspect-example/specs.intoto.jsonl" in signing_
-    assert "inspect-arithmetic: evaluation.yaml, keys/harness.pub.pem, policy.yaml, " \
-           "suite.yaml" in signing_
+    assert "signed 5 file(s): specs/inspect-example/specs.intoto.jsonl" in signing_
+    assert "inspect-arithmetic: caveats.yaml, evaluation.yaml, keys/harness.pub.pem, " \
+           "policy.yaml, suite.yaml" in signing_
     assert signing_.count("(governance key ") == len(spec.load([ROOT / "specs"]))
     assert "attested 1 file(s) of specs/inspect-example/data/inspect-example.eval" in attesting
     assert running.count(": PASS") == 6 and "input samples: attested by the harness" in running

@@ -437,9 +437,9 @@ def test_a_finding_without_a_fix_template_says_what_failed_and_what_to_do(spec: 
     assert f"<p>{failed}</p>" in finding and f"<p>What to do: {todo}</p>" in finding
     assert "<li>FAIL</li>" not in finding  # a bare status is not evidence
     md = (out / "scorecard.md").read_text()
-    escaped = lambda s: s.replace("(", "\\(").replace(")", "\\)")  # noqa: E731
-    assert f"- **efficiency:card-on-file** (high, worst FAIL): {escaped(failed)}\n" in md
-    assert f"  - {escaped(todo)}\n" in md
+    # our own sentence as written (no backslashes); only what the evidence names is escaped
+    assert f"- **efficiency:card-on-file** (high, worst FAIL): {failed}\n" in md
+    assert f"  - {todo}\n" in md
     cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").iter("testcase")}
     [text] = [(e.text or "") for e in cases["efficiency:card-on-file"]
               if e.tag in ("skipped", "failure")]
@@ -459,3 +459,13 @@ def test_the_title_says_which_version_is_the_evaluation_s_and_which_the_policy_s
     md = (out / "scorecard.md").read_text()
     assert md.startswith("## evaluation support-agent v3 · policy support-agent-release "
                          "v2.1.0: **PASS**\n")
+
+
+def test_the_no_fix_sentence_escapes_only_what_the_evidence_names() -> None:
+    from engine.reports.text import md, no_fix, what_failed
+
+    finding = {"category": "efficiency", "case": "[x](https://evil.example/)",
+               "statuses": {"FAIL": 2}, "rows": ["<b>r1</b>", "r|2"]}
+    said = what_failed(finding, md) + " " + no_fix(finding, md)
+    assert "](" not in said and "<b>" not in said and "r|2" not in said
+    assert "row(s)" in said and "(spec.findings.fixes)" in said  # our own words as written

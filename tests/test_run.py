@@ -409,8 +409,8 @@ def test_init_scaffolds_a_spec_that_validates_tests_and_runs(tmp_path: Path,
     folder = tmp_path / "my-agent"
     assert main(["init", str(folder)]) == 0
     written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    assert written == ["data/runs.jsonl", "evaluation.yaml", "policy.yaml", "suite.yaml",
-                       "tests/policy.test.yaml"]
+    assert written == ["caveats.yaml", "data/runs.jsonl", "evaluation.yaml", "policy.yaml",
+                       "suite.yaml", "tests/policy.test.yaml"]
     for file in folder.rglob("*.yaml"):  # nothing of the machine it ran on
         text = file.read_text()
         assert str(tmp_path) not in text and "file:" not in text and "site-packages" not in text

@@ -50,13 +50,14 @@ def run(args: argparse.Namespace) -> int:
     (folder / "tests").mkdir()
     for template, target in (("evaluation.yaml", "evaluation.yaml"),
                              ("policy.yaml", "policy.yaml"), ("suite.yaml", "suite.yaml"),
+                             ("caveats.yaml", "caveats.yaml"),
                              ("runs.jsonl", "data/runs.jsonl"),
                              ("policy.test.yaml", "tests/policy.test.yaml")):
         text = (source / template).read_text("utf-8")
         text = text.replace("{{name}}", name).replace("{{version}}", __version__).replace(
             "{{dir}}", shown)
         (folder / target).write_text(text)
-    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml, data/runs.jsonl and "
-          f"tests/policy.test.yaml; try: engine run {folder}")
+    print(f"wrote {folder}/evaluation.yaml, policy.yaml, suite.yaml, caveats.yaml, "
+          f"data/runs.jsonl and tests/policy.test.yaml; try: engine run {folder}")
     return 0
 

@@ -218,14 +218,14 @@ def findings(card: Card) -> list[str]:
         elif f.get("message"):
             said += f": {md(f['message'])}"
         elif needs_no_fix_text(f):
-            said += f": {md(what_failed(f))}"
+            said += f": {what_failed(f, md)}"
         lines.append(said)
         said_more = [e for e in f.get("evidence", []) if e not in _STATUSES]
         if said_more:
             lines.append("  - " + "; ".join(md(e) for e in said_more))
         lines += check_lines(f)
         if needs_no_fix_text(f):
-            lines.append(f"  - {md(no_fix(f))}")
+            lines.append(f"  - {no_fix(f, md)}")
     return lines
 
 

@@ -86,21 +86,23 @@ def expected_observed(check: dict[str, Any], escape: Callable[[str], str] = str)
     return "; ".join(filter(None, seen)) or "no value recorded"
 
 
-def what_failed(f: dict[str, Any]) -> str:
+def what_failed(f: dict[str, Any], esc: Callable[[Any], str] = str) -> str:
     """What failed, for a finding without a fix template: its category, case, row statuses
-    and runs (each run id named once)."""
+    and runs (each run id named once); ``esc`` escapes what comes from the evidence and
+    the spec (md for Markdown), never the sentence around it."""
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(f.get("statuses", {}).items()))
-    where = f"case {f['case']}" if f.get("case") else f["id"]
+    where = f"case {esc(f['case'])}" if f.get("case") else esc(f["id"])
     runs = list(dict.fromkeys(str(r) for r in f.get("rows", [])))  # ids may be integers
-    rows = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
-    return (f"{f['category']}: {where} has {statuses or 'failing'} row(s)"
+    rows = ", ".join(esc(r) for r in runs[:5]) + \
+        (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+    return (f"{esc(f['category'])}: {where} has {esc(statuses) or 'failing'} row(s)"
             + (f" ({rows})" if rows else "") + "; inspect these runs in rows.jsonl")
 
 
-def no_fix(f: dict[str, Any]) -> str:
+def no_fix(f: dict[str, Any], esc: Callable[[Any], str] = str) -> str:
     """What to do about a finding the policy's fixes file has no template for."""
-    where = f"case {f['case']}" if f.get("case") else "the finding"
-    return (f"No fix template for {f['category']} in the policy's fixes file "
+    where = f"case {esc(f['case'])}" if f.get("case") else "the finding"
+    return (f"No fix template for {esc(f['category'])} in the policy's fixes file "
             "(spec.findings.fixes), so none is suggested: compare what each check expected "
             "with what it observed, fix the cause, then rerun the full declared suite (same "
             f"suite hash, at least as many trials) until {where} passes every trial.")
