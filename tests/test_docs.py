@@ -49,6 +49,21 @@ def blocks(page: Path) -> list[tuple[int, str, str]]:
     return out
 
 
+def shown(page: Path) -> dict[int, list[str]]:
+    """The output a page shows for a block: a ``text`` block right after a shell block
+    (blank lines between allowed), by the shell block's line; each of its lines must be a
+    line the block prints."""
+    lines, out = page.read_text().splitlines(), {}
+    for line, _, script in blocks(page):
+        after = line + script.count("\n") + 2  # the index of the line after the fence
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        if after < len(lines) and lines[after].strip() == "```text":
+            end = next(j for j in range(after + 1, len(lines)) if lines[j].startswith("```"))
+            out[line] = [x for x in lines[after + 1:end] if x.strip()]
+    return out
+
+
 def run_block(script: str, cwd: Path, ended: Path | None = None
               ) -> subprocess.CompletedProcess[str]:
     """One block as a reader would type it: bash, stopping at the first failing command,
@@ -92,6 +107,10 @@ def follow(page: Path, work: Path) -> list[str]:
         assert done.returncode == want, \
             f"{page.name}:{line}: exit {done.returncode}, want {want}\n{script}\n" \
             f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
+        printed = (done.stdout + done.stderr).splitlines()
+        missing = [x for x in shown(page).get(line, []) if x not in printed]
+        assert missing == [], f"{page.name}:{line}: shown but not printed: {missing}\n" \
+            f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
         cwd = Path(ended.read_text().strip())
         assert cwd.is_relative_to(work), f"{page.name}:{line}: left the checkout for {cwd}"
     after = files(work, mine)
@@ -120,6 +139,10 @@ def test_a_page_writing_outside_its_scratch_folder_is_caught(tmp_path: Path) -> 
                     "```sh\ntouch also-fine && echo b >> ../../specs/kept.yaml\n```\n"
                     "```sh\ncd ../.. && mkdir out && touch out/stray\n```\n")
     assert follow(page, work) == ["out/stray", "specs/kept.yaml"]
+    page.write_text("```sh\necho one && echo two\n```\n\n```text\ntwo\n```\n"
+                    "```sh\necho three\n```\n```text\nfour\n```\n")
+    with pytest.raises(AssertionError, match=r"page.md:8: shown but not printed: \['four'\]"):
+        follow(page, work)
     assert sorted(p.name for p in (work / "scratch" / "page").iterdir()) == \
         ["also-fine", "fine"]  # the second block went on where the first ended
 

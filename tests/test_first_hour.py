@@ -122,3 +122,8 @@ def test_every_command_says_its_exit_codes_and_its_examples_parse() -> None:
             argv = shlex.split(line)
             assert argv[:2] == ["engine", name], line
             assert parser.parse_args(argv[1:]).command == name
+            # what it reads from the checkout is there (what it writes need not be)
+            read = [a.rpartition("=")[2] for before, a in zip(argv, argv[1:], strict=False)
+                    if before not in ("--out", "--out-dir") and name != "init"
+                    and a.rpartition("=")[2].startswith(("specs/", "docs/"))]
+            assert all((ROOT / path).exists() for path in read), line

@@ -992,3 +992,25 @@ def test_a_cache_entry_is_parsed_only_after_its_mac_holds(tmp_path: Path,
     path.write_bytes(planted)
     assert cache.get(key, lambda rec: rec) is None and cache.rejected == 1
     assert len(parsed) == 1  # the planted bytes were never parsed
+
+
+def test_a_run_reading_the_cache_key_while_another_makes_it_reads_a_whole_key(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A second run asks for the key at the moment the first is making it (here: while the
+    first draws its random digits). Both get one whole key; before, the second read the
+    first's still-empty file and stopped, CACHE_KEY_UNUSABLE (review: 2 runs in 240)."""
+    from engine.judge import _cache
+
+    key, folder, seen = tmp_path / "keys" / "cache.key", tmp_path / "cache", []
+    draw, calls = _cache.secrets.token_hex, []
+
+    def meanwhile(n: int) -> str:
+        calls.append(n)
+        if len(calls) == 1:  # the other run, in the window (its own draw is the second)
+            seen.append(_cache.load_key(key, folder))
+        return draw(n)
+
+    monkeypatch.setattr(_cache.secrets, "token_hex", meanwhile)
+    first = _cache.load_key(key, folder)
+    assert first == seen[0] and len(first) == 32
+    assert [p.name for p in key.parent.iterdir()] == ["cache.key"]  # nothing else left

@@ -4,6 +4,7 @@ and the warnings a valid spec gets (WEIGHTS_UNUSED)."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,7 @@ def test_any_broken_shape_is_reported_never_crashes(tmp_path: Path, capsys: Any,
 
 OVERALL = ("  overall:\n"
            "    threshold: 0.9        # weighted mean of category rates (weights above)\n")
-DEAD = ("warning: example/policy.yaml:19:15: WEIGHTS_UNUSED: spec.categories.resolution.weight: "
+DEAD = ("warning: example/policy.yaml:20:15: WEIGHTS_UNUSED: spec.categories.resolution.weight: "
         "category weights (resolution 0.5, safety 0.3, efficiency 0.2) can never change the "
         "decision: ")
 
@@ -197,3 +198,18 @@ def test_engine_run_prints_the_warning_and_decides_as_before(spec: Spec, capsys:
 def test_the_shipped_specs_have_no_dead_weights(capsys: Any) -> None:
     code, _, out = validate(ROOT / "specs", capsys)
     assert code == 0 and "WEIGHTS_UNUSED" not in out
+
+
+def test_two_evaluations_of_one_policy_print_its_warning_once(tmp_path: Path,
+                                                              capsys: Any) -> None:
+    folder = tmp_path / "example"
+    shutil.copytree(ROOT / "specs" / "example", folder)
+    policy = folder / "policy.yaml"
+    policy.write_text(policy.read_text().replace(OVERALL, "  overall: {}\n"))
+    second = (folder / "evaluation.yaml").read_text().replace(
+        "name: support-agent\n", "name: support-agent-twin\n", 1)
+    assert "support-agent-twin" in second
+    (folder / "evaluation-twin.yaml").write_text(second)
+    main(["run", str(folder), "--out", str(tmp_path / "out")])
+    warned = [x for x in capsys.readouterr().err.splitlines() if "WEIGHTS_UNUSED" in x]
+    assert len(warned) == 1, warned

@@ -1,8 +1,9 @@
 """docs/verifying.md as an auditor follows it, and ``engine verify FOLDER``.
 
-The doc's shell blocks run verbatim, in order, in a folder holding a copy of ``specs/``: the
-first writes keys and runs ``engine run specs/ --out out/ --key ...``, the others verify
-what it wrote, OpenSSL being the verifier independent of the engine. A block is skipped
+The doc's shell blocks run verbatim, in order, as one auditor's shell session in a copy of
+the checkout's ``specs/``: the first goes into ``scratch/verifying/`` (a copy of the specs),
+writes keys and runs ``engine run specs/ --out out/ --key ...``, the others verify what it
+wrote there, OpenSSL being the verifier independent of the engine. A block is skipped
 only when the line above its fence says ``<!-- doc-test: not run: REASON -->`` (the
 marker tests/test_docs.py reads too).
 """
@@ -45,16 +46,29 @@ def openssl() -> None:
         pytest.skip("openssl is not installed")
 
 
-def execute(lang: str, body: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    command = ["bash", "-euo", "pipefail", "-c", body] if lang == "sh" else \
-        [sys.executable, "-c", body]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+class Reader:
+    """An auditor's shell session: each block starts in the folder the last one ended in
+    (the page's first block goes into scratch/verifying/, a copy of the specs)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.cwd, self.ended = root, root, root.parent / f"{root.name}.ended"
+        shutil.copytree(ROOT / "specs", root / "specs")
+
+    def __call__(self, lang: str, body: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ,
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        command = ["bash", "-euo", "pipefail", "-c",
+                   f"trap 'pwd > {self.ended}' EXIT\n{body}"] if lang == "sh" else \
+            [sys.executable, "-c", body]
+        done = subprocess.run(command, cwd=self.cwd, env=env, capture_output=True, text=True)
+        if lang == "sh":
+            self.cwd = Path(self.ended.read_text().strip())
+        return done
 
 
 def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
     openssl()
-    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    execute = Reader(tmp_path / "checkout")
     found = blocks()
     skipped = [(body, why) for _, body, why in found if why]
     assert [why for _, why in skipped] == ["installs from the network"]
@@ -62,7 +76,7 @@ def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
     outputs = []
     for lang, body, why in found:
         if not why:
-            done = execute(lang, body, tmp_path)
+            done = execute(lang, body)
             assert done.returncode == 0, f"{body}\n{done.stdout}{done.stderr}"
             outputs.append(done.stdout)
     assert "engine run specs/ --out out/ --key" in found[0][1]
@@ -73,7 +87,9 @@ def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
     assert f"{n} scorecard(s) under out: {n} valid" in engine
     assert raw.strip() == dsse.strip() == "Signature Verified Successfully"
     # every file beside the scorecard but the signature files is a subject, and OK
-    folder = tmp_path / "out" / "support-agent"
+    assert execute.cwd == tmp_path / "checkout" / "scratch" / "verifying"
+    assert sorted(p.name for p in (tmp_path / "checkout").iterdir()) == ["scratch", "specs"]
+    folder = execute.cwd / "out" / "support-agent"
     files = sorted(p.name for p in folder.iterdir())
     assert sorted(subjects.replace(": OK", "").split()) == \
         sorted(set(files) - SIGNATURE_FILES)
@@ -82,17 +98,17 @@ def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
 
 def test_the_doc_s_openssl_commands_catch_tampering(tmp_path: Path) -> None:
     openssl()
-    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    execute = Reader(tmp_path / "checkout")
     engine, raw, dsse, subjects = [b for lang, b, why in blocks() if lang == "sh" and not why]
     for body in (engine, raw, dsse, subjects):
-        assert execute("sh", body, tmp_path).returncode == 0
-    folder = tmp_path / "out" / "support-agent"
+        assert execute("sh", body).returncode == 0
+    folder = execute.cwd / "out" / "support-agent"
     html = folder / "scorecard.html"
     html.write_bytes(html.read_bytes().replace(b"PASS", b"FAIL", 1))
-    done = execute("sh", subjects, tmp_path)
+    done = execute("sh", subjects)
     assert done.returncode != 0 and "scorecard.html: FAILED" in done.stdout, done.stdout
     (folder / "scorecard.json").write_bytes((folder / "scorecard.json").read_bytes() + b" ")
-    done = execute("sh", raw, tmp_path)
+    done = execute("sh", raw)
     assert done.returncode != 0 and "Verification Failure" in done.stdout + done.stderr
 
 

@@ -29,8 +29,8 @@ EXITS = ("0 every judged category reaches min_kappa, 1 one does not, 3 the calib
          "be made (too few labels, the judge unreachable), "
          + USAGE_EXIT)
 EXAMPLES = (
-    "engine calibrate specs/support-agent --input runs=holdout.jsonl --out calibration/ --key "
-    "keys/runner/private.pem",
+    "engine calibrate my-judged-agent/ --input runs=holdout.jsonl --out calibration/ "
+    "--key governance-signing.pem",
 )
 
 

@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if not evaluations:
         raise UsageError("no Evaluation found under " + ", ".join(map(str, args.paths)),
                          "NO_EVALUATION")
-    for warning in (w for e in evaluations for w in e.warnings):  # stderr: --json stays JSON
+    # on stderr (--json stays JSON), each once: Evaluations sharing a policy share its own
+    for warning in dict.fromkeys(str(w) for e in evaluations for w in e.warnings):
         print(f"warning: {warning}", file=sys.stderr)
     unknown = set(rebound) - {name for e in evaluations for name in e.inputs}
     if unknown:

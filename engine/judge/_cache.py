@@ -46,13 +46,19 @@ def key_path() -> Path:
 
 
 def _create(path: Path) -> None:
+    """A new key, whole before anyone can read it: written to a file of its own, then
+    linked into place, which fails if another run made one first (then that one is read).
+    Created in place, a second run could read it still empty (found by review)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 600
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+        os.link(name, path)
     except FileExistsError:
-        return  # another run made it first: read that one
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_hex(32) + "\n")
+        pass  # another run made it first: read that one
+    finally:
+        os.unlink(name)
 
 
 def load_key(path: Path, folder: Path) -> bytes:

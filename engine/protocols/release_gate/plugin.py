@@ -42,6 +42,6 @@ PROTOCOL = Protocol(
     codes=CODES,
     commands=(Command("migrate-assevra", "convert an Assevra 0.6 config into a release-gate "
                       "spec folder", migrate.arguments, migrate.run, exits="0 written",
-                      examples=("engine migrate-assevra specs/agent-release-gate --from "
-                                "assevra.yaml --out specs/migrated",)),),
+                      examples=("engine migrate-assevra docs/examples/assevra.yml --out "
+                                "migrated/",)),),
 )
