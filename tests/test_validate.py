@@ -213,3 +213,36 @@ def test_two_evaluations_of_one_policy_print_its_warning_once(tmp_path: Path,
     main(["run", str(folder), "--out", str(tmp_path / "out")])
     warned = [x for x in capsys.readouterr().err.splitlines() if "WEIGHTS_UNUSED" in x]
     assert len(warned) == 1, warned
+
+
+# an inspection whose own parameters break its type's schema (bind is a list): lines 15, 16
+BAD_PARAMS = HEAD + """\
+  categories:
+    safety:
+      weight: 1
+      inspections: [short]
+  overall:
+    threshold: 0.9
+  inspections:
+    - id: short
+      type: formula
+      bind: [words]
+      formula: words <=
+"""
+
+
+def test_an_inspection_with_broken_parameters_still_has_its_formula_checked(
+        tmp_path: Path, capsys: Any) -> None:
+    bind = "policy.yaml:15:13: BAD_TYPE: spec.inspections[0].bind: must be a mapping"
+    formula = "policy.yaml:16:16: FORMULA_SYNTAX: spec.inspections[0].formula: "
+    path = write(tmp_path, BAD_PARAMS)
+    code, lines, _ = validate(path, capsys)  # the Policy's own structure is sound
+    assert code == 2 and len(lines) == 2, lines
+    assert lines[0].endswith(bind) and formula in lines[1], lines
+    path.write_text(BAD_PARAMS.replace("  overall:\n    threshold: 0.9\n",
+                                       "  overall:\n    threshold: high\n"))
+    code, lines, _ = validate(path, capsys)  # and with a structure problem beside it
+    assert code == 2 and len(lines) == 3, lines
+    assert lines[0].endswith("policy.yaml:11:16: BAD_THRESHOLD: spec.overall.threshold: must be "
+                             "a number")
+    assert lines[1].endswith(bind) and formula in lines[2], lines

@@ -14,6 +14,9 @@ from engine.formula import Formula
 from engine.inspections import Primitive
 from engine.records.masking import Masker
 
+# the keys of every inspection entry; the others are its type's parameters
+COMMON_KEYS = frozenset({"id", "type", "description", "when"})
+
 
 @dataclass
 class Inspection:

@@ -18,7 +18,7 @@ from engine.formula import BOOLEAN, NUMBER, Formula
 from engine.inspections import TABLE
 from engine.inspections.pii import build_detector
 from engine.records.masking import masker
-from engine.spec import advice, opened
+from engine.spec import advice, opened, salvage
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import (
@@ -27,7 +27,7 @@ from engine.spec.compile import (
     compile_selector,
     load_data_file,
 )
-from engine.spec.model import Category, Condition, Inspection, Policy
+from engine.spec.model import COMMON_KEYS, Category, Condition, Inspection, Policy
 from engine.stats import DEFAULT_Z
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Category", "Condition", "Inspection", "Policy", "compile_policy", "condition_names"]
 
-COMMON_KEYS = {"id", "type", "description", "when"}
 RELIABILITY_GATES = ("min_pass_hat_k", "min_consistency", "max_flaky_cases")
 
 
@@ -352,7 +351,8 @@ def _inspections(loader: _Loader, doc: _yaml.Document, entries: list[dict[str, A
         params = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
         found = _schema.problems(doc, _schema.validator_for(primitive.schema), params, where)
         loader.problems.extend(found)
-        if found:
+        if found:  # not compiled: say now what its formulas would
+            loader.problems.extend(salvage.inspection_problems(doc, where, entry, found))
             continue
         compiled = compile_params(doc, where, primitive.schema, params, loader.problems,
                                   files.resolver(files.scoring))

@@ -19,7 +19,9 @@ from typing import Any
 from engine.errors import Problem
 from engine.formula import ANY, BOOLEAN, NUMBER
 from engine.inspections import TABLE
+from engine.spec import schema as _schema
 from engine.spec.compile import compile_checked_formula
+from engine.spec.model import COMMON_KEYS
 from engine.spec.yaml import Document, Path, json_path
 
 COMPARISON_NAMES = dict.fromkeys(("rate", "baseline_rate", "baseline_lower",
@@ -50,19 +52,53 @@ Site = tuple[Path, Any, Mapping[str, str], str]
 
 def formula_problems(doc: Document, structure: list[Problem]) -> list[Problem]:
     """Problems of every formula of ``doc`` (a Policy) that can be compiled on its own,
-    leaving out those whose value is itself among the ``structure`` problems."""
-    broken = {p.path for p in structure}
+    leaving out those whose value is itself among the ``structure`` problems; and those of
+    each inspection's parameters against its type's schema, which the Policy's schema
+    leaves to the type (checked only when the Policy compiles, otherwise)."""
     out: list[Problem] = []
     spec = doc.data.get("spec") if isinstance(doc.data, dict) else None
     if not isinstance(spec, dict):
         return out
+    params = _parameter_problems(doc, spec.get("inspections"))
+    out.extend(params)
+    broken = {p.path for p in structure + params}
     for where, source, names, want in _sites(spec):
-        path = json_path(where)
-        if not isinstance(source, str) or any(
-                b == path or b.startswith((path + ".", path + "[")) for b in broken):
-            continue
-        compile_checked_formula(doc, where, source, names, want, out)
+        _compile(doc, where, source, names, want, broken, out)
     return out
+
+
+def inspection_problems(doc: Document, where: Path, entry: dict[str, Any],
+                        structure: list[Problem]) -> list[Problem]:
+    """Problems of the formulas of one inspection whose parameters break its type's schema
+    (``structure``), each that can be compiled on its own."""
+    out: list[Problem] = []
+    broken = {p.path for p in structure}
+    for site, source, names, want in _inspection_sites(where, entry):
+        _compile(doc, site, source, names, want, broken, out)
+    return out
+
+
+def _parameter_problems(doc: Document, inspections: Any) -> list[Problem]:
+    """Each inspection's parameters (of a known type) against its type's schema."""
+    out: list[Problem] = []
+    for i, entry in enumerate(inspections if isinstance(inspections, list) else ()):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        primitive = TABLE.get(kind) if isinstance(kind, str) else None
+        if primitive is not None:
+            params = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
+            out += _schema.problems(doc, _schema.validator_for(primitive.schema), params,
+                                    ("spec", "inspections", i))
+    return out
+
+
+def _compile(doc: Document, where: Path, source: Any, names: Mapping[str, str], want: str,
+             broken: set[str], out: list[Problem]) -> None:
+    """One formula's problems into ``out``, unless it is not text or its own value (or a
+    part of it) is among the ``broken`` places."""
+    path = json_path(where)
+    if isinstance(source, str) and not any(
+            b == path or b.startswith((path + ".", path + "[")) for b in broken):
+        compile_checked_formula(doc, where, source, names, want, out)
 
 
 def _sites(spec: dict[str, Any]) -> Iterator[Site]:
