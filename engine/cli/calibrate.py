@@ -25,9 +25,9 @@ from engine.spec import evaluation as spec
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
     pass
 
-EXITS = ("0 every judged category reaches min_kappa, 1 one does not, 3 the calibration could not "
-         "be made (too few labels, the judge unreachable), "
-         + USAGE_EXIT)
+EXITS = ("0 every judged category reaches min_kappa, 1 one does not, 3 nothing could be "
+         "measured (a labelled row got no verdict, or no row is labelled), " + USAGE_EXIT
+         + ": a bad label too")
 EXAMPLES = (
     "engine calibrate my-judged-agent/ --input runs=holdout.jsonl --out calibration/ "
     "--key governance-signing.pem",
