@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,18 +51,29 @@ def blocks(page: Path) -> list[tuple[int, str, str]]:
 
 
 def shown(page: Path) -> dict[int, list[str]]:
-    """The output a page shows for a block: a ``text`` block right after a shell block
-    (blank lines between allowed), by the shell block's line; each of its lines must be a
-    line the block prints."""
-    lines, out = page.read_text().splitlines(), {}
-    for line, _, script in blocks(page):
-        after = line + script.count("\n") + 2  # the index of the line after the fence
-        while after < len(lines) and not lines[after].strip():
-            after += 1
-        if after < len(lines) and lines[after].strip() == "```text":
-            end = next(j for j in range(after + 1, len(lines)) if lines[j].startswith("```"))
-            out[line] = [x for x in lines[after + 1:end] if x.strip()]
+    """The output a page shows for a block: a ``text`` block after a shell block, with only
+    prose between (no other fence, no heading), by the shell block's line; its lines must
+    be lines the block prints, in that order."""
+    lines, out, last = page.read_text().splitlines(), {}, None
+    starts = {line: script for line, _, script in blocks(page)}
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            if lines[i].strip() == "```text" and last is not None:
+                out[last] = [x for x in lines[i + 1:end] if x.strip()]
+            last = i + 1 if i + 1 in starts else None
+            i = end
+        elif lines[i].startswith("#"):
+            last = None
+        i += 1
     return out
+
+
+def in_order(wanted: list[str], printed: list[str]) -> list[str]:
+    """The lines of ``wanted`` not found in ``printed`` in their order (each line once)."""
+    rest = iter(printed)
+    return [line for line in wanted if not any(line == x for x in rest)]
 
 
 def run_block(script: str, cwd: Path, ended: Path | None = None
@@ -72,7 +84,11 @@ def run_block(script: str, cwd: Path, ended: Path | None = None
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT)  # `python -m bench...` as from the repository root
-    trap = f"trap 'pwd > {shlex.quote(str(ended))}' EXIT\n" if ended else ""
+    if ended is not None:  # a reader's own home and temporary folder, beside the checkout
+        for name, folder in (("HOME", "home"), ("TMPDIR", "tmp")):
+            env[name] = str(ended.parent / folder)
+            (ended.parent / folder).mkdir(exist_ok=True)
+    trap = f"trap 'pwd -P > {shlex.quote(str(ended))}' EXIT\n" if ended else ""
     return subprocess.run(["bash", "-c", f"set -euo pipefail\n{trap}{script}"], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=600)
 
@@ -82,10 +98,20 @@ def scratch(page: Path) -> str:
     return f"scratch/{page.stem.lower()}/"
 
 
-def files(work: Path, mine: str) -> dict[str, bytes]:
-    """Every file of the checkout outside the page's scratch folder, with its bytes."""
-    return {p.relative_to(work).as_posix(): p.read_bytes() for p in sorted(work.rglob("*"))
-            if p.is_file() and not p.relative_to(work).as_posix().startswith(mine)}
+def files(top: Path, mine: str, aside: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Everything under ``top`` outside the page's scratch folder (and the folders
+    ``aside``): each file with its mode and bytes, each folder with its mode, each symbolic
+    link with its target."""
+    out: dict[str, Any] = {}
+    for path in sorted(top.rglob("*")):
+        name = path.relative_to(top).as_posix()
+        if name.startswith(mine) or mine.startswith(name + "/") or \
+                name.split("/")[0] in aside:  # the folder, the folders it is in, and aside
+            continue
+        info = path.lstat()
+        out[name] = (os.readlink(path) if path.is_symlink() else
+                     (info.st_mode, None if path.is_dir() else path.read_bytes()))
+    return out
 
 
 def _id(page: Path) -> str:
@@ -95,9 +121,10 @@ def _id(page: Path) -> str:
 def follow(page: Path, work: Path) -> list[str]:
     """Run the page's blocks in ``work`` as one reader's session, each checked for its exit
     code; the files outside the page's scratch folder it changed, added or removed."""
-    mine = scratch(page)
-    before = files(work, mine)
-    cwd, ended = work, work.parent / f"{page.stem}.ended"
+    mine, top = scratch(page), work.parent  # the checkout and what is beside it
+    aside = ("home", "tmp", f"{page.stem}.ended")  # the reader's own, not the checkout
+    before = files(top, f"{work.name}/{mine}", aside)
+    cwd, ended = work, top / f"{page.stem}.ended"
     for line, note, script in blocks(page):
         found = NOTE.match(note)
         if found and (found.group(3) or found.group(4)):
@@ -108,14 +135,16 @@ def follow(page: Path, work: Path) -> list[str]:
             f"{page.name}:{line}: exit {done.returncode}, want {want}\n{script}\n" \
             f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
         printed = (done.stdout + done.stderr).splitlines()
-        missing = [x for x in shown(page).get(line, []) if x not in printed]
+        missing = in_order(shown(page).get(line, []), printed)
         assert missing == [], f"{page.name}:{line}: shown but not printed: {missing}\n" \
             f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
         cwd = Path(ended.read_text().strip())
-        assert cwd.is_relative_to(work), f"{page.name}:{line}: left the checkout for {cwd}"
-    after = files(work, mine)
-    return sorted(name for name in before.keys() | after.keys()
-                  if before.get(name) != after.get(name))
+        assert cwd.is_relative_to(work.resolve()), \
+            f"{page.name}:{line}: left the checkout for {cwd}"
+    after = files(top, f"{work.name}/{mine}", aside)
+    inside = f"{work.name}/"  # named from the checkout: what is beside it as ../NAME
+    return sorted(name.removeprefix(inside) if name.startswith(inside) else f"../{name}"
+                  for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=_id)
@@ -134,17 +163,25 @@ def test_a_page_writing_outside_its_scratch_folder_is_caught(tmp_path: Path) -> 
     work = tmp_path / "work"
     (work / "specs").mkdir(parents=True)
     (work / "specs" / "kept.yaml").write_text("a: 1\n")
+    (work / "specs" / "mode.yaml").write_text("a: 1\n")
     page = tmp_path / "page.md"
     page.write_text("```sh\nmkdir -p scratch/page && cd scratch/page && touch fine\n```\n"
                     "```sh\ntouch also-fine && echo b >> ../../specs/kept.yaml\n```\n"
-                    "```sh\ncd ../.. && mkdir out && touch out/stray\n```\n")
-    assert follow(page, work) == ["out/stray", "specs/kept.yaml"]
-    page.write_text("```sh\necho one && echo two\n```\n\n```text\ntwo\n```\n"
-                    "```sh\necho three\n```\n```text\nfour\n```\n")
-    with pytest.raises(AssertionError, match=r"page.md:8: shown but not printed: \['four'\]"):
-        follow(page, work)
+                    "```sh\ncd ../.. && mkdir out empty && touch out/stray\n```\n"
+                    "```sh\necho x > ../beside.txt && ln -s /tmp specs/link\n"
+                    "chmod 600 specs/mode.yaml && echo y > \"$HOME/mine\"\n```\n")
+    assert follow(page, work) == ["../beside.txt", "empty", "out", "out/stray",
+                                  "specs/kept.yaml", "specs/link", "specs/mode.yaml"]
+    assert (tmp_path / "home" / "mine").exists()  # a reader's own home is theirs to write
     assert sorted(p.name for p in (work / "scratch" / "page").iterdir()) == \
         ["also-fine", "fine"]  # the second block went on where the first ended
+    page.write_text("```sh\necho one && echo two\n```\n\n```text\ntwo\n```\n"
+                    "```sh\necho three\n```\nWhat it prints:\n```text\nfour\n```\n")
+    with pytest.raises(AssertionError, match=r"page.md:8: shown but not printed: \['four'\]"):
+        follow(page, work)
+    page.write_text("```sh\necho one && echo two\n```\n```text\ntwo\none\n```\n")
+    with pytest.raises(AssertionError, match=r"shown but not printed: \['one'\]"):
+        follow(page, work)  # in the order printed
 
 
 def test_a_block_not_run_here_says_why_and_a_covering_test_exists() -> None:

@@ -1014,3 +1014,50 @@ def test_a_run_reading_the_cache_key_while_another_makes_it_reads_a_whole_key(
     first = _cache.load_key(key, folder)
     assert first == seen[0] and len(first) == 32
     assert [p.name for p in key.parent.iterdir()] == ["cache.key"]  # nothing else left
+
+
+def test_where_the_file_system_has_no_hard_links_the_key_is_made_in_place(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """vfat, some FUSE and SMB mounts refuse os.link (EPERM, ENOTSUP): the key is created in
+    place as before, and a run reading it while it is still empty waits for it."""
+    import errno
+    import threading
+
+    from engine.judge import _cache
+
+    def refused(*args: Any) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(_cache.os, "link", refused)
+    key = tmp_path / "keys" / "cache.key"
+    made = _cache.load_key(key, tmp_path / "cache")
+    assert len(made) == 32 and key.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in key.parent.iterdir()] == ["cache.key"]
+    later = tmp_path / "later" / "cache.key"  # made in place by another run, not yet written
+    later.parent.mkdir()
+    later.touch(mode=0o600)
+    writing = threading.Timer(0.2, lambda: later.write_text("ab" * 32 + "\n"))
+    writing.start()
+    try:
+        assert _cache.load_key(later, tmp_path / "cache") == bytes.fromhex("ab" * 32)
+    finally:
+        writing.join()
+
+
+def test_a_cache_key_that_is_no_regular_file_is_refused_before_it_is_read(
+        tmp_path: Path) -> None:
+    """A FIFO at the key's path blocked the run for ever, /dev/zero ran out of memory
+    (review): the file's kind is checked first, and no more than a key's bytes are read."""
+    from engine.errors import UsageError
+    from engine.judge import _cache
+
+    fifo = tmp_path / "keys" / "cache.key"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo, 0o600)
+    big = tmp_path / "big.key"
+    big.write_text("a" * 64 + "b" * 10_000_000)
+    big.chmod(0o600)
+    for path in (fifo, Path("/dev/zero"), big):
+        with pytest.raises(UsageError) as refused:
+            _cache.load_key(path, tmp_path / "cache")
+        assert refused.value.code == "CACHE_KEY_UNUSABLE", path

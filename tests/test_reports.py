@@ -469,3 +469,19 @@ def test_the_no_fix_sentence_escapes_only_what_the_evidence_names() -> None:
     said = what_failed(finding, md) + " " + no_fix(finding, md)
     assert "](" not in said and "<b>" not in said and "r|2" not in said
     assert "row(s)" in said and "(spec.findings.fixes)" in said  # our own words as written
+
+
+def test_findings_sharing_an_id_get_anchors_of_their_own(spec: Spec) -> None:
+    # the safety-tagged cases as controls: a control unit that several inspections fail to
+    # catch gives one finding per inspection, all with the id control:UNIT (found by review)
+    spec.edit("policy.yaml", lambda d: d["spec"].update(
+        controls={"when": "contains(case.tags, 'safety')"}))
+    _, out = spec.run()
+    ids = [f["id"] for f in json.loads((out / "scorecard.json").read_bytes())["findings"]]
+    assert len(ids) > len(set(ids))  # the case this test is about
+    links = Links()
+    links.feed((out / "scorecard.html").read_text())
+    assert len(links.ids) == len(set(links.ids)), "an id is used twice"
+    assert set(links.hrefs) <= set(links.ids)
+    repeated = next(i for i in ids if ids.count(i) > 1)
+    assert f"finding-{repeated}" in links.ids and f"finding-{repeated}-2" in links.ids

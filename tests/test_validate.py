@@ -246,3 +246,13 @@ def test_an_inspection_with_broken_parameters_still_has_its_formula_checked(
     assert lines[0].endswith("policy.yaml:11:16: BAD_THRESHOLD: spec.overall.threshold: must be "
                              "a number")
     assert lines[1].endswith(bind) and formula in lines[2], lines
+
+
+def test_a_missing_bind_is_one_problem_not_every_name_unknown(tmp_path: Path,
+                                                                capsys: Any) -> None:
+    path = write(tmp_path, BAD_PARAMS.replace("      bind: [words]\n", "").replace(
+        "formula: words <=\n", "formula: words <= 100\n"))
+    code, lines, _ = validate(path, capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].endswith("policy.yaml:13:7: MISSING_KEY: spec.inspections[0]: 'bind' is "
+                             "required here"), lines

@@ -12,12 +12,14 @@ stored response.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import os
 import secrets
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,20 +47,59 @@ def key_path() -> Path:
     return root / "specgate" / "cache.key"
 
 
+KEY_BYTES_READ = 4096  # a key file is 65 bytes; a larger one is refused without reading it all
+# what os.link fails with where a file system has no hard links (vfat, some FUSE and SMB
+# mounts): the key is then created in place
+NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS,
+                      errno.EXDEV})
+
+
 def _create(path: Path) -> None:
-    """A new key, whole before anyone can read it: written to a file of its own, then
-    linked into place, which fails if another run made one first (then that one is read).
-    Created in place, a second run could read it still empty (found by review)."""
+    """A new key, whole before anyone can read it: written and synced to a file of its own,
+    then linked into place, which fails if another run made one first (then that one is
+    read). Created in place, a second run could read it still empty (found by review).
+    Where the file system has no hard links, it is created in place, and a reader finding
+    it empty waits for it (load_key)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 600
+    key = (secrets.token_hex(32) + "\n").encode("ascii")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
+        os.write(fd, key)
+        os.fsync(fd)
+        os.close(fd)
         os.link(name, path)
     except FileExistsError:
         pass  # another run made it first: read that one
+    except OSError as exc:
+        if exc.errno not in NO_LINKS:
+            raise
+        _create_in_place(path, key)
     finally:
         os.unlink(name)
+
+
+def _create_in_place(path: Path, key: bytes) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return  # another run made it first: read that one
+    try:
+        os.write(fd, key)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read(path: Path) -> str:
+    """The key file's text; one still being made in place (no hard links) is waited for, a
+    second at most."""
+    for _ in range(20):
+        with path.open("rb") as handle:  # a key is 65 bytes: more is not a key
+            text = handle.read(KEY_BYTES_READ).decode("ascii").strip()
+        if text:
+            return text
+        time.sleep(0.05)
+    return text
 
 
 def load_key(path: Path, folder: Path) -> bytes:
@@ -72,14 +113,15 @@ def load_key(path: Path, folder: Path) -> bytes:
         if not where.exists():
             _create(where)
         info = where.stat()
-        text = where.read_text("ascii").strip()
+        # checked before it is read: a FIFO would block, /dev/zero would never end
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
+            raise UsageError(f"the judge cache key {path} must be a regular file only its "
+                             "owner can read (chmod 600)", "CACHE_KEY_UNUSABLE")
+        text = _read(where)
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not ASCII text"
         raise UsageError(f"the judge cache key {path} cannot be used: {reason}",
                          "CACHE_KEY_UNUSABLE") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
-        raise UsageError(f"the judge cache key {path} must be a regular file only its owner "
-                         "can read (chmod 600)", "CACHE_KEY_UNUSABLE")
     if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
         raise UsageError(f"the judge cache key {path} is not 64 lower-case hex digits "
                          "(delete it to make a new one; the cache is then asked again)",

@@ -39,9 +39,27 @@ def html(card: dict[str, Any], signed: bool = True) -> str:
 def page_variables(card: dict[str, Any], signed: bool = True) -> dict[str, Any]:
     """What scorecard.html's template is rendered with."""
     return {"card": card, "signed": signed, "legend": legend(card),
+            "finding_ids": unique_anchors("finding-", [f["id"] for f in card["findings"]]),
             "interval_svg": interval_svg, "gated_on": _text.gated_on, "value": _text.value,
             "anchor": _text.anchor, "titled": _text.titled, "what_failed": _text.what_failed,
             "no_fix": _text.no_fix, "needs_no_fix_text": _text.needs_no_fix_text}
+
+
+def unique_anchors(prefix: str, names: list[Any]) -> list[str]:
+    """An HTML id for each name, in order: a name met again (two findings may share an id:
+    one control unit missed by several inspections, case ids clipped alike) gets "-2",
+    "-3", ..., so every id of the page is its own."""
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        base = f"{prefix}{_text.anchor(name)}"
+        chosen, n = base, 1
+        while chosen in taken:
+            n += 1
+            chosen = f"{base}-{n}"
+        taken.add(chosen)
+        out.append(chosen)
+    return out
 
 
 def legend(card: dict[str, Any]) -> dict[str, str]:

@@ -579,8 +579,10 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings_sha256')))
         yield '</code>).</p>'
     yield '\n'
+    l_1_loop = missing
     t_8 = 1
-    for l_1_f in environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'):
+    for l_1_f, l_1_loop in LoopContext(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'), undefined):
+        l_1_finding_ids = resolve('finding_ids')
         l_1_anchor = resolve('anchor')
         l_1_needs_no_fix_text = resolve('needs_no_fix_text')
         l_1_what_failed = resolve('what_failed')
@@ -588,10 +590,10 @@ def root(context, missing=missing):
         l_1_said = missing
         _loop_vars = {}
         pass
-        yield '<div class="finding" id="finding-'
-        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_f, 'id'), _loop_vars=_loop_vars)))
-        yield '"><h3><a href="#finding-'
-        yield escape(environment.finalize(context.call((undefined(name='anchor') if l_1_anchor is missing else l_1_anchor), environment.getattr(l_1_f, 'id'), _loop_vars=_loop_vars)))
+        yield '<div class="finding" id="'
+        yield escape(environment.finalize(environment.getitem((undefined(name='finding_ids') if l_1_finding_ids is missing else l_1_finding_ids), environment.getattr(l_1_loop, 'index0'))))
+        yield '"><h3><a href="#'
+        yield escape(environment.finalize(environment.getitem((undefined(name='finding_ids') if l_1_finding_ids is missing else l_1_finding_ids), environment.getattr(l_1_loop, 'index0'))))
         yield '">'
         yield escape(environment.finalize(environment.getattr(l_1_f, 'id')))
         yield '</a> <span class="note">'
@@ -674,7 +676,7 @@ def root(context, missing=missing):
         yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
         t_8 = 0
-    l_1_f = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
+    l_1_loop = l_1_f = l_1_finding_ids = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
     if t_8:
         pass
         yield '<p>No findings.</p>'
@@ -770,6 +772,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&50=156&51=159&55=168&56=178&57=189&58=197&59=203&64=211&66=229&67=239&70=242&74=269&75=279&76=295&77=315&79=323&80=326&81=334&82=341&83=360&84=378&85=381&87=398&88=401&91=414&92=420&93=434&94=444&95=447&98=474&99=480&100=508&101=511&104=526&106=532&110=568&111=582&112=610&113=621&114=635&115=638&117=658&118=673&121=681&122=684&124=686&127=706&132=738&133=742&134=744&135=746&136=748&138=763'
-source_sha256 = '6fc62362b6f6690421608d8ce4c052ca28244ef3964f83488a6710cf95c1b9d2'
+debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&50=156&51=159&55=168&56=178&57=189&58=197&59=203&64=211&66=229&67=239&70=242&74=269&75=279&76=295&77=315&79=323&80=326&81=334&82=341&83=360&84=378&85=381&87=398&88=401&91=414&92=420&93=434&94=444&95=447&98=474&99=480&100=508&101=511&104=526&106=532&110=568&111=583&112=612&113=623&114=637&115=640&117=660&118=675&121=683&122=686&124=688&127=708&132=740&133=744&134=746&135=748&136=750&138=765'
+source_sha256 = 'd73cdf1085c0e84f125060e370cf1ed720112b8a6f608baa614df64d19da2579'
 jinja2_version = '3.1.6'

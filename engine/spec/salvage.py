@@ -146,8 +146,10 @@ def _inspection_sites(where: Path, entry: Any) -> Iterator[Site]:
         return
     props = primitive.schema.get("properties", {})
     maps = [entry.get(key, {}) for key in ("bind", "inputs")]
-    names: Mapping[str, str] = ANY_NAME
+    required = primitive.schema.get("required", [])
+    names: Mapping[str, str] = ANY_NAME  # a required mapping missing: its names unknown
     if all(isinstance(m, dict) for m in maps) and not any(
+            key in required and key not in entry for key in ("bind", "inputs")) and not any(
             prop.get("x-rubric") for prop in props.values()):
         names = {name: ANY for m in maps for name in m}
     for key, prop in props.items():
