@@ -34,6 +34,7 @@ from engine.evidence.model import (
     Statistics,
     findings_jsonl,
 )
+from engine.evidence.verify import write_whole
 from engine.spec.evaluation import Evaluation
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
@@ -197,25 +198,12 @@ def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
 
 
 def publish(path: Path, data: bytes, replace: bool = False) -> Path:
-    """Write a whole file under a temporary name beside ``path``, then put it in place:
-    readers never see half a file. An existing file is never replaced (OUTPUT_EXISTS:
-    evidence) unless ``replace`` says it may be (a governance bundle signed again)."""
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temp, 0o644)
-        if replace:
-            os.replace(temp, path)
-        else:
-            os.link(temp, path)
-    except FileExistsError:
+    """Write a whole file beside ``path`` and put it in place (verify.write_whole): readers
+    never see half a file. An existing file is never replaced (OUTPUT_EXISTS: evidence)
+    unless ``replace`` says it may be (a governance bundle signed again)."""
+    if not write_whole(path, data, replace=replace):
         raise UsageError(f"{path} appeared during the run; it is never overwritten",
-                         "OUTPUT_EXISTS") from None
-    finally:
-        Path(temp).unlink(missing_ok=True)
+                         "OUTPUT_EXISTS")
     return path
 
 

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,29 @@ def read_file(path: Path, limit: int = MAX_SIGNED_BYTES) -> bytes:
     if len(data) > limit:
         raise VerifyError(f"{path.name} is larger than {limit} bytes", "UNREADABLE")
     return data
+
+
+def write_whole(path: Path, data: bytes, mode: int = 0o644, replace: bool = False) -> bool:
+    """read_file's twin: ``data`` written and synced under a temporary name beside ``path``,
+    then put in place, so no reader ever sees half a file. It replaces what is there when
+    ``replace`` says so; otherwise it is linked, never over an existing file (False when
+    one is there). An OSError (a file system without hard links) is the caller's."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temp, mode)
+        if replace:
+            os.replace(temp, path)
+        else:
+            os.link(temp, path)
+    except FileExistsError:
+        return False
+    finally:
+        Path(temp).unlink(missing_ok=True)
+    return True
 
 
 def _canonical(data: bytes, name: str = "scorecard") -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from engine.canonical import canonical
 from engine.errors import UsageError, VerifyError
-from engine.evidence.verify import read_file
+from engine.evidence.verify import read_file, write_whole
 
 KEY_VARIABLE = "SPECGATE_CACHE_KEY"
 _DOMAIN = b"specgate.judgement-cache/v2\n"  # a MAC for this use only (v2: MAC line, then bytes)
@@ -55,27 +55,19 @@ NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS
 
 
 def _create(path: Path) -> None:
-    """A new key, whole before anyone can read it: written and synced to a file of its own,
-    then linked into place, which fails if another run made one first (then that one is
-    read). Created in place, a second run could read it still empty (found by review).
-    Where the file system has no hard links, it is created in place, and a reader finding
-    it empty waits for it (load_key)."""
+    """A new key, whole before anyone can read it (verify.write_whole: written, synced, then
+    linked into place, never over a key another run made first: then that one is read).
+    Created in place, a second run could read it still empty (found by review). Where the
+    file system has no hard links, it is created in place, and a reader finding it empty
+    waits for it (_read)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 600
     key = (secrets.token_hex(32) + "\n").encode("ascii")
     try:
-        os.write(fd, key)
-        os.fsync(fd)
-        os.close(fd)
-        os.link(name, path)
-    except FileExistsError:
-        pass  # another run made it first: read that one
+        write_whole(path, key, mode=0o600)
     except OSError as exc:
         if exc.errno not in NO_LINKS:
             raise
         _create_in_place(path, key)
-    finally:
-        os.unlink(name)
 
 
 def _create_in_place(path: Path, key: bytes) -> None:
@@ -91,11 +83,11 @@ def _create_in_place(path: Path, key: bytes) -> None:
 
 
 def _read(path: Path) -> str:
-    """The key file's text; one still being made in place (no hard links) is waited for, a
-    second at most."""
+    """The key file's text (verify.read_file: a regular file, never waited on, at most
+    KEY_BYTES_READ); one still being made in place (no hard links) is waited for, a second
+    at most."""
     for _ in range(20):
-        with path.open("rb") as handle:  # a key is 65 bytes: more is not a key
-            text = handle.read(KEY_BYTES_READ).decode("ascii").strip()
+        text = read_file(path, KEY_BYTES_READ).decode("ascii").strip()
         if text:
             return text
         time.sleep(0.05)
@@ -113,13 +105,14 @@ def load_key(path: Path, folder: Path) -> bytes:
         if not where.exists():
             _create(where)
         info = where.stat()
-        # checked before it is read: a FIFO would block, /dev/zero would never end
+        # its kind and mode are checked before it is read (a FIFO, /dev/zero: read_file too)
         if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
             raise UsageError(f"the judge cache key {path} must be a regular file only its "
                              "owner can read (chmod 600)", "CACHE_KEY_UNUSABLE")
         text = _read(where)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or "not ASCII text"
+    except (OSError, UnicodeDecodeError, VerifyError) as exc:
+        reason = getattr(exc, "strerror", None) or (
+            str(exc) if isinstance(exc, VerifyError) else "not ASCII text")
         raise UsageError(f"the judge cache key {path} cannot be used: {reason}",
                          "CACHE_KEY_UNUSABLE") from None
     if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):

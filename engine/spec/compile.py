@@ -18,7 +18,7 @@ import jsonschema
 
 from engine import protocols
 from engine.errors import FormulaError, Problem
-from engine.formula import ANY, BOOLEAN, compile_formula
+from engine.formula import ANY, BOOLEAN, NUMBER, compile_formula
 from engine.inspections import LOADERS
 from engine.records.clip import clip
 from engine.spec import opened
@@ -338,6 +338,17 @@ def load_data_file(doc: Document, where: JPath, rel: str, build: Callable[[Any],
     except ValueError as exc:
         problems.append(doc.problem(where, "BAD_DATA_FILE", f"'{rel}': {exc}"))
         return None
+
+
+def condition_names(categories: Mapping[str, Any]) -> dict[str, str]:
+    """Names a policy condition may use: rates by category name, counts, and 'overall'
+    (only the categories' names are read: a Policy's schema-broken spec gives them too)."""
+    names = {"overall": NUMBER, "weighted": NUMBER}
+    for name in categories:
+        names[name] = NUMBER
+        for count in ("n", "passed", "failed", "errors"):
+            names[f"{count}_{name}"] = NUMBER
+    return names
 
 
 def compile_checked_formula(doc: Document, where: JPath, source: str,

@@ -25,6 +25,7 @@ from engine.spec.compile import (
     compile_checked_formula,
     compile_params,
     compile_selector,
+    condition_names,
     load_data_file,
 )
 from engine.spec.model import COMMON_KEYS, Category, Condition, Inspection, Policy
@@ -377,16 +378,6 @@ def _overall(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
         loader.problems.append(doc.problem(("spec", "overall"), "NO_WEIGHT",
                                            "the weighted score needs a category with weight > 0"))
     return formula, block.get("threshold")
-
-
-def condition_names(categories: dict[str, Category]) -> dict[str, str]:
-    """Names a policy condition may use: rates by category name, counts, and 'overall'."""
-    names = {"overall": NUMBER, "weighted": NUMBER}
-    for name in categories:
-        names[name] = NUMBER
-        for count in ("n", "passed", "failed", "errors"):
-            names[f"{count}_{name}"] = NUMBER
-    return names
 
 
 def _conditions(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],

@@ -20,7 +20,7 @@ from engine.errors import Problem
 from engine.formula import ANY, BOOLEAN, NUMBER
 from engine.inspections import TABLE
 from engine.spec import schema as _schema
-from engine.spec.compile import compile_checked_formula
+from engine.spec.compile import compile_checked_formula, condition_names
 from engine.spec.model import COMMON_KEYS
 from engine.spec.yaml import Document, Path, json_path
 
@@ -114,7 +114,7 @@ def _sites(spec: dict[str, Any]) -> Iterator[Site]:
     for i, cond in enumerate(conditions if isinstance(conditions, list) else ()):
         if isinstance(cond, dict) and "formula" in cond:
             yield ("spec", "conditions", i, "formula"), cond["formula"], \
-                _condition_names(rates) if known else ANY_NAME, BOOLEAN
+                condition_names(rates) if known else ANY_NAME, BOOLEAN
     gate = spec.get("gate")
     comparison = gate.get("comparison") if isinstance(gate, dict) else None
     for status in ("regressed", "improved"):
@@ -125,15 +125,6 @@ def _sites(spec: dict[str, Any]) -> Iterator[Site]:
     inspections = spec.get("inspections")
     for i, entry in enumerate(inspections if isinstance(inspections, list) else ()):
         yield from _inspection_sites(("spec", "inspections", i), entry)
-
-
-def _condition_names(rates: dict[str, str]) -> dict[str, str]:
-    """The names a condition may use (policy.condition_names, from category names only)."""
-    names = {"overall": NUMBER, "weighted": NUMBER} | rates
-    for name in rates:
-        for count in ("n", "passed", "failed", "errors"):
-            names[f"{count}_{name}"] = NUMBER
-    return names
 
 
 def _inspection_sites(where: Path, entry: Any) -> Iterator[Site]:
