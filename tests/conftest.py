@@ -229,3 +229,15 @@ class Gate:
 @pytest.fixture
 def gate(tmp_path: Path) -> Gate:
     return Gate(tmp_path)
+
+
+def keep_full_rows(policy: Path) -> None:
+    """Add ``evidence.passing_rows: full`` to a copy of a policy file (edited as text, so
+    the rest of it stays as written)."""
+    text = policy.read_text()
+    if "\n  evidence:\n" in text:
+        text = text.replace("\n  evidence:\n", "\n  evidence:\n    passing_rows: full\n", 1)
+    else:
+        assert text.count("\nspec:\n") == 1
+        text = text.replace("\nspec:\n", "\nspec:\n  evidence:\n    passing_rows: full\n")
+    policy.write_text(text)

@@ -83,7 +83,7 @@ def policy_digest(folder: Path) -> str:
     document = {"policy": yaml.safe_load((folder / "policy.yaml").read_text()),
                 "scoring_data": {"schemas/reply.schema.json": hashlib.sha256(
                     rfc8785.dumps(schema)).hexdigest()},
-                "scoring_version": "specgate-primitives/1"}
+                "scoring_version": "specgate-primitives/2"}  # compact PASS rows
     return hashlib.sha256(rfc8785.dumps(document)).hexdigest()
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from engine.inspections._base import clip
 
 from . import refund
-from .conftest import Gate, Spec
+from .conftest import Gate, Spec, keep_full_rows
 
 # The documented bound (docs/ci.md): a row's message, expected and observed values are
 # clipped to at most 4,000 characters of text each, so no row line of rows.jsonl nears this.
@@ -59,6 +59,7 @@ def test_a_25_mb_output_gives_the_same_small_evidence_as_a_5_kb_one(spec: Spec) 
 
 
 def test_huge_lists_and_nesting_leave_the_decision_and_a_small_row(spec: Spec) -> None:
+    keep_full_rows(spec.dir / "policy.yaml")  # PASS rows carry the clipped values too
     _, plain = spec.run(out="plain")
     runs = spec.runs()
     runs[0]["output"]["actions"] += ["noop"] * 100_000  # still holds the expected actions

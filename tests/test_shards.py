@@ -23,7 +23,7 @@ from engine.records.formats import read_jsonl, read_jsonl_part
 from engine.run import shards
 from engine.spec import evaluation as spec
 
-from .conftest import EXAMPLE, GATE, suite_sha256
+from .conftest import EXAMPLE, GATE, keep_full_rows, suite_sha256
 from .judge_server import Judge
 from .test_judge import configure, grounding
 
@@ -119,8 +119,11 @@ def test_ray_shards_give_the_single_process_evidence_byte_for_byte(
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no staging left
 
 
+@pytest.mark.parametrize("passing_rows", ["compact", "full"])
 def test_ray_shards_of_a_clean_dataset_reach_the_same_failing_decision(
-        ray_local: Any, tmp_path: Path, gate: Any) -> None:
+        ray_local: Any, tmp_path: Path, gate: Any, passing_rows: str) -> None:
+    if passing_rows == "full":
+        keep_full_rows(gate.dir / "policy.yaml")
     data = tmp_path / "runs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in generated_rows(4000, seed=3)))
     gate.pin(suite_sha256(generated_rows(4000, seed=3)))

@@ -20,7 +20,7 @@ from bench.evidence_digests import _write_key
 from engine.cli import main
 from engine.run import shards
 
-from .conftest import ROOT
+from .conftest import ROOT, keep_full_rows
 from .test_shards import hostile_dataset
 
 # The command in a child process, as a user runs it, with the clock frozen as
@@ -93,8 +93,12 @@ def test_the_shipped_specs_give_the_same_evidence_in_any_number_of_processes(
     assert "support-agent/scorecard.intoto.jsonl" in files
 
 
-def test_a_generated_release_gate_dataset_gives_the_same_evidence(work: Path) -> None:
+@pytest.mark.parametrize("passing_rows", ["compact", "full"])
+def test_a_generated_release_gate_dataset_gives_the_same_evidence(work: Path,
+                                                                  passing_rows: str) -> None:
     gate = work / "specs" / "agent-release-gate"
+    if passing_rows == "full":
+        keep_full_rows(gate / "policy.yaml")
     text = (gate / "evaluation.yaml").read_text()  # unpinned: the data reaches a decision
     (gate / "evaluation.yaml").write_text(
         "\n".join(x for x in text.splitlines() if not x.startswith("  suite_sha256:")) + "\n")
@@ -104,6 +108,11 @@ def test_a_generated_release_gate_dataset_gives_the_same_evidence(work: Path) ->
     card = json.loads(files["scorecard.json"])
     assert card["decision"] == "FAIL" and card["inputs"]["runs"]["records"] == 2000
     assert card["findings_count"] > 0 and files["validation.json"]
+    passes = [json.loads(line) for line in files["rows.jsonl"].splitlines()
+              if b'"status":"PASS"' in line]
+    assert passes and all(("observed" in r) == (passing_rows == "full" or
+                                                r["category"] in ("cost", "latency"))
+                          for r in passes if not r.get("control"))
 
 
 def span_of(path: Path, parts: int, line: int) -> int:

@@ -142,8 +142,11 @@ def _value(evaluation: Evaluation, card: dict[str, Any], tables: dict[str, stats
 
 
 def _plain(evaluation: Evaluation) -> Evaluation:
-    """The Evaluation as the calibration runs it: no baseline, no calibration check."""
-    policy = replace(evaluation.policy, comparison_required=False, calibration_required=False)
+    """The Evaluation as the calibration runs it: no baseline, no calibration check, full
+    PASS rows (whether the judge decided a row can depend on its expected value, as for an
+    injection row with a canary; these rows stay in a temporary folder)."""
+    policy = replace(evaluation.policy, comparison_required=False, calibration_required=False,
+                     passing_rows="full")
     return replace(evaluation, policy=policy, baseline=None, trusted_keys=[],
                    calibration=None)
 

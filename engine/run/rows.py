@@ -13,12 +13,14 @@ from engine.inspections._base import SelectorFailed, clip, search, truthy
 from engine.records import formats
 from engine.records.formats import INVALID, BadRecord, Record
 from engine.records.masking import evidence, shown
+from engine.run.compiled import Compiled, helpers
 from engine.run.plan import compile_plan
 from engine.spec.evaluation import Evaluation, Inspection
 
 Row = dict[str, Any]
 NOT_APPLICABLE = "NOT_APPLICABLE"  # a SKIPPED outcome with this code leaves no row
 Sink = Callable[[Row], None]
+COMPILED = True  # the generated step functions; False: the interpreter (tests/test_compiled.py)
 
 
 def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | BadRecord]:
@@ -70,7 +72,8 @@ class _Runner:
 
     def __init__(self, evaluation: Evaluation, sink: Sink, judge: Any = None,
                  tally: Tally | None = None, seen: Any = None,
-                 runs_before: dict[str, int] | None = None) -> None:
+                 runs_before: dict[str, int] | None = None,
+                 compiled: bool | None = None) -> None:
         self.evaluation, self.policy, self.sink = evaluation, evaluation.policy, sink
         self.tally = tally if tally is not None else Tally()
         self.ctx = Context(self.policy.wilson_z, self.policy.budgets, judge,
@@ -87,9 +90,14 @@ class _Runner:
         # so never sharded: one pass sees every run)
         self.trials: set[tuple[str, Any]] = set()
         self.plan = compile_plan(self.policy)
+        # the plan's steps as generated functions (engine/run/compiled.py); the interpreter
+        # below is their reference (tests/test_compiled.py)
+        self.compiled = Compiled(self.plan, helpers(_applies, inspect, _trace)) \
+            if (COMPILED if compiled is None else compiled) else None
         # a sink may take rows known to be plain JSON (see masking.shown) without checking
         self.sink_plain: Sink = getattr(sink, "plain_row", sink)
         self.row_plain = False
+        self.full_rows = self.policy.passing_rows == "full"
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
         mask = self.policy.mask
@@ -166,6 +174,13 @@ class _Runner:
 
     def steps(self, item: Record, unit: dict[str, Any], ids: _Ids, control: bool) -> None:
         """Every step of the plan that applies to this unit: a row each."""
+        if self.compiled is not None:
+            self.compiled(self, item, unit, ids, control)
+        else:
+            self.interpret(item, unit, ids, control)
+
+    def interpret(self, item: Record, unit: dict[str, Any], ids: _Ids, control: bool) -> None:
+        """``steps`` one by one: the reference the compiled functions are tested against."""
         outcomes: dict[str, Outcome] = {}
         case = ids.case
         for step in self.plan.steps(unit):
@@ -182,7 +197,8 @@ class _Runner:
                 self.tally.unit_records[case] = outcome.record
             if outcome.status == SKIPPED and outcome.code == NOT_APPLICABLE:
                 continue  # the inspection has nothing to say about this unit: no row
-            row, self.row_plain = ids.row(step.category, inspection, outcome, self.policy.mask)
+            row, self.row_plain = ids.row(step.category, inspection, outcome, self.policy.mask,
+                                          control or self.full_rows)
             if control:
                 self.control(row, outcome)
             elif outcome.status == FAIL and self.waivers and \
@@ -299,15 +315,16 @@ class _Runner:
 
 def run(evaluation: Evaluation, items: Iterable[Record | BadRecord], sink: Sink,
         judge: Any = None, tally: Tally | None = None, seen: Any = None,
-        runs_before: dict[str, int] | None = None) -> Tally:
+        runs_before: dict[str, int] | None = None, compiled: bool | None = None) -> Tally:
     """Evaluate every record into rows (given to ``sink`` in order) and count them. With a
     judge runtime that is still collecting, only judged inspections run, to gather prompts.
 
     A shard passes its own ``tally`` (to spool its suite rows) and ``seen``, the ids validated
     so far (``shards.SeenIds`` also answers for ids earlier shards validated); the set is
     filled with this pass's ids as it goes. ``runs_before`` counts, by suite case, the runs
-    earlier shards admitted."""
-    runner = _Runner(evaluation, sink, judge, tally, seen, runs_before)
+    earlier shards admitted. ``compiled=False`` walks the steps with the interpreter instead
+    of the generated functions (for the differential test; None: ``COMPILED``)."""
+    runner = _Runner(evaluation, sink, judge, tally, seen, runs_before, compiled)
     try:
         for item in items:
             runner.record(item)
@@ -358,19 +375,30 @@ class _Ids:
         self.fixed = {"unit": unit, "case": shown_case, "input": evaluation.unit_input,
                       "line": item.line}
 
-    def row(self, category: str, inspection: Inspection, outcome: Outcome,
-            mask: Any) -> tuple[Row, bool]:
+    def row(self, category: str, inspection: Inspection, outcome: Outcome,  # noqa: PLR0913
+            mask: Any, full: bool) -> tuple[Row, bool]:
         """The row of one inspection's outcome on this record, and whether the C encoder
-        writes its canonical bytes (see ``masking.shown``)."""
+        writes its canonical bytes (see ``masking.shown``). A PASS row that is not ``full``
+        is compact: its expected and observed values are written only when they are numbers
+        (measures, limits), never as copies of the record's evidence (DESIGN.md section 6)."""
         row: Row = {**self.fixed, "category": category, "inspection": inspection.id,
                     "type": inspection.type, "status": outcome.status,
                     "spec_path": inspection.spec_path}
         plain = self.plain
         if outcome.code:
             row["code"] = outcome.code
-        for key, value in (("message", outcome.message), ("expected", outcome.expected),
-                           ("observed", outcome.observed)):
-            if value is not None and (value or key != "message"):
-                row[key], fine = shown(value, mask)
-                plain = plain and fine
+        if outcome.message:
+            row["message"], fine = shown(outcome.message, mask)
+            plain = plain and fine
+        compact = not full and outcome.status == PASS
+        for key, value in (("expected", outcome.expected), ("observed", outcome.observed)):
+            if value is None or compact and not _number(value):
+                continue
+            row[key], fine = shown(value, mask)
+            plain = plain and fine
         return row, plain
+
+
+def _number(value: Any) -> bool:
+    """A scalar measure a compact PASS row keeps: an int or a float, never a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine._version import SCORING_VERSION, SCORING_VERSION_FULL_ROWS
+
 RATES = ("rate", "wilson_lower", "wilson_upper")
 FIELDS = ("state", "met", "weight", "threshold", "minimum", "gate_on", "required", "n",
           "passed", *RATES)
@@ -79,6 +81,18 @@ def _entries(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _spec(card: dict[str, Any]) -> dict[str, Any]:
+    """The policy's settings as its scorecard binds them, ``evidence.passing_rows`` read back
+    from the engine scoring version it is bound as (so a change of row form is shown)."""
+    document = card["policy_document"]
+    spec: dict[str, Any] = document["policy"].get("spec", {})
+    form = {SCORING_VERSION: "compact", SCORING_VERSION_FULL_ROWS: "full"}.get(
+        document.get("scoring_version"))
+    if form is None:
+        return spec
+    return {**spec, "evidence": {**spec.get("evidence", {}), "passing_rows": form}}
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """Policy settings and their effect on one evidence, between two scorecards of it."""
     before, after = _reasons(old), _reasons(new)
@@ -86,8 +100,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return {"decision": {"old": old["decision"], "new": new["decision"],
                          "changed": old["decision"] != new["decision"]},
             "policy_sha256": {"old": old["policy_sha256"], "new": new["policy_sha256"]},
-            "settings": settings(old["policy_document"]["policy"].get("spec", {}),
-                                 new["policy_document"]["policy"].get("spec", {})),
+            "settings": settings(_spec(old), _spec(new)),
             "categories": _categories(old["categories"], new["categories"]),
             "overall": _overall(old.get("overall"), new.get("overall")),
             "conditions": _entries(_by_id(old.get("conditions"), ("formula", "value")),

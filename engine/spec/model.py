@@ -129,7 +129,8 @@ class Policy:
     comparison_required: bool = False
     """``gate.comparison.required``: a missing or incompatible baseline, or a regression, gates."""
     document: dict[str, Any] = field(default_factory=dict)
-    """What ``sha256`` digests: the parsed Policy, its scoring data digests, SCORING_VERSION."""
+    """What ``sha256`` digests: the parsed Policy (``evidence.passing_rows`` bound through the
+    scoring version), its scoring data digests, the engine scoring version."""
     presentation_digests: dict[str, str] = field(default_factory=dict)
     """Digests of files that change only how findings read (fix templates, catalogues)."""
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
@@ -152,6 +153,9 @@ class Policy:
     """``judge.calibration.label_field``: the record field holding the human label."""
     card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """Evidence item or category -> catalogue entries it evidences, ``full`` / ``partial``."""
+    passing_rows: str = "compact"
+    """``evidence.passing_rows``: ``compact`` PASS rows keep identity, status, spec path, code,
+    message and numeric values only; ``full`` ones also their expected and observed evidence."""
     warnings: list[Problem] = field(default_factory=list)
     """What ``engine validate`` and ``engine run`` warn about in it (weights nothing that
     decides reads, engine/spec/advice.py); never an error, and not part of its digest."""

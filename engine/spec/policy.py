@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import protocols
-from engine._version import SCORING_VERSION
+from engine._version import SCORING_VERSION, SCORING_VERSION_FULL_ROWS
 from engine.canonical import digest
 from engine.decide.findings import build_fixes
 from engine.decide.reasons import REASON_CODES
@@ -128,8 +128,10 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
     gate, validation = spec.get("gate", {}), spec.get("validation", {})
     calibration = spec.get("judge", {}).get("calibration", {})
     purpose = gate.get("purpose", "release")
-    document = {"policy": doc.data, "scoring_data": files.digests(files.scoring),
-                "scoring_version": SCORING_VERSION}
+    passing_rows = spec.get("evidence", {}).get("passing_rows", "compact")
+    document = {"policy": _digested(doc.data), "scoring_data": files.digests(files.scoring),
+                "scoring_version": SCORING_VERSION if passing_rows == "compact"
+                else SCORING_VERSION_FULL_ROWS}
     return Policy(meta["name"], meta["version"], spec["scoring_version"], purpose,
                   spec.get("statistics", {}).get("wilson_z", DEFAULT_Z), parts.categories,
                   parts.inspections, *parts.overall, parts.conditions, digest(document),
@@ -152,7 +154,21 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   caveats=files.caveats,
                   calibration_required=calibration.get("required", False),
                   min_kappa=calibration.get("min_kappa", 0.85),
-                  label_field=calibration.get("label_field", "human_label"))
+                  label_field=calibration.get("label_field", "human_label"),
+                  passing_rows=passing_rows)
+
+
+def _digested(data: dict[str, Any]) -> dict[str, Any]:
+    """The Policy as its digest takes it: ``evidence.passing_rows`` is bound through the
+    engine scoring version it selects (compact: specgate-primitives/2, full:
+    specgate-primitives/1), not as a key, so a policy that keeps full rows has the
+    policy_sha256 it had before the key existed (and its earlier baselines stay comparable)."""
+    evidence = data.get("spec", {}).get("evidence")
+    if not isinstance(evidence, dict) or "passing_rows" not in evidence:
+        return data
+    rest = {k: v for k, v in evidence.items() if k != "passing_rows"}
+    spec = {k: v for k, v in data["spec"].items() if k != "evidence"}
+    return {**data, "spec": {**spec, "evidence": rest} if rest else spec}
 
 
 def _categories(loader: _Loader, doc: _yaml.Document,
