@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
+from engine.inspections import contracts
 from engine.inspections._base import (
     ERROR,
     MISSING,
@@ -26,7 +25,10 @@ from engine.inspections._base import (
     verdict,
 )
 from engine.records.strict_json import loads_record
-from engine.spec.schema import OFFLINE, outside_refs
+from engine.spec.schema import outside_refs
+
+if TYPE_CHECKING:
+    import jsonschema
 
 COMPACT_TYPES = {
     "string": lambda v: isinstance(v, str),
@@ -192,6 +194,10 @@ def call_arguments(call: Mapping[str, Any]) -> tuple[bool | None, Any]:
 
 @lru_cache(maxsize=1024)
 def _validator(text: str) -> jsonschema.Draft202012Validator:
+    import jsonschema  # only for contracts outside engine.inspections.contracts' subset
+
+    from engine.spec.schema import OFFLINE
+
     # nothing outside the contract is fetched (a record's $ref to file:// or https://)
     return jsonschema.Draft202012Validator(
         json.loads(text), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
@@ -207,6 +213,9 @@ def _contract_problems(name: str, args: dict[str, Any], contract: Any) -> list[s
     if not isinstance(contract, dict):
         return []
     if "json_schema" in contract:
+        check = contracts.compiled(json.dumps(contract["json_schema"], sort_keys=True))
+        if check is not None:  # the same problems jsonschema reports, without it
+            return contracts.problems(name, check, args)
         outside = outside_refs(contract["json_schema"])
         if outside:
             return [f"{name}: the contract's $ref {outside[0][:200]!r} points outside it "

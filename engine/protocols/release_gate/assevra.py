@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-import jsonschema
-
+from engine.inspections import contracts
 from engine.records.formats import INVALID, LABELED, UNLABELED, Verdict
 from engine.records.strict_json import loads_record
 
@@ -128,7 +127,12 @@ def _check_types(row: Mapping[str, Any], v: Verdict) -> None:
 @lru_cache(maxsize=1024)
 def _schema_problem(text: str) -> str:
     """Why a tool contract's JSON Schema is unusable ('' if it is fine); checked once per
-    distinct schema, not once per row."""
+    distinct schema, not once per row. One the contract checker compiles is valid and has
+    no reference; any other is checked against the meta-schema."""
+    if contracts.compiled(text) is not None:
+        return ""
+    import jsonschema  # only for schemas outside engine.inspections.contracts' subset
+
     schema = json.loads(text)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
