@@ -20,6 +20,7 @@ stamps the keyword's name and the parent stamps the path as the error comes up.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +41,8 @@ _ID = re.compile(r"(?:https?://[A-Za-z0-9.-]+(?::[0-9]+)?)?[A-Za-z0-9._~/-]*#?")
 
 
 def _number(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, Number)
+    kind = type(v)  # the common cases first: Number is an abstract class, slower to ask
+    return kind is int or kind is float or kind is not bool and isinstance(v, Number)
 
 
 def _integer(v: Any) -> bool:  # Draft 6 on: 1.0 is an integer, True is not
@@ -106,7 +108,9 @@ def _type(value: Any, schema: dict[str, Any], sub: Any) -> Check | None:
             and all(isinstance(n, str) and n in TYPES for n in names)):
         return None
     tests, reprs = [TYPES[n] for n in names], ", ".join(repr(n) for n in names)
-    return _one(lambda i: not any(t(i) for t in tests),
+    only = tests[0]
+    return _one((lambda i: not only(i)) if len(tests) == 1 else
+                (lambda i: not any(t(i) for t in tests)),
                 lambda i: f"{i!r} is not of type {reprs}")
 
 
@@ -252,18 +256,18 @@ KEYWORDS: dict[str, Build] = {
     "additionalProperties": _additional,
     "const": _const,
     "enum": _enum,
-    "exclusiveMaximum": _bound(lambda i, v: i >= v, "greater than or equal to the maximum of"),
-    "exclusiveMinimum": _bound(lambda i, v: i <= v, "less than or equal to the minimum of"),
+    "exclusiveMaximum": _bound(operator.ge, "greater than or equal to the maximum of"),
+    "exclusiveMinimum": _bound(operator.le, "less than or equal to the minimum of"),
     "items": _items,
     "maxItems": _size("array", True, "is expected to be empty", "is too long"),
     "maxLength": _size("string", True, "is expected to be empty", "is too long"),
     "maxProperties": _size("object", True, "is expected to be empty", "has too many properties"),
-    "maximum": _bound(lambda i, v: i > v, "greater than the maximum of"),
+    "maximum": _bound(operator.gt, "greater than the maximum of"),
     "minItems": _size("array", False, "should be non-empty", "is too short"),
     "minLength": _size("string", False, "should be non-empty", "is too short"),
     "minProperties": _size("object", False, "should be non-empty",
                            "does not have enough properties"),
-    "minimum": _bound(lambda i, v: i < v, "less than the minimum of"),
+    "minimum": _bound(operator.lt, "less than the minimum of"),
     "multipleOf": _multiple_of,
     "pattern": _pattern,
     "properties": _properties,
