@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from engine.inspections._base import (
     MISSING,
     SELECTOR,
@@ -39,7 +37,10 @@ def json_schema(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context
     if actual is MISSING:
         return missing(params)
     validator = params["schema"]
-    errors = sorted(validator.iter_errors(actual), key=jsonschema.exceptions.relevance)
+    errors = list(validator.iter_errors(actual))  # none, without jsonschema, when valid
+    if errors:
+        from jsonschema.exceptions import relevance
+        errors.sort(key=relevance)
     messages = [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
                 for e in errors[:MAX_SCHEMA_ERRORS]]
     return verdict(not errors, {"schema": params.get("schema_file", "inline")}, clip(actual),

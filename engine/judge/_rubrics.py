@@ -13,26 +13,40 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
-import jsonschema
 from jinja2 import meta
 
 from engine.canonical import digest
 from engine.records.formats import BadRecord, parse_line
 from engine.spec import opened
 from engine.spec import yaml as _yaml
-from engine.spec.schema import OFFLINE, outside_refs
+from engine.spec.schema import Checker, offline, outside_refs
 from engine.spec.templates import Sandbox, TemplateRefused, printed_names
+from engine.spec.translate import STRICT, compile_check
+
+if TYPE_CHECKING:
+    import jsonschema
 
 ENV = Sandbox(keep_trailing_newline=True)  # bounded: no **, no huge repetition or widths
-_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool))
-StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
-                                               type_checker=_STRICT_TYPES)
+
+
+@cache
+def strict_validator() -> type[jsonschema.Draft202012Validator]:
+    """Draft 2020-12 where an integer is an integer (4.0 is not one); jsonschema is imported
+    when the first rubric loads, not at start-up."""
+    import jsonschema
+    strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool))
+    built: type[jsonschema.Draft202012Validator] = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, type_checker=strict)
+    return built
+
+
 FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -61,9 +75,10 @@ class Rubric:
         parsed = parse_line(text[start:end + 1].encode("utf-8"), 2)
         if isinstance(parsed, BadRecord):
             return None, f"the reply is not a JSON object: {parsed.message}"
-        errors = sorted(self.validator.iter_errors(parsed.data),
-                        key=jsonschema.exceptions.relevance)
+        errors = list(self.validator.iter_errors(parsed.data))  # none, without jsonschema
         if errors:
+            from jsonschema.exceptions import relevance
+            errors.sort(key=relevance)
             where = "/".join(map(str, errors[0].absolute_path)) or "$"
             return None, f"the verdict breaks the rubric's schema at {where}: {errors[0].message}"
         extra = sorted(set(parsed.data) - set(self.fields))
@@ -115,8 +130,22 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
         raise RubricError(f"rubric '{name}': the template cannot render: "
                           f"{type(exc).__name__}: {exc}") from None
     schema = data["verdict_schema"]
+    fast = compile_check(schema, STRICT)  # one the meta-schema passes, with no $ref in it
+    if fast is None:
+        _usable_schema(name, schema)
+    fields = _fields(name, schema)
+    validator = Checker(fast, lambda: strict_validator()(schema, registry=offline()))
+    return Rubric(str(data["name"]), str(data["version"]), template, variables,
+                  validator, fields,
+                  bool(data.get("repair", False)),
+                  digest(data))
+
+
+def _usable_schema(name: str, schema: Any) -> None:
+    """Refuse a verdict schema that is not a JSON Schema or reaches outside itself."""
+    import jsonschema
     try:
-        StrictValidator.check_schema(schema)
+        strict_validator().check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise RubricError(f"rubric '{name}': verdict_schema is not a JSON Schema: "
                           f"{exc.message}") from None
@@ -124,11 +153,6 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
     if outside:
         raise RubricError(f"rubric '{name}': verdict_schema's $ref {outside[0][:80]!r} "
                           "points outside it, and nothing outside is fetched")
-    fields = _fields(name, schema)
-    return Rubric(str(data["name"]), str(data["version"]), template, variables,
-                  StrictValidator(schema, registry=OFFLINE), fields,
-                  bool(data.get("repair", False)),
-                  digest(data))
 
 
 def _fields(name: str, schema: Any) -> tuple[str, ...]:

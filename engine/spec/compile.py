@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import jmespath
-import jsonschema
 
 from engine import protocols
 from engine.errors import FormulaError, Problem
@@ -23,7 +22,8 @@ from engine.inspections import LOADERS
 from engine.records.clip import clip
 from engine.spec import opened
 from engine.spec import yaml as _yaml
-from engine.spec.schema import OFFLINE, outside_refs
+from engine.spec.schema import Checker, offline, outside_refs
+from engine.spec.translate import compile_check
 from engine.spec.yaml import Document
 from engine.spec.yaml import Path as JPath
 
@@ -264,6 +264,10 @@ def _regex(doc: Document, where: JPath, source: str, flags: list[str],
 
 
 def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Problem]) -> Any:
+    fast = compile_check(schema)  # one the meta-schema passes, with no $ref in it
+    if fast is not None:
+        return Checker(fast, lambda: _validator(schema))
+    import jsonschema
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -277,7 +281,13 @@ def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Proble
                                     "put the definition under $defs and refer to it as "
                                     "#/$defs/NAME"))
         return None
-    return jsonschema.Draft202012Validator(schema, registry=OFFLINE)
+    return Checker(None, lambda: _validator(schema))
+
+
+def _validator(schema: Any) -> Any:
+    """jsonschema's validator of a spec's schema: words what is wrong, fetches nothing."""
+    import jsonschema
+    return jsonschema.Draft202012Validator(schema, registry=offline())
 
 
 def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from engine.canonical import digest
 from engine.errors import Problem, SpecErrors, did_you_mean, sort_problems
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
@@ -529,7 +527,7 @@ def _inputs(loader: _Loader, doc: _yaml.Document,
                     ("spec", "inputs", name, "options"), "UNKNOWN_KEY",
                     f"format {fmt} takes no options", key=True))
                 continue
-            found = _schema.problems(doc, jsonschema.Draft202012Validator(takes), options,
+            found = _schema.problems(doc, _schema.validator_for(takes), options,
                                      ("spec", "inputs", name, "options"))
             if found:
                 loader.problems.extend(found)

@@ -1,20 +1,31 @@
-"""JSON Schema validation that speaks in located, coded problems."""
+"""JSON Schema validation that speaks in located, coded problems.
+
+A schema that ships with the engine (``engine/schemas/*.schema.json``, each primitive's
+parameter schema, each format's options) is first checked by plain Python generated from it
+at build time (``engine/spec/_checks.py``, written by ``python -m engine.spec.checks``);
+jsonschema is imported only when that check says no, to say what is wrong and where, or for
+a schema with no generated check (one a spec or a record brings, or a shipped one edited
+since the checks were generated).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
-from functools import cache
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache, cached_property
 from importlib import resources
-from typing import Any
-
-import jsonschema
-import referencing
-from jsonschema.exceptions import ValidationError, relevance
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.errors import Problem, did_you_mean
+from engine.spec._keywords import date_format
 from engine.spec.yaml import Document, Path
+
+if TYPE_CHECKING:
+    import jsonschema
+    import referencing
+    from jsonschema.exceptions import ValidationError
 
 _TYPE_WORDS = {
     "object": "a mapping", "array": "a list", "string": "text", "number": "a number",
@@ -34,7 +45,18 @@ def load_schema(name: str) -> dict[str, Any]:
 # itself only. jsonschema otherwise fetches a ``$ref`` to ``file://`` or ``https://`` while
 # it validates, at run time: a file no governance bundle signs, or a request the records
 # chose (docs/provenance.md).
-OFFLINE: referencing.Registry[Any] = referencing.Registry()
+@cache
+def offline() -> referencing.Registry[Any]:
+    """The registry that retrieves nothing, made on first use (referencing is imported then)."""
+    import referencing
+    return referencing.Registry()
+
+
+def __getattr__(name: str) -> Any:
+    """``OFFLINE``, the name older callers import inside their functions: ``offline()``."""
+    if name == "OFFLINE":
+        return offline()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def outside_refs(schema: Any) -> list[str]:
@@ -54,14 +76,59 @@ def outside_refs(schema: Any) -> list[str]:
     return found
 
 
-# Formats the engine's own schemas assert: calendar dates (2027-02-30 is not one).
-_FORMATS = jsonschema.FormatChecker(formats=("date",))
-
-
 def is_date(text: str) -> bool:
     """True for a real calendar date written YYYY-MM-DD."""
-    return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text)) and \
-        _FORMATS.conforms(text, "date")
+    return bool(re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text)) and date_format(text)
+
+
+# -- validators: the generated check first, jsonschema on first need.
+
+class Validating(Protocol):
+    """What ``problems`` asks of a validator (a jsonschema one, or a ``Checker``)."""
+
+    def is_valid(self, instance: Any) -> bool: ...
+
+    def iter_errors(self, instance: Any) -> Iterator[ValidationError]: ...
+
+
+def schema_digest(schema: Any) -> str:
+    """The digest of a schema's meaning (its JSON, keys sorted) that keys its generated check."""
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Checker:
+    """One schema's validator: a generated check says whether an instance is valid; the
+    jsonschema validator, built on first need, says what is wrong."""
+
+    def __init__(self, fast: Callable[[Any], bool] | None,
+                 build: Callable[[], jsonschema.protocols.Validator]) -> None:
+        self.fast, self._build = fast, build
+
+    @cached_property
+    def full(self) -> jsonschema.protocols.Validator:
+        """The jsonschema validator of the same schema (imports jsonschema)."""
+        return self._build()
+
+    def is_valid(self, instance: Any) -> bool:
+        """Whether ``instance`` is valid, by the generated check when there is one."""
+        if self.fast is not None:
+            return self.fast(instance)
+        return self.full.is_valid(instance)
+
+    def iter_errors(self, instance: Any) -> Iterator[ValidationError]:
+        """Each of jsonschema's errors for ``instance`` (none when the check passes it)."""
+        if self.fast is not None and self.fast(instance):
+            return iter(())
+        return self.full.iter_errors(instance)
+
+
+def _generated(table: str, key: str) -> Any:
+    try:
+        from engine.spec import _checks
+    except ImportError:  # a tree without the generated module still validates
+        return None
+    return getattr(_checks, table, {}).get(key)
 
 
 def _whole_pattern(validator: Any, pattern: str, instance: Any,
@@ -69,24 +136,44 @@ def _whole_pattern(validator: Any, pattern: str, instance: Any,
     """``pattern``, with a final ``$`` meaning the end of the text: Python's ``$`` also
     matches before a final newline, so "gate2\n" passed ``^[a-z][a-z0-9_-]*$`` as a name
     and became a folder name no seal can name."""
+    from jsonschema.exceptions import ValidationError
     if not validator.is_type(instance, "string"):
         return
     if not re.search(pattern, instance) or (pattern.endswith("$") and instance.endswith("\n")):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
-                                          {"pattern": _whole_pattern})
+@cache
+def engine_dialect() -> type[jsonschema.Draft202012Validator]:
+    """Draft 2020-12 as the engine's own schemas mean it: whole-text patterns, and dates
+    checked as dates (``format_checker=engine_formats()``)."""
+    import jsonschema
+    extended: type[jsonschema.Draft202012Validator] = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"pattern": _whole_pattern})
+    return extended
+
+
+@cache
+def engine_formats() -> jsonschema.FormatChecker:
+    """The formats the engine's own schemas assert: calendar dates."""
+    import jsonschema
+    return jsonschema.FormatChecker(formats=("date",))
+
+
+def _build_shipped(name: str) -> jsonschema.protocols.Validator:
+    built: jsonschema.protocols.Validator = engine_dialect()(load_schema(name),
+                                                             format_checker=engine_formats())
+    return built
 
 
 # The engine's own schemas and the primitives' parameter schemas ship with the code: their
 # check against the meta-schema is a test (tests/test_startup.py), not a cost of every run.
 @cache
-def validator(name: str) -> jsonschema.Draft202012Validator:
+def validator(name: str) -> Checker:
     """A validator for one of the engine's schemas, built once per process."""
-    built: jsonschema.Draft202012Validator = _Validator(load_schema(name),
-                                                        format_checker=_FORMATS)
-    return built
+    found = _generated("SHIPPED", name)
+    fast = found[1] if found and found[0] == schema_digest(load_schema(name)) else None
+    return Checker(fast, lambda: _build_shipped(name))
 
 
 def _words(types: Any) -> str:
@@ -94,9 +181,12 @@ def _words(types: Any) -> str:
     return " or ".join(_TYPE_WORDS.get(t, t) for t in types)
 
 
-def problems(doc: Document, check: jsonschema.protocols.Validator, instance: Any,
+def problems(doc: Document, check: Validating, instance: Any,
              base: Path = ()) -> list[Problem]:
     """Every schema violation of ``instance`` (found at ``base`` in ``doc``) as a problem."""
+    if check.is_valid(instance):  # the generated check: no jsonschema when all is well
+        return []
+    from jsonschema.exceptions import relevance
     out: list[Problem] = []
     errors = sorted(check.iter_errors(instance), key=relevance)
     for rank, err in enumerate(errors):
@@ -124,6 +214,7 @@ def _describe(doc: Document, err: ValidationError, path: Path, rank: int) -> Ite
     if kw == "oneOf" and isinstance(err.instance, Mapping):
         chosen = _branch(err)
         if chosen is not None:  # the mapping names one branch's keys: say what is wrong there
+            from jsonschema.exceptions import relevance
             for sub in sorted(chosen, key=relevance):
                 yield from _describe(doc, sub, path + tuple(sub.path), rank)
             return
@@ -206,12 +297,23 @@ def _range(schema: Mapping[str, Any]) -> str:
     return f"{left}{lo}, {hi}{right}"
 
 
-_BUILT: dict[int, jsonschema.Draft202012Validator] = {}
+_BUILT: dict[int, Checker] = {}
 
 
-def validator_for(schema: Mapping[str, Any]) -> jsonschema.Draft202012Validator:
-    """A validator for a primitive's parameter schema, built once per schema."""
+def validator_for(schema: Mapping[str, Any]) -> Checker:
+    """A validator for a primitive's parameter schema (or a format's options), built once
+    per schema: plain Draft 2020-12, as jsonschema's own ``Draft202012Validator``."""
     built = _BUILT.get(id(schema))
     if built is None:
-        built = _BUILT[id(schema)] = jsonschema.Draft202012Validator(schema)
+        try:
+            fast = _generated("PLAIN", schema_digest(schema))
+        except (TypeError, ValueError):  # not JSON: no generated check can be its
+            fast = None
+        built = _BUILT[id(schema)] = Checker(fast, lambda: _plain(schema))
+    return built
+
+
+def _plain(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    import jsonschema
+    built: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(schema)
     return built

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from engine.canonical import digest
 from engine.errors import Problem, SpecErrors
 from engine.protocols.discovery import files, layout
@@ -33,7 +31,8 @@ from engine.protocols.discovery.scoring import (
 from engine.protocols.discovery.stats import compile_statistics
 from engine.records.strict_json import JsonError, loads
 from engine.spec import opened
-from engine.spec.schema import OFFLINE, outside_refs
+from engine.spec.schema import Checker, offline, outside_refs
+from engine.spec.translate import compile_check
 
 PACKAGE_FILES = ("protocol", "gates", "statistics", "audit", "scoring")
 
@@ -65,6 +64,15 @@ def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
     path = folder / "schema" / "submission.schema.json"
     try:
         schema = json.loads(opened.read_text(path))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problems.append(Problem(files.shown(path), 1, 1, "BAD_SCHEMA", "",
+                                f"not a usable JSON Schema: {exc}"))
+        return None
+    fast = compile_check(schema)  # one the meta-schema passes, with no $ref in it
+    if fast is not None:
+        return Checker(fast, lambda: _validator(schema))
+    import jsonschema
+    try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except (OSError, UnicodeDecodeError, ValueError, jsonschema.SchemaError) as exc:
         reason = exc.message if isinstance(exc, jsonschema.SchemaError) else str(exc)
@@ -77,7 +85,12 @@ def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
                                 f"$ref {outside[0][:80]!r} points outside the schema, and "
                                 "nothing outside is fetched"))
         return None
-    return jsonschema.Draft202012Validator(schema, registry=OFFLINE)
+    return Checker(None, lambda: _validator(schema))
+
+
+def _validator(schema: Any) -> Any:
+    import jsonschema
+    return jsonschema.Draft202012Validator(schema, registry=offline())
 
 
 def load_protocol(folder: Path) -> Discovery:

@@ -13,8 +13,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from engine.errors import FormulaError, Problem
 from engine.spec import opened
 from engine.spec import schema as _schema
@@ -31,12 +29,12 @@ def shown(path: Path) -> str:
 
 
 @cache
-def validator(name: str) -> jsonschema.Draft202012Validator:
+def validator(name: str) -> _schema.Checker:
     """The validator of one of the package's YAML files, by its stem (the schemas ship with
     the code: tests/test_startup.py checks them against the meta-schema)."""
     folder = resources.files("engine.protocols.discovery") / "schemas"
     schema = json.loads((folder / f"{name}.schema.json").read_text("utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return _schema.validator_for(schema)  # the generated check, while the schema is as shipped
 
 
 def read(path: Path, problems: list[Problem]) -> Document | None:
