@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,61 @@ def test_the_start_up_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["import", "1k-row", "engine"]
     assert all("wall median" in line and "cpu median" in line for line in lines)
+
+
+JSON_SCHEMA = ("jsonschema", "referencing", "jsonschema_specifications", "attrs", "rpds")
+# Records of the release gate and the OpenTelemetry example bring their own tool contracts as
+# JSON Schema: checking those (inspections/agent.py, protocols/release_gate/assevra.py) is
+# the one use of jsonschema left in a run of the shipped specs whose documents are valid.
+CONTRACTS = {"_validator", "_schema_problem"}
+
+
+def first_importers(argv: list[str]) -> dict[str, str]:
+    """For each JSON Schema module a fresh ``engine`` process imports while running
+    ``argv``, the engine function whose import statement loaded it first."""
+    probe = textwrap.dedent(f"""
+        import json, sys, traceback
+        watch, found = {JSON_SCHEMA!r}, {{}}
+        class Finder:
+            def find_spec(self, name, path=None, target=None):
+                top = name.partition(".")[0]
+                if top in watch and top not in found:
+                    frames = [f for f in traceback.extract_stack() if "/engine/" in f.filename]
+                    found[top] = frames[-1].name if frames else "?"
+        sys.meta_path.insert(0, Finder())
+        from engine.cli import main
+        assert main({argv!r}) in (0, 1, 3)
+        print(json.dumps(found))
+        """)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, str] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+@pytest.mark.parametrize("spec", ["example", "finding-quality-discovery", "inspect-example",
+                                  "promptfoo-example"])
+def test_a_shipped_spec_runs_without_json_schema_machinery(spec: str, tmp_path: Path) -> None:
+    assert first_importers(["run", f"specs/{spec}", "--out", str(tmp_path / "out")]) == {}
+
+
+def test_the_release_gate_on_compact_contracts_runs_without_json_schema(tmp_path: Path) -> None:
+    from bench import assevra_data
+    rows = assevra_data.write(tmp_path / "rows.jsonl", 1000, compact=True)
+    assert first_importers(["run", "specs/agent-release-gate", "--input", f"runs={rows}",
+                            "--out", str(tmp_path / "out")]) == {}
+
+
+def test_only_record_contracts_import_json_schema_in_the_shipped_runs(tmp_path: Path) -> None:
+    from bench import assevra_data
+    rows = assevra_data.write(tmp_path / "rows.jsonl", 1000)  # full JSON Schema contracts
+    for argv in (["run", "specs", "--out", str(tmp_path / "all")],
+                 ["run", "specs/agent-release-gate", "--input", f"runs={rows}", "--out",
+                  str(tmp_path / "gate")]):
+        found = first_importers(argv)
+        assert found and set(found.values()) <= CONTRACTS, (argv, found)
+
+
+def test_engine_validate_imports_no_json_schema(tmp_path: Path) -> None:
+    assert first_importers(["validate", "specs"]) == {}
