@@ -134,7 +134,7 @@ def load_rubric(name: str, local: Path | None = None) -> Rubric:
     if fast is None:
         _usable_schema(name, schema)
     fields = _fields(name, schema)
-    validator = Checker(fast, lambda: strict_validator()(schema, registry=offline()))
+    validator = Checker(schema, fast, lambda: strict_validator()(schema, registry=offline()))
     return Rubric(str(data["name"]), str(data["version"]), template, variables,
                   validator, fields,
                   bool(data.get("repair", False)),

@@ -266,7 +266,7 @@ def _regex(doc: Document, where: JPath, source: str, flags: list[str],
 def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Problem]) -> Any:
     fast = compile_check(schema)  # one the meta-schema passes, with no $ref in it
     if fast is not None:
-        return Checker(fast, lambda: _validator(schema))
+        return Checker(schema, fast, lambda: _validator(schema))
     import jsonschema
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -281,7 +281,7 @@ def _json_schema(doc: Document, where: JPath, schema: Any, problems: list[Proble
                                     "put the definition under $defs and refer to it as "
                                     "#/$defs/NAME"))
         return None
-    return Checker(None, lambda: _validator(schema))
+    return Checker(schema, None, lambda: _validator(schema))
 
 
 def _validator(schema: Any) -> Any:

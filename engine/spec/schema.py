@@ -101,9 +101,9 @@ class Checker:
     """One schema's validator: a generated check says whether an instance is valid; the
     jsonschema validator, built on first need, says what is wrong."""
 
-    def __init__(self, fast: Callable[[Any], bool] | None,
+    def __init__(self, schema: Any, fast: Callable[[Any], bool] | None,
                  build: Callable[[], jsonschema.protocols.Validator]) -> None:
-        self.fast, self._build = fast, build
+        self.schema, self.fast, self._build = schema, fast, build
 
     @cached_property
     def full(self) -> jsonschema.protocols.Validator:
@@ -173,7 +173,7 @@ def validator(name: str) -> Checker:
     """A validator for one of the engine's schemas, built once per process."""
     found = _generated("SHIPPED", name)
     fast = found[1] if found and found[0] == schema_digest(load_schema(name)) else None
-    return Checker(fast, lambda: _build_shipped(name))
+    return Checker(load_schema(name), fast, lambda: _build_shipped(name))
 
 
 def _words(types: Any) -> str:
@@ -309,7 +309,7 @@ def validator_for(schema: Mapping[str, Any]) -> Checker:
             fast = _generated("PLAIN", schema_digest(schema))
         except (TypeError, ValueError):  # not JSON: no generated check can be its
             fast = None
-        built = _BUILT[id(schema)] = Checker(fast, lambda: _plain(schema))
+        built = _BUILT[id(schema)] = Checker(schema, fast, lambda: _plain(schema))
     return built
 
 

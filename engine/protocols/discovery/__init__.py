@@ -70,7 +70,7 @@ def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
         return None
     fast = compile_check(schema)  # one the meta-schema passes, with no $ref in it
     if fast is not None:
-        return Checker(fast, lambda: _validator(schema))
+        return Checker(schema, fast, lambda: _validator(schema))
     import jsonschema
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -85,7 +85,7 @@ def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
                                 f"$ref {outside[0][:80]!r} points outside the schema, and "
                                 "nothing outside is fetched"))
         return None
-    return Checker(None, lambda: _validator(schema))
+    return Checker(schema, None, lambda: _validator(schema))
 
 
 def _validator(schema: Any) -> Any:
