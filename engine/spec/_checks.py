@@ -1039,80 +1039,87 @@ def _e151(x):
     return True
 
 
+def _e152(x):
+    if not isinstance(x, str): return False
+    if x not in ('compact', 'full'): return False
+    return True
+
+
 def _e149(x):
     if not isinstance(x, dict): return False
     if 'mask_with' in x and not _e150(x['mask_with']): return False
     if 'mask_matches' in x and not _e151(x['mask_matches']): return False
-    if any(k not in {'mask_matches', 'mask_with'} for k in x): return False
+    if 'passing_rows' in x and not _e152(x['passing_rows']): return False
+    if any(k not in {'mask_matches', 'mask_with', 'passing_rows'} for k in x): return False
     return True
 
 
-def _e152(x):
+def _e153(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e156(x):
+def _e157(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e155(x):
+def _e156(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if 'categories' in x and not _e156(x['categories']): return False
-    if 'cases' in x and not _e156(x['cases']): return False
-    if 'tags' in x and not _e156(x['tags']): return False
+    if 'categories' in x and not _e157(x['categories']): return False
+    if 'cases' in x and not _e157(x['cases']): return False
+    if 'tags' in x and not _e157(x['tags']): return False
     if any(k not in {'cases', 'categories', 'tags'} for k in x): return False
     return True
 
 
-def _e157(x):
+def _e158(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9]{4}-[0-9]{2}-[0-9]{2}$', x) or x.endswith('\n'): return False
     if not date_format(x): return False
     return True
 
 
-def _e154(x):
+def _e155(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'scope' not in x or 'justification' not in x or 'approver' not in x or 'expires' not in x: return False
     if 'id' in x and not _e10(x['id']): return False
-    if 'scope' in x and not _e155(x['scope']): return False
+    if 'scope' in x and not _e156(x['scope']): return False
     if 'justification' in x and not _e10(x['justification']): return False
     if 'approver' in x and not _e10(x['approver']): return False
-    if 'expires' in x and not _e157(x['expires']): return False
+    if 'expires' in x and not _e158(x['expires']): return False
     if any(k not in {'approver', 'expires', 'id', 'justification', 'scope'} for k in x): return False
     return True
 
 
-def _e153(x):
+def _e154(x):
     if not isinstance(x, list): return False
-    if not all(map(_e154, x)): return False
+    if not all(map(_e155, x)): return False
     return True
 
 
-def _e159(x):
+def _e160(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_e10, x)): return False
     return True
 
 
-def _e160(x):
+def _e161(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e158(x):
+def _e159(x):
     if not isinstance(x, dict): return False
     if 'catalogues' not in x: return False
-    if 'catalogues' in x and not _e159(x['catalogues']): return False
-    if 'provenance' in x and not _e160(x['provenance']): return False
+    if 'catalogues' in x and not _e160(x['catalogues']): return False
+    if 'provenance' in x and not _e161(x['provenance']): return False
     if any(k not in {'catalogues', 'provenance'} for k in x): return False
     return True
 
@@ -1136,9 +1143,9 @@ def _e82(x):
     if 'findings' in x and not _e146(x['findings']): return False
     if 'caveats' in x and not _e148(x['caveats']): return False
     if 'evidence' in x and not _e149(x['evidence']): return False
-    if 'report' in x and not _e152(x['report']): return False
-    if 'waivers' in x and not _e153(x['waivers']): return False
-    if 'agent_card' in x and not _e158(x['agent_card']): return False
+    if 'report' in x and not _e153(x['report']): return False
+    if 'waivers' in x and not _e154(x['waivers']): return False
+    if 'agent_card' in x and not _e159(x['agent_card']): return False
     if any(k not in {'agent_card', 'budgets', 'categories', 'caveats', 'conditions', 'controls', 'evidence', 'findings', 'gate', 'inspections', 'judge', 'overall', 'reason_codes', 'reliability', 'report', 'scoring_version', 'statistics', 'validation', 'waivers'} for k in x): return False
     return True
 
@@ -1154,132 +1161,132 @@ def _e80(x):
     return True
 
 
-def _e162(x):
+def _e163(x):
     if x != 'PolicyTest': return False
     return True
 
 
-def _e164(x):
+def _e165(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e165(x):
+def _e166(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     if x > 1: return False
     return True
 
 
-def _e171(x):
+def _e172(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
+def _e171(x):
+    if not isinstance(x, dict): return False
+    if 'passed' in x and not _e172(x['passed']): return False
+    if 'failed' in x and not _e172(x['failed']): return False
+    if 'errors' in x and not _e172(x['errors']): return False
+    if 'abstained' in x and not _e172(x['abstained']): return False
+    if 'skipped' in x and not _e172(x['skipped']): return False
+    if any(k not in {'abstained', 'errors', 'failed', 'passed', 'skipped'} for k in x): return False
+    return True
+
+
 def _e170(x):
     if not isinstance(x, dict): return False
-    if 'passed' in x and not _e171(x['passed']): return False
-    if 'failed' in x and not _e171(x['failed']): return False
-    if 'errors' in x and not _e171(x['errors']): return False
-    if 'abstained' in x and not _e171(x['abstained']): return False
-    if 'skipped' in x and not _e171(x['skipped']): return False
-    if any(k not in {'abstained', 'errors', 'failed', 'passed', 'skipped'} for k in x): return False
+    if any(True and not _e171(x[k]) for k in x): return False
     return True
 
 
 def _e169(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e170(x[k]) for k in x): return False
-    return True
-
-
-def _e168(x):
-    if not isinstance(x, dict): return False
     if 'categories' not in x: return False
-    if 'categories' in x and not _e169(x['categories']): return False
+    if 'categories' in x and not _e170(x['categories']): return False
     if any(k not in {'categories'} for k in x): return False
     return True
 
 
-def _e173(x):
+def _e174(x):
     if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
     return True
 
 
-def _e174(x):
+def _e175(x):
     if not isinstance(x, list): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e172(x):
+def _e173(x):
     if not isinstance(x, dict): return False
     if 'decision' not in x: return False
-    if 'decision' in x and not _e173(x['decision']): return False
-    if 'reasons' in x and not _e174(x['reasons']): return False
+    if 'decision' in x and not _e174(x['decision']): return False
+    if 'reasons' in x and not _e175(x['reasons']): return False
     if any(k not in {'decision', 'reasons'} for k in x): return False
     return True
 
 
-def _e167(x):
+def _e168(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'given' not in x or 'want' not in x: return False
     if 'name' in x and not _e10(x['name']): return False
-    if 'given' in x and not _e168(x['given']): return False
-    if 'want' in x and not _e172(x['want']): return False
+    if 'given' in x and not _e169(x['given']): return False
+    if 'want' in x and not _e173(x['want']): return False
     if any(k not in {'given', 'name', 'want'} for k in x): return False
     return True
 
 
-def _e166(x):
+def _e167(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e167, x)): return False
+    if not all(map(_e168, x)): return False
     return True
 
 
-def _e163(x):
+def _e164(x):
     if not isinstance(x, dict): return False
     if 'policy' not in x or 'cases' not in x: return False
-    if 'policy' in x and not _e164(x['policy']): return False
-    if 'min_coverage' in x and not _e165(x['min_coverage']): return False
-    if 'cases' in x and not _e166(x['cases']): return False
+    if 'policy' in x and not _e165(x['policy']): return False
+    if 'min_coverage' in x and not _e166(x['min_coverage']): return False
+    if 'cases' in x and not _e167(x['cases']): return False
     if any(k not in {'cases', 'min_coverage', 'policy'} for k in x): return False
     return True
 
 
-def _e161(x):
+def _e162(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e162(x['kind']): return False
+    if 'kind' in x and not _e163(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e163(x['spec']): return False
+    if 'spec' in x and not _e164(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
 
-def _e176(x):
+def _e177(x):
     if x != 'specgate.scorecard/v1': return False
     return True
 
 
-def _e178(x):
+def _e179(x):
     if x != 'specgate': return False
     return True
 
 
-def _e177(x):
+def _e178(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x: return False
-    if 'name' in x and not _e178(x['name']): return False
+    if 'name' in x and not _e179(x['name']): return False
     if 'version' in x and not _e3(x['version']): return False
     return True
 
 
-def _e179(x):
+def _e180(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x or 'sha256' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
@@ -1288,7 +1295,7 @@ def _e179(x):
     return True
 
 
-def _e180(x):
+def _e181(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x or 'scoring_version' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
@@ -1297,17 +1304,11 @@ def _e180(x):
     return True
 
 
-def _e181(x):
+def _e182(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
     if 'version' in x and not _e3(x['version']): return False
-    return True
-
-
-def _e182(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -1318,46 +1319,46 @@ def _e183(x):
 
 
 def _e184(x):
-    if x not in ('release', 'triage', 'self_test'): return False
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e185(x):
-    if not isinstance(x, bool): return False
+    if x not in ('release', 'triage', 'self_test'): return False
     return True
 
 
 def _e186(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e187(x):
     if not any(json_equal(x, v) for v in [0, 1, 3, 4]): return False
     return True
 
 
-def _e189(x):
+def _e190(x):
     if not isinstance(x, str): return False
     return True
 
 
-def _e188(x):
+def _e189(x):
     if not isinstance(x, dict): return False
     if 'code' not in x or 'decision' not in x or 'spec_path' not in x or 'message' not in x: return False
     if 'code' in x and not _e144(x['code']): return False
-    if 'decision' in x and not _e173(x['decision']): return False
-    if 'spec_path' in x and not _e189(x['spec_path']): return False
+    if 'decision' in x and not _e174(x['decision']): return False
+    if 'spec_path' in x and not _e190(x['spec_path']): return False
     if 'message' in x and not _e3(x['message']): return False
     if 'category' in x and not _e3(x['category']): return False
     if any(k not in {'category', 'code', 'decision', 'message', 'spec_path'} for k in x): return False
     return True
 
 
-def _e187(x):
+def _e188(x):
     if not isinstance(x, list): return False
-    if not all(map(_e188, x)): return False
-    return True
-
-
-def _e192(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not all(map(_e189, x)): return False
     return True
 
 
@@ -1380,9 +1381,8 @@ def _e195(x):
 
 
 def _e196(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
@@ -1408,238 +1408,245 @@ def _e199(x):
 
 
 def _e200(x):
-    if x not in ('point', 'wilson_lower'): return False
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
 def _e201(x):
-    if not isinstance(x, bool): return False
+    if x not in ('point', 'wilson_lower'): return False
     return True
 
 
 def _e202(x):
-    if x not in ('MISSING', 'NOT_INCLUDED', 'SKIPPED', 'UNRESOLVED', 'MET', 'NOT_MET'): return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e203(x):
-    if not (isinstance(x, bool) or x is None): return False
+    if x not in ('MISSING', 'NOT_INCLUDED', 'SKIPPED', 'UNRESOLVED', 'MET', 'NOT_MET'): return False
     return True
 
 
 def _e204(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not (isinstance(x, bool) or x is None): return False
     return True
 
 
 def _e205(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e207(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e206(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and (any(True and not _e207(x[k]) for k in x)): return False
+    if not isinstance(x, str): return False
     return True
 
 
 def _e208(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    return True
+
+
+def _e207(x):
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and (any(True and not _e208(x[k]) for k in x)): return False
+    return True
+
+
+def _e209(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
+    return True
+
+
+def _e192(x):
+    if not isinstance(x, dict): return False
+    if 'n' not in x or 'passed' not in x or 'failed' not in x or 'errors' not in x or 'abstained' not in x or 'skipped' not in x or 'attempted' not in x or 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x or 'threshold' not in x or 'minimum' not in x or 'gate_on' not in x or 'weight' not in x or 'required' not in x or 'state' not in x or 'met' not in x or 'cases' not in x or 'mode' not in x or 'notes' not in x or 'waived' not in x: return False
+    if 'n' in x and not _e193(x['n']): return False
+    if 'passed' in x and not _e172(x['passed']): return False
+    if 'failed' in x and not _e172(x['failed']): return False
+    if 'errors' in x and not _e194(x['errors']): return False
+    if 'abstained' in x and not _e195(x['abstained']): return False
+    if 'skipped' in x and not _e172(x['skipped']): return False
+    if 'attempted' in x and not _e196(x['attempted']): return False
+    if 'rate' in x and not _e197(x['rate']): return False
+    if 'wilson_lower' in x and not _e198(x['wilson_lower']): return False
+    if 'wilson_upper' in x and not _e199(x['wilson_upper']): return False
+    if 'threshold' in x and not _e199(x['threshold']): return False
+    if 'minimum' in x and not _e200(x['minimum']): return False
+    if 'gate_on' in x and not _e201(x['gate_on']): return False
+    if 'weight' in x and not _e133(x['weight']): return False
+    if 'required' in x and not _e202(x['required']): return False
+    if 'state' in x and not _e203(x['state']): return False
+    if 'met' in x and not _e204(x['met']): return False
+    if 'cases' in x and not _e205(x['cases']): return False
+    if 'mode' in x and not _e206(x['mode']): return False
+    if 'notes' in x and not _e207(x['notes']): return False
+    if 'waived' in x and not _e209(x['waived']): return False
+    if any(k not in {'abstained', 'attempted', 'cases', 'errors', 'failed', 'gate_on', 'met', 'minimum', 'mode', 'n', 'notes', 'passed', 'rate', 'required', 'skipped', 'state', 'threshold', 'waived', 'weight', 'wilson_lower', 'wilson_upper'} for k in x): return False
     return True
 
 
 def _e191(x):
     if not isinstance(x, dict): return False
-    if 'n' not in x or 'passed' not in x or 'failed' not in x or 'errors' not in x or 'abstained' not in x or 'skipped' not in x or 'attempted' not in x or 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x or 'threshold' not in x or 'minimum' not in x or 'gate_on' not in x or 'weight' not in x or 'required' not in x or 'state' not in x or 'met' not in x or 'cases' not in x or 'mode' not in x or 'notes' not in x or 'waived' not in x: return False
-    if 'n' in x and not _e192(x['n']): return False
-    if 'passed' in x and not _e171(x['passed']): return False
-    if 'failed' in x and not _e171(x['failed']): return False
-    if 'errors' in x and not _e193(x['errors']): return False
-    if 'abstained' in x and not _e194(x['abstained']): return False
-    if 'skipped' in x and not _e171(x['skipped']): return False
-    if 'attempted' in x and not _e195(x['attempted']): return False
-    if 'rate' in x and not _e196(x['rate']): return False
-    if 'wilson_lower' in x and not _e197(x['wilson_lower']): return False
-    if 'wilson_upper' in x and not _e198(x['wilson_upper']): return False
-    if 'threshold' in x and not _e198(x['threshold']): return False
-    if 'minimum' in x and not _e199(x['minimum']): return False
-    if 'gate_on' in x and not _e200(x['gate_on']): return False
-    if 'weight' in x and not _e133(x['weight']): return False
-    if 'required' in x and not _e201(x['required']): return False
-    if 'state' in x and not _e202(x['state']): return False
-    if 'met' in x and not _e203(x['met']): return False
-    if 'cases' in x and not _e204(x['cases']): return False
-    if 'mode' in x and not _e205(x['mode']): return False
-    if 'notes' in x and not _e206(x['notes']): return False
-    if 'waived' in x and not _e208(x['waived']): return False
-    if any(k not in {'abstained', 'attempted', 'cases', 'errors', 'failed', 'gate_on', 'met', 'minimum', 'mode', 'n', 'notes', 'passed', 'rate', 'required', 'skipped', 'state', 'threshold', 'waived', 'weight', 'wilson_lower', 'wilson_upper'} for k in x): return False
-    return True
-
-
-def _e190(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e191(x[k]) for k in x): return False
-    return True
-
-
-def _e210(x):
-    if not x is None: return False
-    return True
-
-
-def _e212(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    return True
-
-
-def _e213(x):
-    if not (isinstance(x, bool) or x is None): return False
+    if any(True and not _e192(x[k]) for k in x): return False
     return True
 
 
 def _e211(x):
+    if not x is None: return False
+    return True
+
+
+def _e213(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _e214(x):
+    if not (isinstance(x, bool) or x is None): return False
+    return True
+
+
+def _e212(x):
     if not isinstance(x, dict): return False
     if 'score' not in x or 'threshold' not in x or 'met' not in x or 'formula' not in x: return False
-    if 'score' in x and not _e212(x['score']): return False
-    if 'threshold' in x and not _e198(x['threshold']): return False
-    if 'met' in x and not _e213(x['met']): return False
+    if 'score' in x and not _e213(x['score']): return False
+    if 'threshold' in x and not _e199(x['threshold']): return False
+    if 'met' in x and not _e214(x['met']): return False
     if 'formula' in x and not _e3(x['formula']): return False
     if any(k not in {'formula', 'met', 'score', 'threshold'} for k in x): return False
     return True
 
 
-def _e209(x):
-    if (_e210(x) + _e211(x)) != 1: return False
-    return True
-
-
-def _e215(x):
-    if not isinstance(x, dict): return False
-    if 'id' not in x or 'formula' not in x or 'value' not in x: return False
-    if 'id' in x and not _e3(x['id']): return False
-    if 'formula' in x and not _e3(x['formula']): return False
-    if 'value' in x and not _e213(x['value']): return False
-    if any(k not in {'formula', 'id', 'value'} for k in x): return False
-    return True
-
-
-def _e214(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e215, x)): return False
-    return True
-
-
-def _e218(x):
-    if not isinstance(x, dict): return False
-    if 'case' not in x or 'runs' not in x or 'trials' not in x: return False
-    if 'case' in x and not _e3(x['case']): return False
-    if 'runs' in x and not _e171(x['runs']): return False
-    if 'trials' in x and not _e171(x['trials']): return False
-    return True
-
-
-def _e217(x):
-    if not isinstance(x, list): return False
-    if len(x) > 20: return False
-    if not all(map(_e218, x)): return False
-    return True
-
-
-def _e219(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e171(x[k]) for k in x): return False
-    return True
-
-
-def _e221(x):
-    if not isinstance(x, dict): return False
-    if 'line' not in x or 'code' not in x or 'message' not in x: return False
-    if 'line' in x and not _e171(x['line']): return False
-    if 'code' in x and not _e3(x['code']): return False
-    if 'message' in x and not _e3(x['message']): return False
-    return True
-
-
-def _e220(x):
-    if not isinstance(x, list): return False
-    if len(x) > 20: return False
-    if not all(map(_e221, x)): return False
-    return True
-
-
-def _e222(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+def _e210(x):
+    if (_e211(x) + _e212(x)) != 1: return False
     return True
 
 
 def _e216(x):
     if not isinstance(x, dict): return False
-    if 'records' not in x or 'rows' not in x or 'cases' not in x or 'cases_observed' not in x or 'cases_short' not in x or 'cases_short_count' not in x or 'record_problems' not in x or 'record_problem_samples' not in x or 'control_rows' not in x: return False
-    if 'records' in x and not _e171(x['records']): return False
-    if 'rows' in x and not _e171(x['rows']): return False
-    if 'cases' in x and not _e171(x['cases']): return False
-    if 'cases_observed' in x and not _e171(x['cases_observed']): return False
-    if 'cases_short' in x and not _e217(x['cases_short']): return False
-    if 'cases_short_count' in x and not _e171(x['cases_short_count']): return False
-    if 'record_problems' in x and not _e219(x['record_problems']): return False
-    if 'record_problem_samples' in x and not _e220(x['record_problem_samples']): return False
-    if 'control_rows' in x and not _e222(x['control_rows']): return False
-    if any(k not in {'cases', 'cases_observed', 'cases_short', 'cases_short_count', 'control_rows', 'record_problem_samples', 'record_problems', 'records', 'rows'} for k in x): return False
+    if 'id' not in x or 'formula' not in x or 'value' not in x: return False
+    if 'id' in x and not _e3(x['id']): return False
+    if 'formula' in x and not _e3(x['formula']): return False
+    if 'value' in x and not _e214(x['value']): return False
+    if any(k not in {'formula', 'id', 'value'} for k in x): return False
     return True
 
 
-def _e224(x):
+def _e215(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e216, x)): return False
+    return True
+
+
+def _e219(x):
     if not isinstance(x, dict): return False
-    if 'format' not in x or 'sha256' not in x: return False
-    if 'format' in x and not _e3(x['format']): return False
-    if 'sha256' in x and not _e5(x['sha256']): return False
-    if 'records' in x and not _e171(x['records']): return False
+    if 'case' not in x or 'runs' not in x or 'trials' not in x: return False
+    if 'case' in x and not _e3(x['case']): return False
+    if 'runs' in x and not _e172(x['runs']): return False
+    if 'trials' in x and not _e172(x['trials']): return False
+    return True
+
+
+def _e218(x):
+    if not isinstance(x, list): return False
+    if len(x) > 20: return False
+    if not all(map(_e219, x)): return False
+    return True
+
+
+def _e220(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e172(x[k]) for k in x): return False
+    return True
+
+
+def _e222(x):
+    if not isinstance(x, dict): return False
+    if 'line' not in x or 'code' not in x or 'message' not in x: return False
+    if 'line' in x and not _e172(x['line']): return False
+    if 'code' in x and not _e3(x['code']): return False
+    if 'message' in x and not _e3(x['message']): return False
+    return True
+
+
+def _e221(x):
+    if not isinstance(x, list): return False
+    if len(x) > 20: return False
+    if not all(map(_e222, x)): return False
     return True
 
 
 def _e223(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e217(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e224(x[k]) for k in x): return False
+    if 'records' not in x or 'rows' not in x or 'cases' not in x or 'cases_observed' not in x or 'cases_short' not in x or 'cases_short_count' not in x or 'record_problems' not in x or 'record_problem_samples' not in x or 'control_rows' not in x: return False
+    if 'records' in x and not _e172(x['records']): return False
+    if 'rows' in x and not _e172(x['rows']): return False
+    if 'cases' in x and not _e172(x['cases']): return False
+    if 'cases_observed' in x and not _e172(x['cases_observed']): return False
+    if 'cases_short' in x and not _e218(x['cases_short']): return False
+    if 'cases_short_count' in x and not _e172(x['cases_short_count']): return False
+    if 'record_problems' in x and not _e220(x['record_problems']): return False
+    if 'record_problem_samples' in x and not _e221(x['record_problem_samples']): return False
+    if 'control_rows' in x and not _e223(x['control_rows']): return False
+    if any(k not in {'cases', 'cases_observed', 'cases_short', 'cases_short_count', 'control_rows', 'record_problem_samples', 'record_problems', 'records', 'rows'} for k in x): return False
     return True
 
 
 def _e225(x):
     if not isinstance(x, dict): return False
-    if 'wilson_z' not in x: return False
-    if 'wilson_z' in x and not _e207(x['wilson_z']): return False
+    if 'format' not in x or 'sha256' not in x: return False
+    if 'format' in x and not _e3(x['format']): return False
+    if 'sha256' in x and not _e5(x['sha256']): return False
+    if 'records' in x and not _e172(x['records']): return False
     return True
 
 
-def _e228(x):
-    if not isinstance(x, str): return False
+def _e224(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e225(x[k]) for k in x): return False
+    return True
+
+
+def _e226(x):
+    if not isinstance(x, dict): return False
+    if 'wilson_z' not in x: return False
+    if 'wilson_z' in x and not _e208(x['wilson_z']): return False
     return True
 
 
 def _e229(x):
-    if not (isinstance(x, str) or x is None): return False
-    if isinstance(x, str) and (not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n')): return False
+    if not isinstance(x, str): return False
     return True
 
 
 def _e230(x):
     if not (isinstance(x, str) or x is None): return False
+    if isinstance(x, str) and (not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n')): return False
     return True
 
 
 def _e231(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e232(x):
     if not isinstance(x, str): return False
     return True
 
 
-def _e233(x):
+def _e234(x):
     if not isinstance(x, dict): return False
     if 'provider' not in x or 'base_url' not in x: return False
     if 'provider' in x and not _e3(x['provider']): return False
@@ -1648,43 +1655,37 @@ def _e233(x):
     return True
 
 
-def _e232(x):
+def _e233(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e233(x[k]) for k in x): return False
+    if any(True and not _e234(x[k]) for k in x): return False
     return True
 
 
-def _e227(x):
+def _e228(x):
     if not isinstance(x, dict): return False
     if 'identity' not in x or 'judge_sha256' not in x or 'provider' not in x or 'replayed_from' not in x or 'base_url' not in x or 'judgements' not in x or 'errors' not in x or 'judgements_sha256' not in x: return False
     if 'identity' in x and not _e8(x['identity']): return False
     if 'judge_sha256' in x and not _e5(x['judge_sha256']): return False
-    if 'provider' in x and not _e228(x['provider']): return False
-    if 'replayed_from' in x and not _e229(x['replayed_from']): return False
-    if 'base_url' in x and not _e230(x['base_url']): return False
-    if 'proxy' in x and not _e231(x['proxy']): return False
-    if 'endpoints' in x and not _e232(x['endpoints']): return False
-    if 'judgements' in x and not _e171(x['judgements']): return False
-    if 'errors' in x and not _e171(x['errors']): return False
+    if 'provider' in x and not _e229(x['provider']): return False
+    if 'replayed_from' in x and not _e230(x['replayed_from']): return False
+    if 'base_url' in x and not _e231(x['base_url']): return False
+    if 'proxy' in x and not _e232(x['proxy']): return False
+    if 'endpoints' in x and not _e233(x['endpoints']): return False
+    if 'judgements' in x and not _e172(x['judgements']): return False
+    if 'errors' in x and not _e172(x['errors']): return False
     if 'judgements_sha256' in x and not _e5(x['judgements_sha256']): return False
     if any(k not in {'base_url', 'endpoints', 'errors', 'identity', 'judge_sha256', 'judgements', 'judgements_sha256', 'provider', 'proxy', 'replayed_from'} for k in x): return False
     return True
 
 
-def _e226(x):
-    if (_e210(x) + _e227(x)) != 1: return False
-    return True
-
-
-def _e234(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+def _e227(x):
+    if (_e211(x) + _e228(x)) != 1: return False
     return True
 
 
 def _e235(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e3, x)): return False
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -1694,169 +1695,175 @@ def _e236(x):
     return True
 
 
-def _e240(x):
+def _e237(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e3, x)): return False
+    return True
+
+
+def _e241(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     return True
 
 
-def _e241(x):
+def _e242(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
-def _e242(x):
+def _e243(x):
     if not isinstance(x, list): return False
     if len(x) > 100: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e243(x):
+def _e244(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e239(x):
+def _e240(x):
     if not isinstance(x, dict): return False
     if 'k' not in x or 'pass_hat_k' not in x or 'pass_hat_k_cases' not in x or 'repeated_cases' not in x or 'consistency' not in x or 'flaky_cases' not in x or 'flaky_count' not in x: return False
-    if 'k' in x and not _e240(x['k']): return False
-    if 'pass_hat_k' in x and not _e241(x['pass_hat_k']): return False
-    if 'pass_hat_k_cases' in x and not _e171(x['pass_hat_k_cases']): return False
-    if 'repeated_cases' in x and not _e171(x['repeated_cases']): return False
-    if 'consistency' in x and not _e198(x['consistency']): return False
-    if 'flaky_cases' in x and not _e242(x['flaky_cases']): return False
-    if 'flaky_count' in x and not _e243(x['flaky_count']): return False
+    if 'k' in x and not _e241(x['k']): return False
+    if 'pass_hat_k' in x and not _e242(x['pass_hat_k']): return False
+    if 'pass_hat_k_cases' in x and not _e172(x['pass_hat_k_cases']): return False
+    if 'repeated_cases' in x and not _e172(x['repeated_cases']): return False
+    if 'consistency' in x and not _e199(x['consistency']): return False
+    if 'flaky_cases' in x and not _e243(x['flaky_cases']): return False
+    if 'flaky_count' in x and not _e244(x['flaky_count']): return False
     if any(k not in {'consistency', 'flaky_cases', 'flaky_count', 'k', 'pass_hat_k', 'pass_hat_k_cases', 'repeated_cases'} for k in x): return False
     return True
 
 
+def _e239(x):
+    if (_e211(x) + _e240(x)) != 1: return False
+    return True
+
+
 def _e238(x):
-    if (_e210(x) + _e239(x)) != 1: return False
-    return True
-
-
-def _e237(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e238(x[k]) for k in x): return False
+    if any(True and not _e239(x[k]) for k in x): return False
     return True
 
 
-def _e246(x):
+def _e247(x):
     if not isinstance(x, list): return False
     if len(x) > 50: return False
     if not all(map(_e8, x)): return False
     return True
 
 
-def _e245(x):
+def _e246(x):
     if not isinstance(x, dict): return False
     if 'total' not in x or 'passed' not in x or 'failed' not in x or 'rows' not in x: return False
-    if 'total' in x and not _e171(x['total']): return False
-    if 'passed' in x and not _e171(x['passed']): return False
-    if 'failed' in x and not _e171(x['failed']): return False
-    if 'rows' in x and not _e246(x['rows']): return False
+    if 'total' in x and not _e172(x['total']): return False
+    if 'passed' in x and not _e172(x['passed']): return False
+    if 'failed' in x and not _e172(x['failed']): return False
+    if 'rows' in x and not _e247(x['rows']): return False
     if any(k not in {'failed', 'passed', 'rows', 'total'} for k in x): return False
     return True
 
 
-def _e244(x):
-    if (_e210(x) + _e245(x)) != 1: return False
-    return True
-
-
-def _e249(x):
-    if not isinstance(x, dict): return False
-    if 'LABELED' not in x or 'UNLABELED' not in x or 'INVALID' not in x: return False
-    if any(True and not _e171(x[k]) for k in x): return False
+def _e245(x):
+    if (_e211(x) + _e246(x)) != 1: return False
     return True
 
 
 def _e250(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e219(x[k]) for k in x): return False
-    return True
-
-
-def _e248(x):
-    if not isinstance(x, dict): return False
-    if 'strict' not in x or 'failed' not in x or 'rows' not in x or 'capture_errors' not in x: return False
-    if len(x) < 5: return False
-    if 'strict' in x and not _e201(x['strict']): return False
-    if 'failed' in x and not _e201(x['failed']): return False
-    if 'rows' in x and not _e249(x['rows']): return False
-    if 'capture_errors' in x and not _e171(x['capture_errors']): return False
-    if any(k not in {'capture_errors', 'failed', 'rows', 'strict'} and not re.search('^by_[a-z][a-z0-9_]*$', k) for k in x): return False
-    if any(re.search('^by_[a-z][a-z0-9_]*$', k) and not _e250(v) for k, v in x.items()): return False
-    return True
-
-
-def _e247(x):
-    if (_e210(x) + _e248(x)) != 1: return False
+    if 'LABELED' not in x or 'UNLABELED' not in x or 'INVALID' not in x: return False
+    if any(True and not _e172(x[k]) for k in x): return False
     return True
 
 
 def _e251(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e220(x[k]) for k in x): return False
+    return True
+
+
+def _e249(x):
+    if not isinstance(x, dict): return False
+    if 'strict' not in x or 'failed' not in x or 'rows' not in x or 'capture_errors' not in x: return False
+    if len(x) < 5: return False
+    if 'strict' in x and not _e202(x['strict']): return False
+    if 'failed' in x and not _e202(x['failed']): return False
+    if 'rows' in x and not _e250(x['rows']): return False
+    if 'capture_errors' in x and not _e172(x['capture_errors']): return False
+    if any(k not in {'capture_errors', 'failed', 'rows', 'strict'} and not re.search('^by_[a-z][a-z0-9_]*$', k) for k in x): return False
+    if any(re.search('^by_[a-z][a-z0-9_]*$', k) and not _e251(v) for k, v in x.items()): return False
+    return True
+
+
+def _e248(x):
+    if (_e211(x) + _e249(x)) != 1: return False
+    return True
+
+
+def _e252(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e252(x):
+def _e253(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e255(x):
+def _e256(x):
     if x not in ('blocker', 'high'): return False
     return True
 
 
-def _e256(x):
+def _e257(x):
     if x not in ('ERROR', 'ABSTAIN', 'FAIL'): return False
     return True
 
 
-def _e257(x):
+def _e258(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e240(x[k]) for k in x): return False
+    if any(True and not _e241(x[k]) for k in x): return False
     return True
 
 
-def _e258(x):
+def _e259(x):
     if not isinstance(x, list): return False
     if len(x) > 20: return False
     return True
 
 
-def _e259(x):
+def _e260(x):
     if not isinstance(x, list): return False
     if len(x) > 5: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e261(x):
+def _e262(x):
     if not isinstance(x, dict): return False
     if 'inspection' in x and not _e3(x['inspection']): return False
     if 'type' in x and not _e3(x['type']): return False
-    if 'status' in x and not _e256(x['status']): return False
+    if 'status' in x and not _e257(x['status']): return False
     if any(k not in {'expected', 'inspection', 'observed', 'status', 'type', 'unit'} for k in x): return False
     return True
 
 
-def _e260(x):
+def _e261(x):
     if not isinstance(x, list): return False
     if len(x) > 3: return False
-    if not all(map(_e261, x)): return False
+    if not all(map(_e262, x)): return False
     return True
 
 
-def _e263(x):
+def _e264(x):
     if not isinstance(x, dict): return False
     if 'title' not in x or 'action' not in x or 'verification' not in x: return False
     if 'title' in x and not _e3(x['title']): return False
@@ -1866,147 +1873,131 @@ def _e263(x):
     return True
 
 
-def _e262(x):
-    if (_e210(x) + _e263(x)) != 1: return False
+def _e263(x):
+    if (_e211(x) + _e264(x)) != 1: return False
     return True
 
 
-def _e264(x):
+def _e265(x):
     if x != 'human_review_required': return False
     return True
 
 
-def _e254(x):
+def _e255(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'severity' not in x or 'automation' not in x: return False
     if 'id' in x and not _e3(x['id']): return False
     if 'category' in x and not _e3(x['category']): return False
     if 'case' in x and not _e3(x['case']): return False
-    if 'severity' in x and not _e255(x['severity']): return False
-    if 'worst_status' in x and not _e256(x['worst_status']): return False
-    if 'statuses' in x and not _e257(x['statuses']): return False
-    if 'rows' in x and not _e258(x['rows']): return False
-    if 'traces' in x and not _e258(x['traces']): return False
-    if 'evidence' in x and not _e259(x['evidence']): return False
-    if 'checks' in x and not _e260(x['checks']): return False
-    if 'fix' in x and not _e262(x['fix']): return False
+    if 'severity' in x and not _e256(x['severity']): return False
+    if 'worst_status' in x and not _e257(x['worst_status']): return False
+    if 'statuses' in x and not _e258(x['statuses']): return False
+    if 'rows' in x and not _e259(x['rows']): return False
+    if 'traces' in x and not _e259(x['traces']): return False
+    if 'evidence' in x and not _e260(x['evidence']): return False
+    if 'checks' in x and not _e261(x['checks']): return False
+    if 'fix' in x and not _e263(x['fix']): return False
     if 'message' in x and not _e3(x['message']): return False
-    if 'automation' in x and not _e264(x['automation']): return False
+    if 'automation' in x and not _e265(x['automation']): return False
     return True
 
 
-def _e253(x):
+def _e254(x):
     if not isinstance(x, list): return False
     if len(x) > 100: return False
-    if not all(map(_e254, x)): return False
+    if not all(map(_e255, x)): return False
     return True
 
 
-def _e265(x):
+def _e266(x):
     if not (isinstance(x, str) or x is None): return False
     return True
 
 
-def _e268(x):
+def _e269(x):
     if x not in ('missing', 'untrusted', 'incompatible', 'comparable'): return False
     return True
 
 
-def _e269(x):
+def _e270(x):
     if not isinstance(x, list): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e270(x):
+def _e271(x):
     if not (isinstance(x, dict) or x is None): return False
     return True
 
 
-def _e273(x):
+def _e274(x):
     if x not in ('new', 'skipped', 'now failing', 'now passing', 'regressed', 'improved', 'stable'): return False
+    return True
+
+
+def _e273(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x: return False
+    if 'status' in x and not _e274(x['status']): return False
     return True
 
 
 def _e272(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x: return False
-    if 'status' in x and not _e273(x['status']): return False
-    return True
-
-
-def _e271(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e272(x[k]) for k in x): return False
-    return True
-
-
-def _e274(x):
-    if not isinstance(x, dict): return False
-    if 'label' not in x or 'skipped' not in x or 'skipped_reasons' not in x: return False
-    if 'label' in x and not _e3(x['label']): return False
-    if 'skipped' in x and not _e171(x['skipped']): return False
-    if 'skipped_reasons' in x and not _e269(x['skipped_reasons']): return False
-    return True
-
-
-def _e277(x):
-    if x not in ('verified', 'still failing', 'not verifiable'): return False
-    return True
-
-
-def _e276(x):
-    if not isinstance(x, dict): return False
-    if 'id' not in x or 'status' not in x or 'reason' not in x: return False
-    if 'id' in x and not _e3(x['id']): return False
-    if 'status' in x and not _e277(x['status']): return False
-    if 'reason' in x and not _e3(x['reason']): return False
+    if any(True and not _e273(x[k]) for k in x): return False
     return True
 
 
 def _e275(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e276, x)): return False
-    return True
-
-
-def _e267(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x or 'reasons' not in x or 'regressed' not in x or 'required' not in x or 'baseline' not in x or 'categories' not in x: return False
-    if 'status' in x and not _e268(x['status']): return False
-    if 'reasons' in x and not _e269(x['reasons']): return False
-    if 'regressed' in x and not _e201(x['regressed']): return False
-    if 'required' in x and not _e201(x['required']): return False
-    if 'baseline' in x and not _e270(x['baseline']): return False
-    if 'categories' in x and not _e271(x['categories']): return False
-    if 'selection' in x and not _e274(x['selection']): return False
-    if 'fixes' in x and not _e275(x['fixes']): return False
-    return True
-
-
-def _e266(x):
-    if (_e210(x) + _e267(x)) != 1: return False
+    if 'label' not in x or 'skipped' not in x or 'skipped_reasons' not in x: return False
+    if 'label' in x and not _e3(x['label']): return False
+    if 'skipped' in x and not _e172(x['skipped']): return False
+    if 'skipped_reasons' in x and not _e270(x['skipped_reasons']): return False
     return True
 
 
 def _e278(x):
-    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
+    if x not in ('verified', 'still failing', 'not verifiable'): return False
     return True
 
 
-def _e280(x):
+def _e277(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e5(x[k]) for k in x): return False
+    if 'id' not in x or 'status' not in x or 'reason' not in x: return False
+    if 'id' in x and not _e3(x['id']): return False
+    if 'status' in x and not _e278(x['status']): return False
+    if 'reason' in x and not _e3(x['reason']): return False
+    return True
+
+
+def _e276(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e277, x)): return False
+    return True
+
+
+def _e268(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'reasons' not in x or 'regressed' not in x or 'required' not in x or 'baseline' not in x or 'categories' not in x: return False
+    if 'status' in x and not _e269(x['status']): return False
+    if 'reasons' in x and not _e270(x['reasons']): return False
+    if 'regressed' in x and not _e202(x['regressed']): return False
+    if 'required' in x and not _e202(x['required']): return False
+    if 'baseline' in x and not _e271(x['baseline']): return False
+    if 'categories' in x and not _e272(x['categories']): return False
+    if 'selection' in x and not _e275(x['selection']): return False
+    if 'fixes' in x and not _e276(x['fixes']): return False
+    return True
+
+
+def _e267(x):
+    if (_e211(x) + _e268(x)) != 1: return False
     return True
 
 
 def _e279(x):
-    if not isinstance(x, dict): return False
-    if 'policy' not in x or 'scoring_data' not in x or 'scoring_version' not in x: return False
-    if 'policy' in x and not _e8(x['policy']): return False
-    if 'scoring_data' in x and not _e280(x['scoring_data']): return False
-    if 'scoring_version' in x and not _e3(x['scoring_version']): return False
-    if any(k not in {'policy', 'scoring_data', 'scoring_version'} for k in x): return False
+    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
     return True
 
 
@@ -2016,145 +2007,155 @@ def _e281(x):
     return True
 
 
+def _e280(x):
+    if not isinstance(x, dict): return False
+    if 'policy' not in x or 'scoring_data' not in x or 'scoring_version' not in x: return False
+    if 'policy' in x and not _e8(x['policy']): return False
+    if 'scoring_data' in x and not _e281(x['scoring_data']): return False
+    if 'scoring_version' in x and not _e3(x['scoring_version']): return False
+    if any(k not in {'policy', 'scoring_data', 'scoring_version'} for k in x): return False
+    return True
+
+
 def _e282(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e5(x[k]) for k in x): return False
+    return True
+
+
+def _e283(x):
     if not isinstance(x, str): return False
     if not re.search('^[A-Za-z0-9._-]{1,64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e283(x):
+def _e284(x):
     if not isinstance(x, dict): return False
     return True
 
 
-def _e286(x):
+def _e287(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'status' not in x or 'rows_waived' not in x: return False
     return True
 
 
-def _e285(x):
+def _e286(x):
     if not isinstance(x, list): return False
-    if not all(map(_e286, x)): return False
+    if not all(map(_e287, x)): return False
     return True
 
 
-def _e284(x):
+def _e285(x):
     if not (isinstance(x, dict) or x is None): return False
     if isinstance(x, dict) and ('as_of' not in x or 'entries' not in x): return False
     if isinstance(x, dict) and ('as_of' in x and not _e3(x['as_of'])): return False
-    if isinstance(x, dict) and ('entries' in x and not _e285(x['entries'])): return False
+    if isinstance(x, dict) and ('entries' in x and not _e286(x['entries'])): return False
     return True
 
 
-def _e287(x):
+def _e288(x):
     if not (isinstance(x, dict) or x is None): return False
-    return True
-
-
-def _e289(x):
-    if not isinstance(x, bool): return False
     return True
 
 
 def _e290(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    return True
-
-
-def _e292(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e293(x):
-    if not (isinstance(x, str) or x is None): return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e291(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
-    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
-    if isinstance(x, dict) and ('signer' in x and not _e292(x['signer'])): return False
-    if isinstance(x, dict) and ('generated_at' in x and not _e293(x['generated_at'])): return False
-    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    return True
+
+
+def _e293(x):
+    if not isinstance(x, str): return False
     return True
 
 
 def _e294(x):
-    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e292(x):
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
+    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
+    if isinstance(x, dict) and ('signer' in x and not _e293(x['signer'])): return False
+    if isinstance(x, dict) and ('generated_at' in x and not _e294(x['generated_at'])): return False
+    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
     return True
 
 
 def _e295(x):
+    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
+    return True
+
+
+def _e296(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e299(x):
+    if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
+    return True
+
+
+def _e300(x):
     if not isinstance(x, str): return False
     return True
 
 
 def _e298(x):
-    if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
-    return True
-
-
-def _e299(x):
-    if not isinstance(x, str): return False
+    if not isinstance(x, dict): return False
+    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
+    if 'kappa' in x and not _e213(x['kappa']): return False
+    if 'n' in x and not _e299(x['n']): return False
+    if 'accuracy' in x and not _e213(x['accuracy']): return False
+    if 'sensitivity' in x and not _e213(x['sensitivity']): return False
+    if 'specificity' in x and not _e213(x['specificity']): return False
+    if 'calibrated' in x and not _e202(x['calibrated']): return False
+    if 'why' in x and not _e300(x['why']): return False
+    if any(k not in {'accuracy', 'calibrated', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
     return True
 
 
 def _e297(x):
     if not isinstance(x, dict): return False
-    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
-    if 'kappa' in x and not _e212(x['kappa']): return False
-    if 'n' in x and not _e298(x['n']): return False
-    if 'accuracy' in x and not _e212(x['accuracy']): return False
-    if 'sensitivity' in x and not _e212(x['sensitivity']): return False
-    if 'specificity' in x and not _e212(x['specificity']): return False
-    if 'calibrated' in x and not _e201(x['calibrated']): return False
-    if 'why' in x and not _e299(x['why']): return False
-    if any(k not in {'accuracy', 'calibrated', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
+    if any(True and not _e298(x[k]) for k in x): return False
     return True
 
 
-def _e296(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e297(x[k]) for k in x): return False
-    return True
-
-
-def _e288(x):
+def _e289(x):
     if not isinstance(x, dict): return False
     if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
-    if 'required' in x and not _e289(x['required']): return False
-    if 'min_kappa' in x and not _e290(x['min_kappa']): return False
-    if 'artifact' in x and not _e291(x['artifact']): return False
-    if 'status' in x and not _e294(x['status']): return False
-    if 'reason' in x and not _e295(x['reason']): return False
-    if 'categories' in x and not _e296(x['categories']): return False
+    if 'required' in x and not _e290(x['required']): return False
+    if 'min_kappa' in x and not _e291(x['min_kappa']): return False
+    if 'artifact' in x and not _e292(x['artifact']): return False
+    if 'status' in x and not _e295(x['status']): return False
+    if 'reason' in x and not _e296(x['reason']): return False
+    if 'categories' in x and not _e297(x['categories']): return False
     if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
     return True
 
 
-def _e302(x):
+def _e303(x):
     if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
     return True
 
 
-def _e303(x):
+def _e304(x):
     if not isinstance(x, dict): return False
     if any(True and not _e3(x[k]) for k in x): return False
     return True
 
 
-def _e304(x):
+def _e305(x):
     if not isinstance(x, list): return False
     if not all(map(_e5, x)): return False
-    return True
-
-
-def _e305(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -2166,161 +2167,163 @@ def _e306(x):
 
 def _e307(x):
     if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e301(x):
+def _e308(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e302(x):
     if not isinstance(x, dict): return False
     if 'status' not in x: return False
-    if 'status' in x and not _e302(x['status']): return False
+    if 'status' in x and not _e303(x['status']): return False
     if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
-    if 'files' in x and not _e303(x['files']): return False
-    if 'governance_keys' in x and not _e304(x['governance_keys']): return False
-    if 'bundle_sha256' in x and not _e305(x['bundle_sha256']): return False
-    if 'signer' in x and not _e306(x['signer']): return False
-    if 'signed_at' in x and not _e307(x['signed_at']): return False
-    if 'differences' in x and not _e269(x['differences']): return False
+    if 'files' in x and not _e304(x['files']): return False
+    if 'governance_keys' in x and not _e305(x['governance_keys']): return False
+    if 'bundle_sha256' in x and not _e306(x['bundle_sha256']): return False
+    if 'signer' in x and not _e307(x['signer']): return False
+    if 'signed_at' in x and not _e308(x['signed_at']): return False
+    if 'differences' in x and not _e270(x['differences']): return False
     if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
     return True
 
 
-def _e310(x):
+def _e311(x):
     if x not in ('attested', 'unattested', 'invalid'): return False
     return True
 
 
-def _e311(x):
+def _e312(x):
     if not isinstance(x, list): return False
     if not all(map(_e5, x)): return False
     return True
 
 
-def _e312(x):
+def _e313(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e313(x):
+def _e314(x):
     return True
 
 
-def _e314(x):
+def _e315(x):
     if not isinstance(x, str): return False
+    return True
+
+
+def _e310(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'trusted_keys' not in x: return False
+    if 'status' in x and not _e311(x['status']): return False
+    if 'trusted_keys' in x and not _e312(x['trusted_keys']): return False
+    if 'attestation_sha256' in x and not _e313(x['attestation_sha256']): return False
+    if 'signer' in x and not _e5(x['signer']): return False
+    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
+    if 'predicate' in x and not _e314(x['predicate']): return False
+    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
+    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
+    if 'problem' in x and not _e315(x['problem']): return False
+    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
     return True
 
 
 def _e309(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x or 'trusted_keys' not in x: return False
-    if 'status' in x and not _e310(x['status']): return False
-    if 'trusted_keys' in x and not _e311(x['trusted_keys']): return False
-    if 'attestation_sha256' in x and not _e312(x['attestation_sha256']): return False
-    if 'signer' in x and not _e5(x['signer']): return False
-    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
-    if 'predicate' in x and not _e313(x['predicate']): return False
-    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
-    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
-    if 'problem' in x and not _e314(x['problem']): return False
-    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
+    if any(True and not _e310(x[k]) for k in x): return False
     return True
 
 
-def _e308(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e309(x[k]) for k in x): return False
-    return True
-
-
-def _e300(x):
+def _e301(x):
     if not isinstance(x, dict): return False
     if 'specs' not in x or 'inputs' not in x: return False
-    if 'specs' in x and not _e301(x['specs']): return False
-    if 'inputs' in x and not _e308(x['inputs']): return False
+    if 'specs' in x and not _e302(x['specs']): return False
+    if 'inputs' in x and not _e309(x['inputs']): return False
     if any(k not in {'inputs', 'specs'} for k in x): return False
     return True
 
 
-def _e315(x):
+def _e316(x):
     if not isinstance(x, list): return False
     if not all(map(_e10, x)): return False
     return True
 
 
-def _e175(x):
+def _e176(x):
     if not isinstance(x, dict): return False
     if 'scorecard_version' not in x or 'engine' not in x or 'evaluation' not in x or 'policy' not in x or 'suite' not in x or 'policy_sha256' not in x or 'suite_sha256' not in x or 'purpose' not in x or 'decision' not in x or 'overall_pass' not in x or 'exit_code' not in x or 'reasons' not in x or 'categories' not in x or 'overall' not in x or 'conditions' not in x or 'coverage' not in x or 'inputs' not in x or 'statistics' not in x or 'judge' not in x or 'rows_sha256' not in x or 'findings_count' not in x or 'findings_sha256' not in x or 'required_categories' not in x or 'missing_categories' not in x or 'reliability' not in x or 'controls' not in x or 'validation' not in x or 'findings' not in x or 'judge_sha256' not in x or 'comparison' not in x or 'metrics_decision' not in x or 'policy_document' not in x or 'presentation_digests' not in x or 'waivers' not in x or 'provenance' not in x: return False
-    if 'scorecard_version' in x and not _e176(x['scorecard_version']): return False
-    if 'engine' in x and not _e177(x['engine']): return False
-    if 'evaluation' in x and not _e179(x['evaluation']): return False
-    if 'policy' in x and not _e180(x['policy']): return False
-    if 'suite' in x and not _e181(x['suite']): return False
-    if 'policy_sha256' in x and not _e182(x['policy_sha256']): return False
-    if 'suite_sha256' in x and not _e183(x['suite_sha256']): return False
-    if 'purpose' in x and not _e184(x['purpose']): return False
-    if 'decision' in x and not _e173(x['decision']): return False
-    if 'overall_pass' in x and not _e185(x['overall_pass']): return False
-    if 'exit_code' in x and not _e186(x['exit_code']): return False
-    if 'reasons' in x and not _e187(x['reasons']): return False
-    if 'categories' in x and not _e190(x['categories']): return False
-    if 'overall' in x and not _e209(x['overall']): return False
-    if 'conditions' in x and not _e214(x['conditions']): return False
-    if 'coverage' in x and not _e216(x['coverage']): return False
-    if 'inputs' in x and not _e223(x['inputs']): return False
-    if 'statistics' in x and not _e225(x['statistics']): return False
-    if 'judge' in x and not _e226(x['judge']): return False
-    if 'rows_sha256' in x and not _e234(x['rows_sha256']): return False
-    if 'required_categories' in x and not _e235(x['required_categories']): return False
-    if 'missing_categories' in x and not _e236(x['missing_categories']): return False
-    if 'reliability' in x and not _e237(x['reliability']): return False
-    if 'controls' in x and not _e244(x['controls']): return False
-    if 'validation' in x and not _e247(x['validation']): return False
-    if 'findings_count' in x and not _e251(x['findings_count']): return False
-    if 'findings_sha256' in x and not _e252(x['findings_sha256']): return False
-    if 'findings' in x and not _e253(x['findings']): return False
-    if 'judge_sha256' in x and not _e265(x['judge_sha256']): return False
-    if 'comparison' in x and not _e266(x['comparison']): return False
-    if 'metrics_decision' in x and not _e278(x['metrics_decision']): return False
-    if 'policy_document' in x and not _e279(x['policy_document']): return False
-    if 'presentation_digests' in x and not _e281(x['presentation_digests']): return False
-    if 'label' in x and not _e282(x['label']): return False
-    if 'report' in x and not _e283(x['report']): return False
-    if 'waivers' in x and not _e284(x['waivers']): return False
-    if 'agent_card' in x and not _e287(x['agent_card']): return False
-    if 'calibration' in x and not _e288(x['calibration']): return False
-    if 'provenance' in x and not _e300(x['provenance']): return False
-    if 'caveats' in x and not _e315(x['caveats']): return False
+    if 'scorecard_version' in x and not _e177(x['scorecard_version']): return False
+    if 'engine' in x and not _e178(x['engine']): return False
+    if 'evaluation' in x and not _e180(x['evaluation']): return False
+    if 'policy' in x and not _e181(x['policy']): return False
+    if 'suite' in x and not _e182(x['suite']): return False
+    if 'policy_sha256' in x and not _e183(x['policy_sha256']): return False
+    if 'suite_sha256' in x and not _e184(x['suite_sha256']): return False
+    if 'purpose' in x and not _e185(x['purpose']): return False
+    if 'decision' in x and not _e174(x['decision']): return False
+    if 'overall_pass' in x and not _e186(x['overall_pass']): return False
+    if 'exit_code' in x and not _e187(x['exit_code']): return False
+    if 'reasons' in x and not _e188(x['reasons']): return False
+    if 'categories' in x and not _e191(x['categories']): return False
+    if 'overall' in x and not _e210(x['overall']): return False
+    if 'conditions' in x and not _e215(x['conditions']): return False
+    if 'coverage' in x and not _e217(x['coverage']): return False
+    if 'inputs' in x and not _e224(x['inputs']): return False
+    if 'statistics' in x and not _e226(x['statistics']): return False
+    if 'judge' in x and not _e227(x['judge']): return False
+    if 'rows_sha256' in x and not _e235(x['rows_sha256']): return False
+    if 'required_categories' in x and not _e236(x['required_categories']): return False
+    if 'missing_categories' in x and not _e237(x['missing_categories']): return False
+    if 'reliability' in x and not _e238(x['reliability']): return False
+    if 'controls' in x and not _e245(x['controls']): return False
+    if 'validation' in x and not _e248(x['validation']): return False
+    if 'findings_count' in x and not _e252(x['findings_count']): return False
+    if 'findings_sha256' in x and not _e253(x['findings_sha256']): return False
+    if 'findings' in x and not _e254(x['findings']): return False
+    if 'judge_sha256' in x and not _e266(x['judge_sha256']): return False
+    if 'comparison' in x and not _e267(x['comparison']): return False
+    if 'metrics_decision' in x and not _e279(x['metrics_decision']): return False
+    if 'policy_document' in x and not _e280(x['policy_document']): return False
+    if 'presentation_digests' in x and not _e282(x['presentation_digests']): return False
+    if 'label' in x and not _e283(x['label']): return False
+    if 'report' in x and not _e284(x['report']): return False
+    if 'waivers' in x and not _e285(x['waivers']): return False
+    if 'agent_card' in x and not _e288(x['agent_card']): return False
+    if 'calibration' in x and not _e289(x['calibration']): return False
+    if 'provenance' in x and not _e301(x['provenance']): return False
+    if 'caveats' in x and not _e316(x['caveats']): return False
     if any(k not in {'agent_card', 'calibration', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
     return True
 
 
-def _e317(x):
+def _e318(x):
     if x != 'Suite': return False
     return True
 
 
-def _e319(x):
+def _e320(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e322(x):
+def _e323(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 200: return False
     return True
 
 
-def _e323(x):
+def _e324(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_e3, x)): return False
-    return True
-
-
-def _e324(x):
     return True
 
 
@@ -2329,48 +2332,52 @@ def _e325(x):
 
 
 def _e326(x):
+    return True
+
+
+def _e327(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e321(x):
+def _e322(x):
     if not isinstance(x, dict): return False
     if 'id' not in x: return False
-    if 'id' in x and not _e322(x['id']): return False
+    if 'id' in x and not _e323(x['id']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'tags' in x and not _e323(x['tags']): return False
-    if 'input' in x and not _e324(x['input']): return False
-    if 'expected' in x and not _e325(x['expected']): return False
-    if 'trials' in x and not _e326(x['trials']): return False
+    if 'tags' in x and not _e324(x['tags']): return False
+    if 'input' in x and not _e325(x['input']): return False
+    if 'expected' in x and not _e326(x['expected']): return False
+    if 'trials' in x and not _e327(x['trials']): return False
     if any(k not in {'description', 'expected', 'id', 'input', 'tags', 'trials'} for k in x): return False
     return True
 
 
-def _e320(x):
+def _e321(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e321, x)): return False
+    if not all(map(_e322, x)): return False
     return True
 
 
-def _e318(x):
+def _e319(x):
     if not isinstance(x, dict): return False
     if 'cases' not in x: return False
-    if 'trials' in x and not _e319(x['trials']): return False
-    if 'cases' in x and not _e320(x['cases']): return False
+    if 'trials' in x and not _e320(x['trials']): return False
+    if 'cases' in x and not _e321(x['cases']): return False
     if any(k not in {'cases', 'trials'} for k in x): return False
     return True
 
 
-def _e316(x):
+def _e317(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e317(x['kind']): return False
+    if 'kind' in x and not _e318(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e318(x['spec']): return False
+    if 'spec' in x and not _e319(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
@@ -3504,10 +3511,10 @@ def _p143(x):
 SHIPPED = {
     'calibration': ('9899c25008596509273896e3c62bba565f5dda6c97680e86e9d07481785e9713', _e0),
     'evaluation': ('2d318671781afd175cf588825ea6f4ebc63aabc9768602a615c98064e904ef70', _e27),
-    'policy': ('0d620b068b59ca736f89e9ce0005ae8be28ead33bb371cda109c0fde7f9349c4', _e80),
-    'policytest': ('d8648188fade7b310467f787018b99b0c246e0739bb5a6a3efe12995c733564c', _e161),
-    'scorecard': ('397a44baa68fe16fe254e0a76c102246e10fdc8614ec02d8caba02056751243d', _e175),
-    'suite': ('f2deda955f9c90dd4b3ae20723d7b8e79985f383cc9ffb8a917e714befddb8fe', _e316),
+    'policy': ('a4676a07cf26b2b1662a029e05db4a776ec43d05ccece6f1b4883b91b2080a29', _e80),
+    'policytest': ('d8648188fade7b310467f787018b99b0c246e0739bb5a6a3efe12995c733564c', _e162),
+    'scorecard': ('397a44baa68fe16fe254e0a76c102246e10fdc8614ec02d8caba02056751243d', _e176),
+    'suite': ('f2deda955f9c90dd4b3ae20723d7b8e79985f383cc9ffb8a917e714befddb8fe', _e317),
 }
 # the other shipped schemas (plain Draft 2020-12): schema digest -> check
 PLAIN = {
