@@ -156,3 +156,19 @@ def test_a_contract_outside_the_subset_still_reaches_json_schema(tmp_path: Path)
 
 def test_engine_validate_imports_no_json_schema(tmp_path: Path) -> None:
     assert first_importers(["validate", "specs"]) == {}
+
+
+def test_a_small_run_loads_no_pool_no_database_and_no_socket(tmp_path: Path) -> None:
+    """A pull request's gate (1,000 records, under the 1 MiB that starts worker processes,
+    under the 100k entries that move state to disk) loads none of what it does not use."""
+    from bench import assevra_data
+    rows = assevra_data.write(tmp_path / "rows.jsonl", 1000)
+    probe = ("import sys\nfrom engine.cli import main\n"
+             f"assert main(['run', 'specs/agent-release-gate', '--input', 'runs={rows}', "
+             f"'--out', {str(tmp_path / 'out')!r}]) in (0, 1, 3)\n"
+             "print(sorted(m for m in ('sqlite3', 'concurrent.futures', 'multiprocessing', "
+             "'socket') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"

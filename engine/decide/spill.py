@@ -10,14 +10,18 @@ not depend on where the state lives: consumers read it in sorted order.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded when the state first moves to disk (a small run never does)
+    import sqlite3
 
 LIMIT = 100_000  # entries kept in memory before moving to disk
 
 
 def _database() -> sqlite3.Connection:
+    import sqlite3
+
     db = sqlite3.connect("")  # "": a private temporary on-disk database
     db.execute("PRAGMA journal_mode=OFF")
     db.execute("PRAGMA synchronous=OFF")

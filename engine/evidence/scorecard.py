@@ -12,7 +12,6 @@ import glob
 import hashlib
 import os
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -152,7 +151,17 @@ class Staging:
 
 
 def _partial_prefix(dest: Path) -> str:
-    return f".{dest.name}.partial-{socket.gethostname()}-"
+    return f".{dest.name}.partial-{_host()}-"
+
+
+def _host() -> str:
+    """This machine's name: what gethostname() says, read from uname() where there is one
+    (the same call underneath on Linux), so a run need not load the socket module."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def _remove_stale(dest: Path) -> None:

@@ -13,22 +13,23 @@ its slot of a shared array, which the driver sums while it waits.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.decide.aggregate import Tally
 from engine.judge import Runtime
 from engine.records import formats
 from engine.run import shards
 from engine.spec import evaluation as spec
+
+if TYPE_CHECKING:  # the pool's modules load when a pool starts (a small run never does)
+    from concurrent.futures import Future
 
 MIN_BYTES = 1 << 20  # a smaller input scores in one process (measured: docs/performance.md)
 POLL = 0.2  # seconds between two progress reports while the driver waits
@@ -111,6 +112,9 @@ class _Pool:
     def __init__(self, evaluation: spec.Evaluation, runtime: Runtime | None, count: int,
                  size: int, progress: shards.Progress | None) -> None:
         fork = sys.platform == "linux"
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("fork" if fork else "spawn")
         self.counts = context.RawArray("q", 2 * count) if progress is not None else None
         answers = runtime.answers if runtime is not None else None
@@ -131,8 +135,10 @@ class _Pool:
         return part
 
     def _wait(self, handle: Future[tuple[str, shards.Seen]]) -> tuple[str, shards.Seen]:
+        from concurrent import futures
+
         while not handle.done():
-            wait([handle], timeout=POLL)
+            futures.wait([handle], timeout=POLL)
             if self.progress is not None and self.counts is not None:
                 counts = self.counts[:]
                 self.progress(sum(counts[0::2]), sum(counts[1::2]), self.size)
