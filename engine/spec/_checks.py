@@ -3474,24 +3474,31 @@ def _p150(x):
     return True
 
 
-def _p153(x):
+def _p152(x):
+    if not isinstance(x, list): return False
+    if not unique_items(x): return False
+    if not all(map(_p2, x)): return False
+    return True
+
+
+def _p154(x):
     if x not in ('strata_n', 'missing_metadata_n', 'eligible_strata_n', 'covered_known_n', 'excluded_known_n', 'standardized_delta_pp', 'covered_crude_delta_pp', 'min_stratum_delta_pp', 'max_stratum_delta_pp', 'drop_largest_n', 'drop_largest_arm0_n', 'drop_largest_arm1_n', 'drop_largest_delta_pp', 'support_missing_metadata_n', 'max_support_share'): return False
     return True
 
 
-def _p152(x):
+def _p153(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
-    if not all(map(_p153, x)): return False
+    if not all(map(_p154, x)): return False
     return True
 
 
 def _p151(x):
     if not isinstance(x, dict): return False
     if 'axes' not in x or 'min_known_per_arm' not in x or 'fields' not in x: return False
-    if 'axes' in x and not _p122(x['axes']): return False
+    if 'axes' in x and not _p152(x['axes']): return False
     if 'min_known_per_arm' in x and not _p91(x['min_known_per_arm']): return False
-    if 'fields' in x and not _p152(x['fields']): return False
+    if 'fields' in x and not _p153(x['fields']): return False
     if any(k not in {'axes', 'fields', 'min_known_per_arm'} for k in x): return False
     return True
 
@@ -3509,41 +3516,41 @@ def _p143(x):
 
 # the engine's own schemas (engine dialect): name -> (schema digest, check)
 SHIPPED = {
-    'calibration': ('9899c25008596509273896e3c62bba565f5dda6c97680e86e9d07481785e9713', _e0),
-    'evaluation': ('2d318671781afd175cf588825ea6f4ebc63aabc9768602a615c98064e904ef70', _e27),
-    'policy': ('a4676a07cf26b2b1662a029e05db4a776ec43d05ccece6f1b4883b91b2080a29', _e80),
-    'policytest': ('d8648188fade7b310467f787018b99b0c246e0739bb5a6a3efe12995c733564c', _e162),
-    'scorecard': ('397a44baa68fe16fe254e0a76c102246e10fdc8614ec02d8caba02056751243d', _e176),
-    'suite': ('f2deda955f9c90dd4b3ae20723d7b8e79985f383cc9ffb8a917e714befddb8fe', _e317),
+    'calibration': ('ff8395c4f158d7c43b427bc52c3993aefdbd6802b32a473ba1287e2ca6e2a7ba', _e0),
+    'evaluation': ('fb3e7197ae29111e35540ea2a2435a68f8c758e0faa89e826c2af82fc74b3187', _e27),
+    'policy': ('1f8e39b7f458574b7b0e043082f6d2fd1240db7cc0e45de325584d7680d33f73', _e80),
+    'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e162),
+    'scorecard': ('c01948bece5d47eea190d9ef3a017f4a85e2640d8b95e007848dfb4c9c77dd34', _e176),
+    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e317),
 }
 # the other shipped schemas (plain Draft 2020-12): schema digest -> check
 PLAIN = {
-    '7bbc9bc3daae66d6e6ca45c002d92fe04cfe76b6e11c5094a2376b30f15f6a51': _p0,  # format otel-genai
-    'b1ae3cc5609f13cf820189afd99ebd4114c135620c95f31645b895bc25f43928': _p4,  # inspection action_sequence
-    '03b508a4c2e5daa6a6a298d27004ccd9af6d33c2d7a258cf1c779bd95d95da48': _p12,  # inspection at_least, inspection at_most
-    '0b53c23894b7ca9732a2303a59357f5706a65aba27a249d012629862ac545172': _p18,  # inspection contains
-    'd93238fa59e8ef3662083a5979d64e5c1005fa4db0bcc1af223c3d11f01b44dc': _p26,  # inspection cost
-    '7c42bbe4294112ddee0b6b984729cca078095b90efd52f1483819c5c4326fe40': _p30,  # inspection discovery_review, inspection discovery_submission
-    '8499bd66c788baf0dd40be45cab2ab09fec8d71008d2cdf8507d9a8b3ab584b3': _p36,  # inspection equals
-    '86ef0287df49929b5565636de12ea5470c65e90aa637eb4b56186ede5582ec1e': _p41,  # inspection formula
-    '480aef799370164029118691f859aca5c343143a1a792d4b428d6d677440b7d7': _p45,  # inspection injection
-    '42f11823b7cfb71cb876e19307becdff5e3b4a44e71ff53481e23d60ebccb01c': _p50,  # inspection jmespath
-    'f61f29c08aa16590238868f6a95aa9b97226fdf331ebe23a10519bf498c666f5': _p53,  # inspection json_schema
-    'f234b599b1202259ccdaac39963ec6607e4f026abbc09686fef9e98f0ef15505': _p58,  # inspection judge
-    '8e1e2bedfbd62ad9f7f2819740e9117f69b94dd516ee0553ac9c8fccc8ade6b2': _p63,  # inspection latency
-    'f63917849f7dcd73985b03acd13e3ee6027587b93e62fcba1e91b86b8a2c0057': _p67,  # inspection must_include
-    'c1a145176332e44e49992190422ed8652d11fb460fc525be9048e814c313e796': _p70,  # inspection not_contains
-    'a5047be1056f1bccfcef7446c871c06eca4ac3a2fa8109ac9353aea9f49dee29': _p74,  # inspection pii
-    '20d17975d7dd0cfb01f8575ae9451a95845978fda369546a64adfabb3d5c45f3': _p77,  # inspection refusal
-    '7505cbc15287ed730182aea79a11a3b90be41717657deee2dd97e9cadcc86eb4': _p80,  # inspection regex_absent, inspection regex_present
-    'ccd90a250790142c1ce2c84cf04d0503fab6554e3456a327f5b788ff1c68fa8a': _p84,  # inspection state_match
-    'cb3c0ed3ff46955e86ed02289c51cc1bd093327b1dabfb6b8747564bd593182f': _p85,  # inspection tool_call
-    '0939e83f044f9f073c8fbce16e9022848d2d46d981d40e36779434b6142b386f': _p90,  # protocols/discovery/schemas/audit.schema.json
-    '4709de8b1d7c8449b1289897d9441f9d95f015690be0b3333f865093a1a0afe2': _p96,  # protocols/discovery/schemas/blind_check.schema.json
-    '95b3d17ef653dcc957200eb96b2643fbb427a7cfa8610dab445d4c9666cae510': _p105,  # protocols/discovery/schemas/gates.schema.json
-    '8824faf92e747f0a681043d41c0ab18b386835ecd2968db194eb2e4b2998d3ac': _p114,  # protocols/discovery/schemas/judge.schema.json
-    '5e8a9187cdfa6b75163002d39bb7ac7fb1f9439668cc937f0daf8bbb62ce76db': _p119,  # protocols/discovery/schemas/kinds.schema.json
-    '108e322812c4eaaac9e3001ca9a959726315b26ecbee13c4993b72acd3b7e696': _p124,  # protocols/discovery/schemas/protocol.schema.json
-    '40840da9577a94d1ba9323d6d935b3dff713864e4b87c55e39c23cdb22328b19': _p134,  # protocols/discovery/schemas/scoring.schema.json
-    'd140d8e7a173248032c30f77131de8be872f071a22c4e927fc607cad0d54cff1': _p143,  # protocols/discovery/schemas/statistics.schema.json
+    'e854faf99f35620e7e0981a4af03d6bc8f8384278a24ba1fe77a10db98b852dd': _p0,  # format otel-genai
+    'cecc4d925e70fba4ad63e6037efc6fee3b65ce6e3e4d94d18e38b4efcc88ae99': _p4,  # inspection action_sequence
+    '365f33a43c5b5d9c196132db2536d7f075a7453f1c07b2f87d61e88eaf5fa819': _p12,  # inspection at_least, inspection at_most
+    'cbea0406a56b5f26d1cb1bc9c7c524d003df0981c454d252c8a2daf235cc8caf': _p18,  # inspection contains
+    '32f00c97ff5043bc9e49fa45416c3467459510edbf5c578634881d69ea965ab1': _p26,  # inspection cost
+    '093535b21e98e999a2940aab43dcfe4ad2c00926f4f1a387ba108e35110caeac': _p30,  # inspection discovery_review, inspection discovery_submission
+    '42ba23b04df77c2f813ddb3950a9fb9c96131597b5af7c0321f75a1b46def00c': _p36,  # inspection equals
+    '96f3edab2a87249b0e01339a64f05b091b53f8665b9452e3bba08b648fcacea2': _p41,  # inspection formula
+    'c8192826207d6faad3db4e313b3f40759fc5da5abca811fa3364ec5978b66429': _p45,  # inspection injection
+    '137904c1ce3c4cec487997b996783dd06221c3f28a029ea517f61a5965bae90a': _p50,  # inspection jmespath
+    '780370988a6431dcc64e2b8aba0c20331a1046d754f42c7f4d424ff4cc55a562': _p53,  # inspection json_schema
+    '0b38962026c236011e698a52a99198391213e78251671668bcd9dfaf41ab409f': _p58,  # inspection judge
+    'c5a0605d9ba7dcada46dd68355b9c7ac51a8764d9fcfbbcd6e23852bc5c1e63f': _p63,  # inspection latency
+    '004e09c2172fa133d6127e8b41d73e7ac68f5bbae6fee6047c82c3aec143b22a': _p67,  # inspection must_include
+    'c4eb23fe99455f304850d9c22e6a7e3edd9b657191d479e31e818e519e4b012b': _p70,  # inspection not_contains
+    '2a664ccd9e9643c790820c7ca99cc4eb4f88ce57d8ac8ae99fce727aff7f5e7c': _p74,  # inspection pii
+    'fc3ea23fbb2782411dcfe49cedb2260a72464d9d3f4b0d7fbed85c45e351f365': _p77,  # inspection refusal
+    '491a80ee288d42840afaa00714232d362c739e69841d8aa2a6d8b2fd803b2501': _p80,  # inspection regex_absent, inspection regex_present
+    '8e0ffd841a3f487afd3a9421862a35800a93447f6f147c9cc39eae096150a3a2': _p84,  # inspection state_match
+    'edc92cd66a0b5ae9a554580a15c9fada0efabfe785b4f04f16d633660759c9f0': _p85,  # inspection tool_call
+    'cb2872f42dbaf3ce68302cc1401ed013fb618a68e99cd2b370fb9119aa5f18c6': _p90,  # protocols/discovery/schemas/audit.schema.json
+    'e544fd8569149a323d0160bae05290e98718aaad3edd7d90f8fc95b3cc89a3c5': _p96,  # protocols/discovery/schemas/blind_check.schema.json
+    'd0a677c8c80806c50a64f4a3a26839f2f92cfc621cd841c8a030569342c1ef02': _p105,  # protocols/discovery/schemas/gates.schema.json
+    'ba134fb0ed8b74b0e5dd2b98c5cc6165d41c19577000035e0d0589a1919fc7c9': _p114,  # protocols/discovery/schemas/judge.schema.json
+    '9f5c40fc9392724bc28596b8536e34a72caf34cd3ea189f305765cfd8a74a5a3': _p119,  # protocols/discovery/schemas/kinds.schema.json
+    '6ea1c7d7e55468e1f9dbb2c58de60359710b9be1ab69b9ff571ad497b8bc5411': _p124,  # protocols/discovery/schemas/protocol.schema.json
+    'd41b9c7f3f15cdf6b368ad756fa45a47354616a2eb1e47431cd288624bc978ff': _p134,  # protocols/discovery/schemas/scoring.schema.json
+    '68aea0330b4d7975a51731fdeb53ba92b54f6ec8995e954dfb93b34483cf251d': _p143,  # protocols/discovery/schemas/statistics.schema.json
 }

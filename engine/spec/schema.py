@@ -92,8 +92,9 @@ class Validating(Protocol):
 
 
 def schema_digest(schema: Any) -> str:
-    """The digest of a schema's meaning (its JSON, keys sorted) that keys its generated check."""
-    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The digest of a schema's meaning that keys its generated check: its JSON with keys in
+    the schema's own order (the order of patternProperties is meaning, see translate.py)."""
+    text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

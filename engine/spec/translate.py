@@ -62,7 +62,10 @@ class Writer:
 
     def function(self, schema: Any) -> str:
         """The name of the function checking ``schema``, written on first need."""
-        key = json.dumps(schema, sort_keys=True)
+        # key order is part of a schema's meaning: additionalProperties joins the
+        # patternProperties keys in the schema's order (a back-reference numbers groups
+        # across the joined pattern), so two orders are two checks (found by review)
+        key = json.dumps(schema)
         if key not in self.names:
             name = self.names[key] = f"{self.prefix}{len(self.names)}"
             body = self.body(schema)
@@ -317,6 +320,10 @@ def compile_check(schema: Any, dialect: str = PLAIN) -> Callable[[Any], bool] | 
     """A check for a schema a spec brings, written and compiled now, when every keyword it
     uses is translated and valid as the meta-schema asks (so jsonschema's ``check_schema``
     would pass it too); else None, and jsonschema checks and validates as before."""
+    from engine.spec.schema import outside_refs
+
+    if outside_refs(schema):  # refused as before, by the caller's own check (found by review)
+        return None
     writer = Writer(dialect, shipped=False)
     try:
         _literal(schema)

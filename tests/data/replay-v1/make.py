@@ -1,10 +1,12 @@
 """Record a signed, judged run of the release gate with full PASS rows, as an engine of
 scoring version specgate-primitives/1 wrote it (tests/test_compact_rows.py replays it).
 
-Made once with the tree of commit e63d915 (the last before compact rows), unpacked to OLD:
+Made once with the tree of commit e63d915 (the last before compact rows), unpacked to OLD,
+with this script copied into that tree (it puts the tree it sits in first on sys.path):
 
     git archive e63d915 | tar -x -C OLD
-    PYTHONPATH=OLD python tests/data/replay-v1/make.py tests/data/replay-v1
+    mkdir -p OLD/tests/data/replay-v1 && cp tests/data/replay-v1/make.py OLD/tests/data/replay-v1/
+    python OLD/tests/data/replay-v1/make.py tests/data/replay-v1
 
 It copies specs/agent-release-gate into DEST/spec, points its judge at a loopback judge
 (answering score 5, and score 1 for one run, so both PASS and FAIL rows are judged), trusts
