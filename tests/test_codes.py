@@ -37,7 +37,9 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS",  # engine.judge's lazily resolved names
              "POSSESSIVE_REPEAT",  # a name in the re module's parser (inspections/_prefilter.py)
              "AGENT", "TOOL",  # OpenInference span kinds (records/otel_genai.py)
-             "POST"}  # the HTTP method (judge/_transport.py)
+             "POST",  # the HTTP method (judge/_transport.py)
+             "OFFLINE",  # engine.spec.schema's lazily made registry
+             "PLAIN", "SHIPPED"}  # tables of the generated schema checks (spec/_checks.py)
 
 
 CODES = table()
