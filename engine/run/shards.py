@@ -282,6 +282,7 @@ def run_shards(evaluation: spec.Evaluation, runtime: Runtime | None, rows: Path,
     for i, before in _runs_before(evaluation.suite.trials, found).items():
         # its cases already have runs in earlier shards: score it knowing how many
         handles[i] = backend.submit(replace(jobs[i], attempt=2, runs_before=before))
+    del found, again  # every shard's id keys (16 bytes an id): not held through the merge
     return _combine(handles, backend.part, rows, unit_sha)
 
 
