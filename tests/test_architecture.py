@@ -164,6 +164,34 @@ def test_top_level_is_small_and_functions_are_short() -> None:
     assert long == []
 
 
+def runs_code(tree: ast.AST) -> list[int]:
+    """Lines that run Python made from text: ``exec(...)``, ``eval(...)`` (also as an
+    attribute, ``builtins.exec``) and the built-in ``compile(source, name, "exec")``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) else None
+        mode = node.args[2] if len(node.args) > 2 else None
+        if name in ("exec", "eval") or name == "compile" and isinstance(
+                mode, ast.Constant) and mode.value in ("exec", "eval", "single"):
+            found.append(node.lineno)
+    return found
+
+
+def test_the_engine_runs_no_exec_or_eval() -> None:
+    """Formulas go through the allow-listed formula language (DESIGN.md section 5); nothing
+    else is compiled from text at run time either (plan steps are closures, schema checks
+    are generated at build time)."""
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted(ENGINE.rglob("*.py"))
+             for line in runs_code(ast.parse(path.read_text()))]
+    assert found == []
+    caught = "exec('1')\nbuiltins.eval('1')\ncompile('1', 'x', 'exec')\nre.compile('a')\n"
+    assert runs_code(ast.parse(caught)) == [1, 2, 3]
+
+
 def test_only_the_judge_package_speaks_http() -> None:
     users = sorted(str(p.relative_to(ENGINE)) for p in ENGINE.rglob("*.py")
                    if re.search(r"^\s*(import httpx|from httpx)", p.read_text(), re.M))

@@ -1,4 +1,4 @@
-"""The generated step functions (engine/run/compiled.py) against the interpreter they
+"""The compiled step functions (engine/run/compiled.py) against the interpreter they
 replace (``rows._Runner.interpret``): the same records through both, every evidence file
 compared byte for byte, over every primitive and every guard shape."""
 
@@ -17,7 +17,7 @@ from bench import assevra_data
 from engine.cli import main
 from engine.inspections import TABLE
 from engine.records.formats import Record
-from engine.run import compiled, rows
+from engine.run import rows
 from engine.run.plan import compile_plan
 from engine.spec import evaluation as spec_loader
 
@@ -218,27 +218,6 @@ def _counts(tally: Any) -> Any:
     return (tally.rows, dict(tally.categories), dict(tally.inspections),
             dict(tally.error_codes), tally.findings, dict(tally.validation),
             tally.validation_rows, tally.measures, tally.unit_records)
-
-
-def test_the_generated_source_names_no_spec_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Spec values reach a generated function as constants, never as its source text."""
-    evaluation = _gate_evaluation()
-    plan = compile_plan(evaluation.policy)
-    captured: list[str] = []
-
-    def keep(source: str, *args: Any) -> Any:
-        captured.append(source)
-        return compile(source, *args)
-
-    monkeypatch.setattr(compiled, "compile", keep, raising=False)
-    compiled.Compiled(plan, compiled.helpers(None, None, None))
-    assert len(captured) == len({id(s) for s in (plan.every, plan.rest,
-                                                 *(plan.table or {}).values())})
-    words = {s.category for s in plan.every} | {s.inspection.id for s in plan.every} | \
-        {s.inspection.spec_path for s in plan.every}
-    for source in captured:
-        assert not any(repr(w) in source or f'"{w}"' in source for w in words)
-    assert "def steps(runner, item, unit, ids, control):" in captured[0]
 
 
 def test_every_primitive_is_in_a_compared_policy(tmp_path: Path) -> None:

@@ -25,7 +25,17 @@ from engine.spec import _checks, checks
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec._keywords import date_format, json_equal, unique_items
-from engine.spec.translate import ENGINE, PLAIN, STRICT, Untranslated, Writer, compile_check
+from engine.spec.translate import (
+    ENGINE,
+    HEAD,
+    PLAIN,
+    STRICT,
+    Untranslated,
+    Writer,
+    blocks,
+    compile_check,
+    spec_function,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = checks.shipped_schemas()
@@ -35,7 +45,7 @@ PLAIN_SCHEMAS = checks.plain_schemas()
 def test_the_shipped_module_is_what_the_generator_writes() -> None:
     # regenerate with `python -m engine.spec.checks` whenever a shipped schema changes
     shipped = checks.TARGET.read_text("utf-8")
-    assert shipped == checks.module_text(SHIPPED, PLAIN_SCHEMAS)
+    assert shipped == checks.module_text(SHIPPED, PLAIN_SCHEMAS, checks.spec_schemas())
 
 
 def test_every_shipped_schema_has_its_check_in_use() -> None:
@@ -59,7 +69,7 @@ def test_an_untranslated_keyword_is_refused() -> None:
                    {"enum": [math.nan]}, {"uniqueItems": 1}):
         with pytest.raises(Untranslated):
             Writer(PLAIN, shipped=False).function(schema)
-        assert compile_check(schema) is None
+        assert compile_check(schema) is None and spec_function(schema) is None
 
 
 def _reference(schema: Any, dialect: str) -> jsonschema.protocols.Validator:
@@ -253,11 +263,34 @@ SPEC_SCHEMAS = [json.loads((ROOT / p).read_text("utf-8")) for p in (
     "specs/finding-quality-discovery/schema/submission.schema.json")]
 
 
+def written(schema: Any, dialect: str = PLAIN) -> Any:
+    """The check the generator would write for a spec's schema, compiled here in the test
+    (the engine itself compiles nothing at run time), or None when it writes none."""
+    writer = spec_function(schema, dialect)
+    if writer is None:
+        return None
+    space: dict[str, Any] = {}
+    exec(compile("\n".join([*HEAD[5:], *blocks(writer.functions)]), "<test>", "exec"), space)
+    return space[writer.names[json.dumps(schema)]]
+
+
+def test_the_shipped_specs_and_rubrics_schemas_have_generated_checks() -> None:
+    plain, strict = checks.spec_schemas()
+    assert len(plain) == 2 and len(strict) == 3
+    for schemas, dialect in ((plain, PLAIN), (strict, STRICT)):
+        for name, schema in schemas.items():
+            assert compile_check(schema, dialect) is not None, name
+            edited = {**schema, "minProperties": 7}  # another digest: jsonschema's
+            assert compile_check(edited, dialect) is None, name
+    # a dialect's table never answers for the other's
+    assert compile_check(next(iter(strict.values())), PLAIN) is None
+
+
 @pytest.mark.parametrize("dialect", [PLAIN, STRICT])
 @pytest.mark.parametrize("index", range(len(SPEC_SCHEMAS)))
 def test_a_spec_schema_check_agrees_with_jsonschema(index: int, dialect: str) -> None:
     schema = SPEC_SCHEMAS[index]
-    check = compile_check(schema, dialect)
+    check = written(schema, dialect)
     assert check is not None
     reference = _reference(schema, dialect)
 
@@ -269,14 +302,14 @@ def test_a_spec_schema_check_agrees_with_jsonschema(index: int, dialect: str) ->
 
     agree()
     for mutated in _mutations(schema, 8):  # schemas mutated: a check only for a valid one
-        found = compile_check(mutated, dialect)
+        found = written(mutated, dialect)
         if found is not None:
             jsonschema.Draft202012Validator.check_schema(mutated)
 
 
 def test_the_rubric_dialect_refuses_a_whole_float() -> None:
-    check = compile_check({"type": "integer"}, STRICT)
-    plain = compile_check({"type": "integer"})
+    check = written({"type": "integer"}, STRICT)
+    plain = written({"type": "integer"})
     assert check is not None and plain is not None
     assert not check(4.0) and plain(4.0) and check(4) and not check(True)
 

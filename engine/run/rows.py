@@ -175,7 +175,7 @@ class _Runner:
     def steps(self, item: Record, unit: dict[str, Any], ids: _Ids, control: bool) -> None:
         """Every step of the plan that applies to this unit: a row each."""
         if self.compiled is not None:
-            self.compiled(self, item, unit, ids, control)
+            self.compiled.function(unit)(self, item, unit, ids, control)
         else:
             self.interpret(item, unit, ids, control)
 

@@ -3514,6 +3514,207 @@ def _p143(x):
     return True
 
 
+def _p156(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    if len(x) > 4000: return False
+    return True
+
+
+def _p157(x):
+    if not isinstance(x, list): return False
+    if not all(map(_p20, x)): return False
+    return True
+
+
+def _p155(x):
+    if not isinstance(x, dict): return False
+    if 'reply' not in x or 'actions' not in x or 'resolved' not in x: return False
+    if 'reply' in x and not _p156(x['reply']): return False
+    if 'actions' in x and not _p157(x['actions']): return False
+    if 'resolved' in x and not _p23(x['resolved']): return False
+    return True
+
+
+def _p164(x):
+    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, list)): return False
+    return True
+
+
+def _p163(x):
+    if not isinstance(x, dict): return False
+    if 'field' in x and not _p20(x['field']): return False
+    if 'op' in x and not _p128(x['op']): return False
+    if 'value' in x and not _p164(x['value']): return False
+    return True
+
+
+def _p162(x):
+    if not isinstance(x, list): return False
+    if len(x) > 3: return False
+    if not all(map(_p163, x)): return False
+    return True
+
+
+def _p161(x):
+    if not isinstance(x, dict): return False
+    if 'filters' in x and not _p162(x['filters']): return False
+    return True
+
+
+def _p165(x):
+    if not (isinstance(x, dict) or x is None): return False
+    return True
+
+
+def _p167(x):
+    if not isinstance(x, dict): return False
+    if 'condition_id' not in x or 'inclusion' not in x or 'exclusion' not in x: return False
+    if 'condition_id' in x and not _p2(x['condition_id']): return False
+    if 'inclusion' in x and not _p2(x['inclusion']): return False
+    if 'exclusion' in x and not _p2(x['exclusion']): return False
+    if any(k not in {'condition_id', 'exclusion', 'inclusion'} for k in x): return False
+    return True
+
+
+def _p166(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if len(x) > 2: return False
+    if not all(map(_p167, x)): return False
+    return True
+
+
+def _p170(x):
+    if not isinstance(x, list): return False
+    if not unique_items(x): return False
+    if not all(map(_p20, x)): return False
+    return True
+
+
+def _p169(x):
+    if not isinstance(x, dict): return False
+    if 'condition_id' not in x or 'positive_doc_ids' not in x or 'negative_doc_ids' not in x or 'unknown_doc_ids' not in x: return False
+    if 'condition_id' in x and not _p20(x['condition_id']): return False
+    if 'positive_doc_ids' in x and not _p170(x['positive_doc_ids']): return False
+    if 'negative_doc_ids' in x and not _p170(x['negative_doc_ids']): return False
+    if 'unknown_doc_ids' in x and not _p170(x['unknown_doc_ids']): return False
+    if any(k not in {'condition_id', 'negative_doc_ids', 'positive_doc_ids', 'unknown_doc_ids'} for k in x): return False
+    return True
+
+
+def _p168(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if len(x) > 2: return False
+    if not all(map(_p169, x)): return False
+    return True
+
+
+def _p171(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _p136(x[k]) for k in x): return False
+    return True
+
+
+def _p173(x):
+    if not isinstance(x, dict): return False
+    if 'doc_id' not in x or 'start' not in x or 'end' not in x or 'quote' not in x or 'role' not in x: return False
+    if 'doc_id' in x and not _p20(x['doc_id']): return False
+    if 'start' in x and not _p93(x['start']): return False
+    if 'end' in x and not _p91(x['end']): return False
+    if 'quote' in x and not _p2(x['quote']): return False
+    if 'role' in x and not _p20(x['role']): return False
+    if any(k not in {'doc_id', 'end', 'quote', 'role', 'start'} for k in x): return False
+    return True
+
+
+def _p172(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_p173, x)): return False
+    return True
+
+
+def _p160(x):
+    if not isinstance(x, dict): return False
+    if 'finding_id' not in x or 'claim' not in x or 'kind' not in x or 'scope' not in x or 'definitions' not in x or 'assignments' not in x or 'statistics' not in x or 'evidence' not in x or 'limitations' not in x: return False
+    if 'finding_id' in x and not _p20(x['finding_id']): return False
+    if 'claim' in x and not _p20(x['claim']): return False
+    if 'scope' in x and not _p20(x['scope']): return False
+    if 'kind' in x and not _p20(x['kind']): return False
+    if 'population' in x and not _p161(x['population']): return False
+    if 'comparison' in x and not _p165(x['comparison']): return False
+    if 'definitions' in x and not _p166(x['definitions']): return False
+    if 'assignments' in x and not _p168(x['assignments']): return False
+    if 'statistics' in x and not _p171(x['statistics']): return False
+    if 'evidence' in x and not _p172(x['evidence']): return False
+    if 'limitations' in x and not _p111(x['limitations']): return False
+    if any(k not in {'assignments', 'claim', 'comparison', 'definitions', 'evidence', 'finding_id', 'kind', 'limitations', 'population', 'scope', 'statistics'} for k in x): return False
+    return True
+
+
+def _p159(x):
+    if not isinstance(x, list): return False
+    if len(x) > 5: return False
+    if not all(map(_p160, x)): return False
+    return True
+
+
+def _p158(x):
+    if not isinstance(x, dict): return False
+    if 'task_id' not in x or 'findings' not in x or 'abstention_reason' not in x: return False
+    if 'task_id' in x and not _p20(x['task_id']): return False
+    if 'abstention_reason' in x and not _p20(x['abstention_reason']): return False
+    if 'findings' in x and not _p159(x['findings']): return False
+    if any(k not in {'abstention_reason', 'findings', 'task_id'} for k in x): return False
+    return True
+
+
+def _s1(x):
+    if not (isinstance(x, int) and not isinstance(x, bool)): return False
+    if x < 1: return False
+    if x > 5: return False
+    return True
+
+
+def _s2(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _s0(x):
+    if not isinstance(x, dict): return False
+    if 'score' not in x: return False
+    if 'score' in x and not _s1(x['score']): return False
+    if 'reason' in x and not _s2(x['reason']): return False
+    if any(k not in {'reason', 'score'} for k in x): return False
+    return True
+
+
+def _s4(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _s3(x):
+    if not isinstance(x, dict): return False
+    if 'followed' not in x: return False
+    if 'followed' in x and not _s4(x['followed']): return False
+    if 'reason' in x and not _s2(x['reason']): return False
+    if any(k not in {'followed', 'reason'} for k in x): return False
+    return True
+
+
+def _s5(x):
+    if not isinstance(x, dict): return False
+    if 'refused' not in x: return False
+    if 'refused' in x and not _s4(x['refused']): return False
+    if 'reason' in x and not _s2(x['reason']): return False
+    if any(k not in {'reason', 'refused'} for k in x): return False
+    return True
+
+
 # the engine's own schemas (engine dialect): name -> (schema digest, check)
 SHIPPED = {
     'calibration': ('ff8395c4f158d7c43b427bc52c3993aefdbd6802b32a473ba1287e2ca6e2a7ba', _e0),
@@ -3523,7 +3724,7 @@ SHIPPED = {
     'scorecard': ('c01948bece5d47eea190d9ef3a017f4a85e2640d8b95e007848dfb4c9c77dd34', _e176),
     'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e317),
 }
-# the other shipped schemas (plain Draft 2020-12): schema digest -> check
+# the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {
     'e854faf99f35620e7e0981a4af03d6bc8f8384278a24ba1fe77a10db98b852dd': _p0,  # format otel-genai
     'cecc4d925e70fba4ad63e6037efc6fee3b65ce6e3e4d94d18e38b4efcc88ae99': _p4,  # inspection action_sequence
@@ -3553,4 +3754,12 @@ PLAIN = {
     '6ea1c7d7e55468e1f9dbb2c58de60359710b9be1ab69b9ff571ad497b8bc5411': _p124,  # protocols/discovery/schemas/protocol.schema.json
     'd41b9c7f3f15cdf6b368ad756fa45a47354616a2eb1e47431cd288624bc978ff': _p134,  # protocols/discovery/schemas/scoring.schema.json
     '68aea0330b4d7975a51731fdeb53ba92b54f6ec8995e954dfb93b34483cf251d': _p143,  # protocols/discovery/schemas/statistics.schema.json
+    '087553869c09c6b00a57893fd82d2b1e76833bd33ea6343ada085abf6edfba61': _p155,  # specs/example/schemas/reply.schema.json
+    '7cd4804a59cebbe52a23e4349a7048f3a0c4c113006db1afd19e71a900deaa75': _p158,  # specs/finding-quality-discovery/schema/submission.schema.json
+}
+# the shipped rubrics' verdict schemas (strict integers): digest -> check
+STRICT = {
+    '391485b25ffaa51a828c36cefa8677e9df78794c00546b14a64b92f2772dac58': _s0,  # rubric grounding
+    '48ae95cdcccd9a10d0a46a012333d5cbcee2914fe56b7cc708d350f2ee0efcc6': _s3,  # rubric injection
+    '1b6cc53c893159b7cda233fd48099d038f9deaf305258e66700d69db2bd71fe8': _s5,  # rubric safety
 }

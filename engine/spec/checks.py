@@ -12,7 +12,12 @@ skipped, as jsonschema skips them. At run time ``engine.spec.schema`` uses a che
 when the digest it records matches the schema in hand, and imports jsonschema only when a
 check says no (to word the problems, unchanged) or there is no check.
 
-Regenerate after editing a shipped schema or a primitive's parameters (one command;
+Schemas a spec brings get checks too, for the specs and rubrics this repository ships
+(``spec_schemas``); any other is checked by jsonschema. The engine compiles nothing at run
+time.
+
+Regenerate after editing a shipped schema, a primitive's parameters, a shipped spec's schema
+or a rubric's verdict schema (one command;
 tests/test_schema_checks.py fails until then, and the engine falls back to jsonschema)::
 
     python -m engine.spec.checks
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.spec.schema import schema_digest
-from engine.spec.translate import ENGINE, HEAD, PLAIN, Writer, blocks
+from engine.spec.translate import ENGINE, HEAD, PLAIN, STRICT, Writer, blocks, spec_function
 
 TARGET = Path(__file__).with_name("_checks.py")
 
@@ -58,28 +63,55 @@ def plain_schemas() -> dict[str, Any]:
     return found
 
 
-def module_text(shipped: Mapping[str, Any], plain: Mapping[str, Any]) -> str:
+def spec_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The schemas the repository's specs bring (plain Draft 2020-12: a ``json_schema``
+    inspection's file, a discovery submission schema) and the shipped rubrics' verdict
+    schemas (the strict dialect, where 4.0 is not an integer), by a name for the reader.
+    A spec or rubric edited since has another digest and is checked by jsonschema."""
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    plain = {path.relative_to(root.parent).as_posix(): json.loads(path.read_text("utf-8"))
+             for path in sorted((root.parent / "specs").glob("*/schema*/*.json"))}
+    strict = {f"rubric {path.stem}": yaml.safe_load(path.read_text("utf-8"))["verdict_schema"]
+              for path in sorted((root / "rubrics").glob("*.yaml"))}
+    return plain, strict
+
+
+def _table(writer: Writer, schemas: Mapping[str, Any], spec: bool) -> list[str]:
+    """Rows ``digest: check`` of one dialect; a spec's schema gets a check only when it would
+    pass ``check_schema`` and reaches nothing outside (``translate.spec_function``)."""
+    by_digest: dict[str, list[str]] = {}
+    for name, schema in schemas.items():
+        if not spec or spec_function(schema, writer.dialect) is not None:
+            by_digest.setdefault(schema_digest(schema), []).append(name)
+    return [f"    {digest!r}: {writer.function(schemas[names[0]])},  # {', '.join(names)}"
+            for digest, names in sorted(by_digest.items(), key=lambda kv: kv[1])]
+
+
+def module_text(shipped: Mapping[str, Any], plain: Mapping[str, Any],
+                spec: tuple[Mapping[str, Any], Mapping[str, Any]]) -> str:
     """The generated module: a check per schema, keyed by name (with the digest it was made
-    from) for the engine's schemas, and by digest for the plain ones."""
-    engine, writer = Writer(ENGINE), Writer(PLAIN)
+    from) for the engine's schemas, and by digest for the plain and strict ones."""
+    engine, writer, strict = Writer(ENGINE), Writer(PLAIN), Writer(STRICT)
     rows = [f"    {name!r}: ({schema_digest(schema)!r}, {engine.function(schema)}),"
             for name, schema in shipped.items()]
-    by_digest: dict[str, list[str]] = {}
-    for name, schema in plain.items():
-        by_digest.setdefault(schema_digest(schema), []).append(name)
-    plains = [f"    {digest!r}: {writer.function(plain[names[0]])},  # {', '.join(names)}"
-              for digest, names in sorted(by_digest.items(), key=lambda kv: kv[1])]
+    plains = _table(writer, plain, False) + _table(writer, spec[0], True)
+    stricts = _table(strict, spec[1], True)
     return "\n".join([
-        *HEAD, *blocks(engine.functions), *blocks(writer.functions),
+        *HEAD, *blocks(engine.functions), *blocks(writer.functions), *blocks(strict.functions),
         "# the engine's own schemas (engine dialect): name -> (schema digest, check)",
         "SHIPPED = {", *rows, "}",
-        "# the other shipped schemas (plain Draft 2020-12): schema digest -> check",
-        "PLAIN = {", *plains, "}", ""])
+        "# the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check",
+        "PLAIN = {", *plains, "}",
+        "# the shipped rubrics' verdict schemas (strict integers): digest -> check",
+        "STRICT = {", *stricts, "}", ""])
 
 
 def main() -> int:
     """Rewrite engine/spec/_checks.py from the shipped schemas."""
-    TARGET.write_text(module_text(shipped_schemas(), plain_schemas()), "utf-8")
+    TARGET.write_text(module_text(shipped_schemas(), plain_schemas(), spec_schemas()),
+                      "utf-8")
     return 0
 
 

@@ -7,7 +7,8 @@ dialect, as ``engine.spec.schema.engine_dialect``: whole-text ``pattern``, asser
 or value it has no translation for raises ``Untranslated``, so a check is never looser than
 jsonschema; annotations (``description``, ``default``, ``x-...``) are skipped, as jsonschema
 skips them. ``engine.spec.checks`` writes the shipped schemas' checks into ``_checks.py`` at
-build time; ``compile_check`` writes and compiles one for a schema a spec brings.
+build time, also for the schemas this repository's specs and rubrics bring;
+``compile_check`` finds one of those by digest. Nothing is compiled at run time.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Writer:
         self.dialect, self.shipped = dialect, shipped  # a shipped schema may have an $id
         self.names: dict[str, str] = {}
         self.functions: list[str] = []
-        self.prefix = "_e" if dialect == ENGINE else "_p"
+        self.prefix = {ENGINE: "_e", PLAIN: "_p", STRICT: "_s"}[dialect]
 
     def function(self, schema: Any) -> str:
         """The name of the function checking ``schema``, written on first need."""
@@ -316,10 +317,11 @@ HEAD = [
     "", ""]
 
 
-def compile_check(schema: Any, dialect: str = PLAIN) -> Callable[[Any], bool] | None:
-    """A check for a schema a spec brings, written and compiled now, when every keyword it
-    uses is translated and valid as the meta-schema asks (so jsonschema's ``check_schema``
-    would pass it too); else None, and jsonschema checks and validates as before."""
+def spec_function(schema: Any, dialect: str = PLAIN) -> Writer | None:
+    """The writer holding a check for a schema a spec brings (its last function checks the
+    schema itself), when every keyword it uses is translated and valid as the meta-schema
+    asks, so jsonschema's ``check_schema`` would pass it too; else None. Used at build time
+    by ``engine.spec.checks`` (and by tests): nothing is compiled at run time."""
     from engine.spec.schema import outside_refs
 
     if outside_refs(schema):  # refused as before, by the caller's own check (found by review)
@@ -327,13 +329,25 @@ def compile_check(schema: Any, dialect: str = PLAIN) -> Callable[[Any], bool] | 
     writer = Writer(dialect, shipped=False)
     try:
         _literal(schema)
-        name = writer.function(schema)
+        writer.function(schema)
     except (Untranslated, RecursionError):
         return None
-    space: dict[str, Any] = {}
-    source = "\n".join([*HEAD[5:], *blocks(writer.functions)])
-    exec(compile(source, "<generated schema check>", "exec"), space)  # noqa: S102 (our own)
-    check: Callable[[Any], bool] = space[name]
+    return writer
+
+
+TABLES = {PLAIN: "PLAIN", STRICT: "STRICT"}
+
+
+def compile_check(schema: Any, dialect: str = PLAIN) -> Callable[[Any], bool] | None:
+    """The build-time check of a schema a spec brings, when this schema (by digest) is one
+    ``python -m engine.spec.checks`` wrote a check for (the schemas the repository's specs
+    and rubrics ship); else None, and jsonschema checks and validates as before. Nothing is
+    generated or compiled at run time: the engine runs no ``exec``."""
+    from engine.spec.schema import _generated, outside_refs, schema_digest
+
+    if outside_refs(schema):  # refused as before, by the caller's own check
+        return None
+    check: Callable[[Any], bool] | None = _generated(TABLES[dialect], schema_digest(schema))
     return check
 
 
