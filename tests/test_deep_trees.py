@@ -1,0 +1,208 @@
+"""Folder trees deeper than engine.folders.MAX_DEPTH (issue 36, lever 7; docs/verifying.md,
+docs/authoring.md, docs/provenance.md). The gated team writes the evidence folder, the
+spec checkout and the input folders: a tree 1,100 folders deep under any of them made every
+recursive walk (pathlib's rglob and os.walk both recurse in Python 3.11) end in
+INTERNAL_ERROR RecursionError. Each command now refuses it with PATH_TOO_DEEP and its usual
+exit, leaving nothing half-written; a tree at the limit still works."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+from engine.folders import MAX_DEPTH
+
+from .conftest import Spec
+from .test_provenance import World, attest, attested_discovery
+
+LEVELS = 1100  # past Python's recursion limit (1,000 frames)
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY
+
+
+def deep(top: Path, levels: int, name: str = "d") -> None:
+    """Nest ``levels`` folders named ``name`` under ``top``, each made relative to its
+    parent's descriptor (the absolute path of the bottom may pass PATH_MAX), a file in
+    the bottom one."""
+    fd = os.open(top, DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
+def remove_deep(top: Path, name: str = "d") -> None:
+    """Remove what ``deep`` made, one level at a time from the top (shutil.rmtree
+    recurses too, and holds a descriptor per level)."""
+    fd = os.open(top, DIRECTORY)
+    try:
+        while name in os.listdir(fd):
+            inner = os.open(name, DIRECTORY, dir_fd=fd)
+            for entry in os.listdir(inner):
+                if entry != name:
+                    os.unlink(entry, dir_fd=inner)
+            nested = name in os.listdir(inner)
+            if nested:  # lift the level below up beside this one, then drop this one
+                os.rename(name, ".lifted", src_dir_fd=inner, dst_dir_fd=fd)
+            os.close(inner)
+            os.rmdir(name, dir_fd=fd)
+            if nested:
+                os.rename(".lifted", name, src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def trees() -> Iterator[list[tuple[Path, str]]]:
+    """Where each test nested a deep tree, removed afterwards."""
+    made: list[tuple[Path, str]] = []
+    yield made
+    for top, name in made:
+        if top.exists():
+            remove_deep(top, name)
+
+
+def nest(trees: list[tuple[Path, str]], top: Path, levels: int = LEVELS,
+         name: str = "d") -> None:
+    deep(top, levels, name)
+    trees.append((top, name))
+
+
+def refused(err: str, why: str = f"more than {MAX_DEPTH} folders deep") -> None:
+    assert "PATH_TOO_DEEP" in err and "INTERNAL_ERROR" not in err, err
+    assert why in err, err
+
+
+def test_validate_refuses_a_spec_folder_too_deep(spec: Spec, trees: Any, capsys: Any) -> None:
+    nest(trees, spec.dir)
+    capsys.readouterr()
+    assert main(["validate", str(spec.root)]) == 2
+    err = capsys.readouterr().err
+    refused(err)
+    assert f"{spec.dir}/d/d/...(61 more).../d:" in err and "nothing was run" in err
+
+
+def test_validate_refuses_a_tree_of_long_names_before_its_path_is_too_long(
+        spec: Spec, trees: Any, capsys: Any) -> None:
+    """1,100 levels of 200-byte names: the bottom's path is 220 kB, far past PATH_MAX,
+    which the old walk met as IO_ERROR 'File name too long' at level 20."""
+    nest(trees, spec.dir, name="x" * 200)
+    capsys.readouterr()
+    assert main(["validate", str(spec.root)]) == 2
+    err = capsys.readouterr().err
+    refused(err, "its path is longer than the 4,096 bytes the system opens")
+    assert "x" * 41 not in err  # names clipped, the middle left out
+
+
+def test_run_refuses_a_spec_folder_too_deep_and_writes_nothing(
+        spec: Spec, keys: Path, trees: Any, capsys: Any) -> None:
+    nest(trees, spec.dir)
+    before = sorted(p.name for p in spec.root.iterdir())
+    capsys.readouterr()
+    code, dest = spec.run("--key", str(keys / "private.pem"))
+    assert code == 2
+    refused(capsys.readouterr().err)
+    assert not dest.exists()
+    assert sorted(p.name for p in spec.root.iterdir()) == before
+
+
+def test_a_spec_folder_at_the_limit_still_runs(spec: Spec, keys: Path, trees: Any) -> None:
+    nest(trees, spec.dir, MAX_DEPTH - 1)  # spec.dir is one folder below the root given
+    code, dest = spec.run("--key", str(keys / "private.pem"))
+    assert code == 0
+    assert main(["verify", str(dest), "--trusted-key", str(keys / "public.pem")]) == 0
+
+
+def test_verify_refuses_an_evidence_folder_holding_a_tree_too_deep(
+        spec: Spec, keys: Path, trees: Any, capsys: Any) -> None:
+    code, dest = spec.run("--key", str(keys / "private.pem"))
+    assert code == 0
+    public = str(keys / "public.pem")
+    nest(trees, dest, MAX_DEPTH)  # at the limit: walked, nothing in it to check
+    assert main(["verify", str(dest), "--trusted-key", public]) == 0
+    remove_deep(dest)
+    nest(trees, dest, MAX_DEPTH + 1)  # one past it
+    assert main(["verify", str(dest), "--trusted-key", public]) == 1
+    remove_deep(dest)
+    nest(trees, dest)
+    capsys.readouterr()
+    assert main(["verify", str(dest), "--trusted-key", public]) == 1
+    said = capsys.readouterr()
+    refused(said.out + said.err)
+    assert main(["verify", str(dest / "scorecard.json"), "--trusted-key", public]) == 0
+
+
+def test_a_history_folder_too_deep_is_a_skipped_baseline_not_a_crash(
+        spec: Spec, keys: Path, trees: Any, tmp_path_factory: Any) -> None:
+    """The newest labelled run is still found beside a tree too deep, which is listed as
+    skipped, with its code."""
+    history = tmp_path_factory.mktemp("history")  # outside the spec tree
+    spec.trust(keys / "public.pem")
+    code, earlier = spec.run("--key", str(keys / "private.pem"), "--label", "main",
+                             out="earlier")
+    assert code == 0
+    shutil.move(earlier, history / "earlier")
+    nest(trees, history)
+    code, _ = spec.run("--key", str(keys / "private.pem"), "--history", str(history),
+                       "--baseline-label", "main")
+    assert code == 0
+    comparison = spec.scorecard()["comparison"]
+    assert comparison["status"] == "comparable"
+    assert comparison["baseline"]["scorecard_sha256"] == hashlib.sha256(
+        (history / "earlier" / "scorecard.json").read_bytes()).hexdigest()
+    [why] = comparison["selection"]["skipped_reasons"]
+    assert "PATH_TOO_DEEP" in why and f"{history}/d/d/d/...(61 more).../d: a folder more " \
+        f"than {MAX_DEPTH} folders deep" in why
+
+
+def test_attest_refuses_a_folder_too_deep_and_writes_no_attestation(
+        world: World, trees: Any, capsys: Any) -> None:
+    folder = attested_discovery(world)
+    submissions = folder / "demo" / "submissions"
+    nest(trees, submissions)
+    capsys.readouterr()
+    assert attest(world, submissions, "harness") == 2
+    refused(capsys.readouterr().err)
+    assert not (folder / "demo" / "submissions.intoto.jsonl").exists()
+
+
+def test_an_attested_folder_input_grown_too_deep_is_refused_and_nothing_kept(
+        world: World, trees: Any, capsys: Any) -> None:
+    """The harness attested the folder; the runner then nests a tree in it: the private
+    copy the run would read is refused before a byte is copied."""
+    folder = attested_discovery(world)
+    outside = world.root / "inputs" / "submissions"
+    shutil.copytree(folder / "demo" / "submissions", outside)
+    assert attest(world, outside, "harness") == 0
+    assert world.run(folder, "out", "--input", f"submissions={outside}",
+                     governed=False) == 0
+    nest(trees, outside)
+    capsys.readouterr()
+    assert world.run(folder, "deep", "--input", f"submissions={outside}",
+                     governed=False) == 2
+    refused(capsys.readouterr().err)
+    assert not (world.root / "deep").exists()
+    assert not [p for p in world.root.iterdir() if ".partial-" in p.name]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Path:
+    folder = tmp_path / "keys"
+    assert main(["keygen", "--out-dir", str(folder)]) == 0
+    return folder
