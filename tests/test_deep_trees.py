@@ -84,13 +84,19 @@ def refused(err: str, why: str = f"more than {MAX_DEPTH} folders deep") -> None:
     assert why in err, err
 
 
-def test_validate_refuses_a_spec_folder_too_deep(spec: Spec, trees: Any, capsys: Any) -> None:
+def test_validate_test_and_sign_specs_refuse_a_spec_folder_too_deep(
+        spec: Spec, keys: Path, trees: Any, capsys: Any) -> None:
+    """keys sits beside the spec folder, under the root given: it is walked too."""
     nest(trees, spec.dir)
     capsys.readouterr()
     assert main(["validate", str(spec.root)]) == 2
     err = capsys.readouterr().err
     refused(err)
     assert f"{spec.dir}/d/d/...(61 more).../d:" in err and "nothing was run" in err
+    for command in (["test"], ["sign-specs", "--key", str(keys / "private.pem")]):
+        assert main([*command, str(spec.root)]) == 2, command
+        refused(capsys.readouterr().err)
+    assert not list(spec.dir.glob("*.intoto.jsonl"))
 
 
 def test_validate_refuses_a_tree_of_long_names_before_its_path_is_too_long(
