@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from engine import folders
+from engine.canonical import folder_manifest
 from engine.cli import main
 from engine.folders import MAX_DEPTH
 
@@ -212,3 +214,38 @@ def keys(tmp_path: Path) -> Path:
     folder = tmp_path / "keys"
     assert main(["keygen", "--out-dir", str(folder)]) == 0
     return folder
+
+
+def test_the_walk_gives_rglob_s_sorted_order_and_never_follows_a_link(tmp_path: Path) -> None:
+    """The order folder digests hash in (written out here by hand) is the one
+    ``sorted(rglob("*"))`` gave before, so no evidence digest changes; a link to a folder,
+    even one looping back to the root, is listed and never walked into."""
+    for folder in ("a/x/y", "a-b", "a.b", "B", "é"):
+        (tmp_path / folder).mkdir(parents=True)
+    for file in ("a/f", "a/x/y/1", "a-b/g", "zz", "é/q"):
+        (tmp_path / file).write_text(file)
+    (tmp_path / "loop").symlink_to(tmp_path)
+    (tmp_path / "a" / "to-zz").symlink_to(tmp_path / "zz")
+    walked = [p.relative_to(tmp_path).as_posix() for p in folders.paths(tmp_path)]
+    assert walked == ["B", "a", "a/f", "a/to-zz", "a/x", "a/x/y", "a/x/y/1", "a-b", "a-b/g",
+                      "a.b", "loop", "zz", "é", "é/q"]
+    assert list(folders.paths(tmp_path)) == sorted(tmp_path.rglob("*"))
+    # the manifest hashes files and links to files, as before; "loop" is not a file
+    assert [name for name, _ in folder_manifest(tmp_path)] == \
+        ["a/f", "a/to-zz", "a/x/y/1", "a-b/g", "zz", "é/q"]
+
+
+def test_a_folder_input_too_deep_stops_the_run_with_nothing_kept(
+        world: World, trees: Any, capsys: Any) -> None:
+    """A folder input not required attested: its digest, recorded in the scorecard, is
+    over every file in it."""
+    folder = world.copy("finding-quality-discovery")
+    outside = world.root / "inputs" / "submissions"
+    shutil.copytree(folder / "demo" / "submissions", outside)
+    nest(trees, outside)
+    capsys.readouterr()
+    assert world.run(folder, "deep", "--input", f"submissions={outside}",
+                     governed=False) == 2
+    refused(capsys.readouterr().err)
+    assert not (world.root / "deep").exists()
+    assert not [p for p in world.root.iterdir() if ".partial-" in p.name]
