@@ -45,40 +45,68 @@ def deep(top: Path, levels: int, name: str = "d") -> None:
 
 
 def remove_deep(top: Path, name: str = "d") -> None:
-    """Remove what ``deep`` made, one level at a time from the top (shutil.rmtree
-    recurses too, and holds a descriptor per level)."""
-    fd = os.open(top, DIRECTORY)
+    """Remove what ``deep`` made, going down and back up by relative names (shutil.rmtree
+    recurses too, and holds a descriptor per level); the working folder is put back."""
+    home = os.open(".", DIRECTORY)
     try:
-        while name in os.listdir(fd):
-            inner = os.open(name, DIRECTORY, dir_fd=fd)
-            for entry in os.listdir(inner):
-                if entry != name:
-                    os.unlink(entry, dir_fd=inner)
-            nested = name in os.listdir(inner)
-            if nested:  # lift the level below up beside this one, then drop this one
-                os.rename(name, ".lifted", src_dir_fd=inner, dst_dir_fd=fd)
-            os.close(inner)
-            os.rmdir(name, dir_fd=fd)
-            if nested:
-                os.rename(".lifted", name, src_dir_fd=fd, dst_dir_fd=fd)
+        os.chdir(top)
+        levels = 0
+        while os.path.isdir(name):
+            os.chdir(name)
+            levels += 1
+        if levels:
+            os.unlink("bottom.txt")
+        for _ in range(levels):
+            os.chdir("..")
+            os.rmdir(name)
     finally:
-        os.close(fd)
+        os.fchdir(home)
+        os.close(home)
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory: Any) -> Iterator[Path]:
+    """One tree LEVELS deep, made once (a second or two each way) and lent to each test."""
+    home = tmp_path_factory.mktemp("stock")
+    deep(home, LEVELS)
+    yield home
+    remove_deep(home)
+
+
+class Trees:
+    """The deep trees a test nests: the stock one moved in and back (a rename), others
+    made and removed."""
+
+    def __init__(self, stock: Path) -> None:
+        self.stock = stock
+        self.lent: list[Path] = []
+        self.made: list[tuple[Path, str]] = []
+
+    def nest(self, top: Path, levels: int = LEVELS, name: str = "d") -> None:
+        if (levels, name) == (LEVELS, "d"):
+            os.rename(self.stock / "d", top / "d")
+            self.lent.append(top)
+        else:
+            deep(top, levels, name)
+            self.made.append((top, name))
+
+    def close(self) -> None:
+        for top in self.lent:
+            os.rename(top / "d", self.stock / "d")
+        for top, name in self.made:
+            if top.exists():
+                remove_deep(top, name)
 
 
 @pytest.fixture
-def trees() -> Iterator[list[tuple[Path, str]]]:
-    """Where each test nested a deep tree, removed afterwards."""
-    made: list[tuple[Path, str]] = []
+def trees(stock: Path) -> Iterator[Trees]:
+    made = Trees(stock)
     yield made
-    for top, name in made:
-        if top.exists():
-            remove_deep(top, name)
+    made.close()
 
 
-def nest(trees: list[tuple[Path, str]], top: Path, levels: int = LEVELS,
-         name: str = "d") -> None:
-    deep(top, levels, name)
-    trees.append((top, name))
+def nest(trees: Trees, top: Path, levels: int = LEVELS, name: str = "d") -> None:
+    trees.nest(top, levels, name)
 
 
 def refused(err: str, why: str = f"more than {MAX_DEPTH} folders deep") -> None:
@@ -103,9 +131,9 @@ def test_validate_test_and_sign_specs_refuse_a_spec_folder_too_deep(
 
 def test_validate_refuses_a_tree_of_long_names_before_its_path_is_too_long(
         spec: Spec, trees: Any, capsys: Any) -> None:
-    """1,100 levels of 200-byte names: the bottom's path is 220 kB, far past PATH_MAX,
-    which the old walk met as IO_ERROR 'File name too long' at level 20."""
-    nest(trees, spec.dir, name="x" * 200)
+    """40 levels of 200-byte names, within the depth limit: the bottom's path is 8 kB,
+    past PATH_MAX, which the old walk met as IO_ERROR 'File name too long' at level 20."""
+    nest(trees, spec.dir, 40, name="x" * 200)
     capsys.readouterr()
     assert main(["validate", str(spec.root)]) == 2
     err = capsys.readouterr().err
