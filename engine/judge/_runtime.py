@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # the HTTP client (httpx, asyncio) is imported only by a run 
     from engine.judge._transport import Client, Endpoint, Reply
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
-CACHE_REUSE = ("all_or_none", "partial")  # judge.cache_reuse (docs/judges.md)
 _DRAW = re.compile(r"[0-9a-f]{32}", re.ASCII)
 
 
