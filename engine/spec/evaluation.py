@@ -630,7 +630,7 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
                                            f"provider {provider} needs a model or a panel"))
     simple = {k: block[k] for k in ("model", "temperature", "seed", "max_tokens", "timeout_s",
                                      "concurrency", "retries", "backoff_s", "max_backoff_s",
-                                     "disagreement") if k in block}
+                                     "disagreement", "cache_reuse") if k in block}
     base_url = block.get("base_url", DEFAULT_URLS.get(provider, ""))
     members, warnings = _panel(loader, doc, block, base_url)
     return JudgeConfig(provider=provider, base_url=base_url,
