@@ -16,7 +16,7 @@ from engine.errors import Problem, SpecErrors, did_you_mean, sort_problems
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
-from engine.spec import crossrefs, opened, salvage
+from engine.spec import crossrefs, expectations, opened, salvage
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
@@ -440,6 +440,11 @@ def _compile_evaluation(loader: _Loader, file: Path,
         policy_doc = loader.checked(policy_file, "Policy")
         if policy_doc is not None:
             loader.problems.extend(crossrefs.waiver_scopes(policy_doc, suite.cases, suite.name))
+            # the records are not the suite: expectations come from the policy or the suite
+            policy = expectations.pointed_at_suite(policy, policy_doc, loader.problems)
+            found = expectations.from_evidence(policy_doc, inputs[unit_input].format
+                                               if unit_input in inputs else "unit")
+            (loader.problems if policy.purpose == "release" else warnings).extend(found)
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None
     meta = doc.data["metadata"]
