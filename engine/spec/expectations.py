@@ -52,7 +52,7 @@ def _origin(node: Mapping[str, Any], at: str) -> str | None:
         return at
     if kind == "field":
         step = {(_RECORD, "case"): _CASE, (_CASE, "expected"): _GOVERNED}
-        return _GOVERNED if at == _GOVERNED else step.get((at, node.get("value")))
+        return _GOVERNED if at == _GOVERNED else step.get((at, str(node.get("value"))))
     if kind in _CHAINS:
         # left to right, each part evaluated at what the part before it selected; a
         # filter's condition (the last child) reads the elements the left side selected
@@ -61,14 +61,14 @@ def _origin(node: Mapping[str, Any], at: str) -> str | None:
             parts = [left] if left is None else [_origin(kids[1], left), _origin(kids[2], left)]
             return _GOVERNED if all(p == _GOVERNED for p in parts) else None
         for kid in kids:
-            found = _origin(kid, at)
-            if found is None:
+            reached = _origin(kid, at)
+            if reached is None:
                 return None
-            at = found
+            at = reached
         return at
     if kind in _COMBINED:
-        found = [_origin(kid, at) for kid in kids]
-        return _GOVERNED if found and all(f == _GOVERNED for f in found) else None
+        combined = [_origin(kid, at) for kid in kids]
+        return _GOVERNED if combined and all(c == _GOVERNED for c in combined) else None
     if kind == "function_expression":
         # an &expression is applied to the elements of the other arguments
         plain = [_origin(kid, at) for kid in kids if kid.get("type") != "expref"]
@@ -150,10 +150,8 @@ def from_evidence(doc: Document, fmt: str) -> list[Problem]:
                     continue
                 out.append(doc.problem(
                     ("spec", "inspections", i, key, *under), CODE,
-                    f"inspections[{i}].{key} ('{entry['id']}') is an expectation, what the "
-                    f"agent should have done, but '{source}' reads the {fmt} records, which "
-                    "the evaluated party writes",
-                    f"write it in the policy as a literal, or point it at the suite: "
-                    f"{SUITE}.<field> (only records whose format carries the suite, pinned "
-                    "by suite_sha256, may hold expectations)"))
+                    f"'{entry['id']}': {key} is an expectation (what the agent should have "
+                    f"done), but '{source}' can read the {fmt} records, which the evaluated "
+                    "party writes", f"write it as a literal in the policy, or read it from "
+                    f"the suite: {SUITE}.<field>"))
     return out

@@ -95,7 +95,7 @@ def render() -> str:
             "release` an expectation is a literal, or a selector that reads only "
             "`case.expected` (the suite) and literals; a selector that can reach the "
             "records is EXPECTATION_FROM_EVIDENCE, unless the unit records are the suite "
-            "(a format that derives it, such as `assevra-jsonl`, pinned by "
+            "(a format that derives the suite from its records, pinned by "
             "`suite_sha256`). An expectation selector's default names a record field; for "
             "any other format it reads `case.expected.<that field>`.", ""]
     for name in sorted(TABLE):
