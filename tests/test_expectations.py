@@ -233,3 +233,14 @@ def test_the_reference_renders_each_parameters_class() -> None:
             assert f"| {prop['x-class']} |" in row, (name, row)
     assert "| `allowed` | string | expectation |" in text
     assert "| `calls` | string | observation |" in text
+
+
+def test_engine_diff_runs_each_policy_as_engine_run_would(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: diff compiled each policy on its own, so tool_call's defaults read the
+    # record's contract there: PASS -> PASS where engine run says FAIL
+    folder = gate(tmp_path)
+    policy = str(folder / "policy.yaml")
+    assert main(["diff", policy, policy, "--evaluation", str(folder), "--json"]) == 0
+    decision = json.loads(capsys.readouterr().out)["decision"]
+    assert (decision["old"], decision["new"]) == ("FAIL", "FAIL")

@@ -24,7 +24,7 @@ import jmespath
 
 from engine.errors import Problem
 from engine.inspections import EXPECTATION
-from engine.spec.compile import compile_selector
+from engine.spec.compile import selector
 from engine.spec.model import Inspection, Policy
 from engine.spec.yaml import Document
 
@@ -106,24 +106,18 @@ def _expectations(inspection: Inspection) -> Iterator[tuple[str, Mapping[str, An
             yield key, prop
 
 
-def pointed_at_suite(policy: Policy, doc: Document, problems: list[Problem]) -> Policy:
+def pointed_at_suite(policy: Policy) -> Policy:
     """The policy with each expectation selector left at its default pointed at the suite
-    (``allowed_tools`` -> ``case.expected.allowed_tools``), for records that are not the
+    (``allowed_tools`` -> ``case.expected.allowed_tools``), for unit records that are not the
     suite. The compiled policy is shared by Evaluations, so a changed copy is returned."""
-    entries = doc.data["spec"]["inspections"]
     changed: dict[str, Inspection] = {}
-    for i, entry in enumerate(entries):
-        inspection = policy.inspections.get(entry["id"])
-        if inspection is None or inspection.spec_path != f"policy:spec.inspections[{i}]":
-            continue
+    for inspection in policy.inspections.values():
         params = dict(inspection.params)
         for key, prop in _expectations(inspection):
-            if key in entry or not (prop.get("x-jmespath") and "default" in prop):
+            if key in inspection.written or not (prop.get("x-jmespath") and "default" in prop):
                 continue
             source = f"{SUITE}.{prop['default']}"
-            params[key] = compile_selector(doc, ("spec", "inspections", i, "type"), source,
-                                           problems)
-            params[f"{key}_source"] = source
+            params[key], params[f"{key}_source"] = selector(source), source
         if params != inspection.params:
             changed[inspection.id] = dataclasses.replace(inspection, params=params)
     if not changed:
