@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import jmespath
 import pytest
 
 from engine.cli import main
@@ -244,3 +245,26 @@ def test_engine_diff_runs_each_policy_as_engine_run_would(
     assert main(["diff", policy, policy, "--evaluation", str(folder), "--json"]) == 0
     decision = json.loads(capsys.readouterr().out)["decision"]
     assert (decision["old"], decision["new"]) == ("FAIL", "FAIL")
+
+
+def test_engine_inits_scaffold_shows_where_a_refund_limit_goes(tmp_path: Path) -> None:
+    # the newcomer's question: where does "a refund is at most 50" go? The scaffold's
+    # suite shows it, and its example, as written, fails a refund of 5,000
+    import yaml
+
+    from engine.inspections import Context
+
+    assert main(["init", str(tmp_path / "mine")]) == 0
+    text = (tmp_path / "mine" / "suite.yaml").read_text()
+    assert '"a refund is at most 50"' in text
+    block = [line.split("#", 1)[1][1:] for line in text.splitlines()
+             if line.strip().startswith("#   ")]
+    case = yaml.safe_load("\n".join(block))
+    unit = {"case": case, "tool_calls": [{"name": "issue_refund",
+                                          "arguments": {"amount": 5000}}]}
+    params = {key: jmespath.compile(f"case.expected.{prop['default']}")
+              if prop.get("x-class") == "expectation" else jmespath.compile(prop["default"])
+              for key, prop in TABLE["tool_call"].schema["properties"].items()}
+    outcome = TABLE["tool_call"].run(unit, params, Context(wilson_z=1.96))
+    assert outcome.status == "FAIL" and "maximum" in outcome.message
+    assert "EXPECTATION_FROM_EVIDENCE" in (tmp_path / "mine" / "policy.yaml").read_text()
