@@ -23,7 +23,7 @@ from typing import Any
 import jmespath
 
 from engine.errors import Problem
-from engine.inspections import EXPECTATION
+from engine.inspections import EXPECTATION, TABLE
 from engine.spec.compile import selector
 from engine.spec.model import Inspection, Policy
 from engine.spec.yaml import Document
@@ -129,8 +129,6 @@ def pointed_at_suite(policy: Policy) -> Policy:
 def from_evidence(doc: Document, fmt: str) -> list[Problem]:
     """EXPECTATION_FROM_EVIDENCE at each expectation selector the policy writes that can
     read record data, when the unit records (format ``fmt``) are not the pinned suite."""
-    from engine.inspections import TABLE
-
     out = []
     for i, entry in enumerate(doc.data["spec"]["inspections"]):
         primitive = TABLE.get(entry.get("type"))
