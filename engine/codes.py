@@ -126,6 +126,11 @@ EVEN_PANEL: a judge panel with an even number of members, which can tie on a yes
 WEIGHTS_UNUSED: category weights that cannot change the decision: nothing gated reads 'weighted'
 """)
 
+_block("spec", "2 or -", "purpose release: spec error, nothing runs; triage and self_test: a "
+       "warning (engine validate, engine run)", """
+EXPECTATION_FROM_EVIDENCE: an expectation (allowed tools, contracts) read from unpinned records
+""")
+
 _block("spec, cli", "2", "nothing runs", """
 BAD_DATE: a date that is not a calendar date YYYY-MM-DD (a spec value or --as-of)
 BAD_NAME: a name that is not lower-case letters, digits and _ (a spec key or engine init)

@@ -152,8 +152,8 @@ MORE = """    - id: enough-tokens
       pattern: "(?i)sorry"
     - id: state
       type: state_match
-      expected: output.actions
-      observed: case.expected.actions
+      expected: case.expected.actions
+      observed: output.actions
 """
 
 

@@ -6,7 +6,6 @@ import argparse
 import datetime as dt
 import json
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     cards = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, policy in (("old", old), ("new", spec.load_policy(args.new))):
-            execute(replace(base, policy=policy), Path(tmp) / label)
+            execute(spec.with_policy(base, policy), Path(tmp) / label)
             cards.append(json.loads((Path(tmp) / label / "scorecard.json").read_bytes()))
     changes = compare(cards[0], cards[1])
     folder = spec.display(args.new.resolve().parent)

@@ -9,8 +9,11 @@ from engine import protocols
 from engine.inspections import agent, budget, judged, lexicon, pii, structure, text
 from engine.inspections._base import (
     ABSTAIN,
+    CLASSES,
     ERROR,
+    EXPECTATION,
     FAIL,
+    OBSERVATION,
     PASS,
     SKIPPED,
     STATUSES,
@@ -46,6 +49,5 @@ TABLE: Mapping[str, Primitive] = _Table()
 # Builders of the data tables some primitives read (``x-load`` in their parameter schema).
 LOADERS: dict[str, Callable[[Any], Any]] = {**pii.LOADERS, **lexicon.LOADERS}
 
-__all__ = ["ABSTAIN", "ERROR", "FAIL", "LOADERS", "PASS", "SKIPPED", "STATUSES", "TABLE",
-           "Context",
-           "Outcome", "Primitive"]
+__all__ = ["ABSTAIN", "CLASSES", "ERROR", "EXPECTATION", "FAIL", "LOADERS", "OBSERVATION",
+           "PASS", "SKIPPED", "STATUSES", "TABLE", "Context", "Outcome", "Primitive"]

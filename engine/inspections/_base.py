@@ -137,6 +137,25 @@ def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcom
     return Outcome(PASS if ok else FAIL, expected, observed, message)
 
 
+# Every parameter is one of two classes (``x-class`` in its schema; DESIGN.md §1b): an
+# observation is what the agent did, read from the records; an expectation is what it
+# should have done, which governance supplies (a policy literal, the suite's
+# ``case.expected``, or records whose cases the Evaluation pins). engine/spec/expectations.py
+# holds an expectation selector to that under ``purpose: release``.
+OBSERVATION, EXPECTATION = "observation", "expectation"
+CLASSES = (OBSERVATION, EXPECTATION)
+
+
+def observation(prop: Mapping[str, Any]) -> dict[str, Any]:
+    """``prop`` classed as an observation: what the agent did."""
+    return {**prop, "x-class": OBSERVATION}
+
+
+def expectation(prop: Mapping[str, Any]) -> dict[str, Any]:
+    """``prop`` classed as an expectation: what the agent should have done."""
+    return {**prop, "x-class": EXPECTATION}
+
+
 # Schema fragments the primitives share.
 SELECTOR = {"type": "string", "minLength": 1, "x-jmespath": True,
             "description": "JMESPath expression selecting a value from the unit"}
@@ -144,10 +163,12 @@ FLAG = {"type": "boolean"}
 
 
 def literal_or_selected(key: str, literal: Mapping[str, Any], description: str) -> dict[str, Any]:
-    """Properties for a parameter given either literally (``key``) or selected (``key_from``)."""
+    """Properties for an expectation given either literally (``key``) or selected
+    (``key_from``)."""
     return {
-        key: {**literal, "description": description},
-        f"{key}_from": {**SELECTOR, "description": f"JMESPath selecting {description}"},
+        key: expectation({**literal, "description": description}),
+        f"{key}_from": expectation({**SELECTOR, "description": f"JMESPath selecting "
+                                                               f"{description}"}),
     }
 
 

@@ -20,6 +20,8 @@ from engine.inspections._base import (
     Outcome,
     Primitive,
     clip,
+    expectation,
+    observation,
     params_schema,
     select,
     verdict,
@@ -311,24 +313,37 @@ def must_include(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Contex
                    f"missing: {clip(absent)}" if absent else "")
 
 
-def _selectors(**defaults: str) -> dict[str, Any]:
-    return {key: {**SELECTOR, "default": value} for key, value in defaults.items()}
+def _observed(**defaults: str) -> dict[str, Any]:
+    """Selectors of what the agent did, with their default record fields."""
+    return {key: observation({**SELECTOR, "default": value}) for key, value in defaults.items()}
+
+
+def _expected(**defaults: str) -> dict[str, Any]:
+    """Selectors of what the agent should have done. The defaults are Assevra's record
+    fields, governance's only where the format's records are the pinned suite; for any
+    other format the Evaluation points them at ``case.expected.<field>``
+    (engine/spec/expectations.py)."""
+    return {key: expectation({**SELECTOR, "default": value})
+            for key, value in defaults.items()}
 
 
 TABLE = {
     "state_match": Primitive(state_match, params_schema(
-        _selectors(expected="expected_state", observed="observed_state"), []),
+        {**_expected(expected="expected_state"), **_observed(observed="observed_state")}, []),
         "observed state matches: objects as subsets, arrays exact, types significant"),
     "action_sequence": Primitive(action_sequence, params_schema(
-        _selectors(expected="expected_actions", forbidden="forbidden_actions",
-                   mode="action_match", actions="agent_actions", calls="tool_calls",
-                   expected_state="expected_state", observed_state="observed_state"), []),
+        {**_expected(expected="expected_actions", forbidden="forbidden_actions",
+                     mode="action_match"),
+         **_observed(actions="agent_actions", calls="tool_calls"),
+         **_expected(expected_state="expected_state"),
+         **_observed(observed_state="observed_state")}, []),
         "expected actions occur (ordered / exact / set), none forbidden, final state matches"),
     "tool_call": Primitive(tool_call, params_schema(
-        _selectors(calls="tool_calls", allowed="allowed_tools", forbidden="forbidden_tools",
-                   contracts="tool_schemas", expected="expected_tool_calls"), []),
+        {**_observed(calls="tool_calls"),
+         **_expected(allowed="allowed_tools", forbidden="forbidden_tools",
+                     contracts="tool_schemas", expected="expected_tool_calls")}, []),
         "every call named, permitted and within its JSON Schema or compact contract"),
     "must_include": Primitive(must_include, params_schema(
-        _selectors(output="agent_output", items="must_include"), []),
+        {**_observed(output="agent_output"), **_expected(items="must_include")}, []),
         "every item is a case-insensitive substring of the output"),
 }

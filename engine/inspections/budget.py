@@ -16,9 +16,11 @@ from engine.inspections._base import (
     Outcome,
     Primitive,
     clip,
+    expectation,
     is_number,
     literal_or_selected,
     missing,
+    observation,
     operand,
     params_schema,
     select,
@@ -88,7 +90,7 @@ def formula(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
 
 _NUMBER = {"type": "number"}
 _BUDGET = params_schema({
-    "actual": SELECTOR,
+    "actual": observation(SELECTOR),
     **literal_or_selected("limit", _NUMBER, "the limit"),
 }, ["actual"], one_of=["limit", "limit_from"])
 
@@ -96,11 +98,12 @@ TABLE = {
     "at_most": Primitive(at_most, _BUDGET, "selected number <= limit (latency, cost budgets)"),
     "at_least": Primitive(at_least, _BUDGET, "selected number >= limit"),
     "formula": Primitive(formula, params_schema({
-        "bind": {"type": "object", "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]*$"},
-                 "additionalProperties": SELECTOR,
-                 "description": "names bound to JMESPath selections"},
-        "formula": {"type": "string", "minLength": 1, "x-formula": True,
-                    "description": "boolean formula over the bound names"},
+        "bind": observation({"type": "object",
+                             "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]*$"},
+                             "additionalProperties": SELECTOR,
+                             "description": "names bound to JMESPath selections"}),
+        "formula": expectation({"type": "string", "minLength": 1, "x-formula": True,
+                                "description": "boolean formula over the bound names"}),
     }, ["bind", "formula"]), "a boolean formula over selected values is true"),
 }
 
@@ -150,21 +153,27 @@ def latency(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
     return _budgeted(measured, budget, "ms", "latency")
 
 
-def _default(selector: str) -> dict[str, Any]:
-    return {**SELECTOR, "default": selector}
+def _measured(selector: str) -> dict[str, Any]:
+    return observation({**SELECTOR, "default": selector})
+
+
+def _budget(selector: str) -> dict[str, Any]:
+    return expectation({**SELECTOR, "default": selector})
 
 
 TABLE |= {
     "cost": Primitive(cost, params_schema({
-        "cost": _default("cost_usd"), "usage": _default("usage"),
-        "budget_from": _default("cost_budget_usd"),
+        "cost": _measured("cost_usd"), "usage": _measured("usage"),
+        "budget_from": _budget("cost_budget_usd"),
     }, []), "measured cost (cost_usd, else tokens x the policy's prices) <= budget (the "
         "record's, else the policy's budgets.cost_usd)", measure="cost"),
     "latency": Primitive(latency, params_schema({
-        "milliseconds": {"type": "array", "items": SELECTOR, "x-jmespath-list": True,
-                         "default": ["latency_ms", "duration_ms", "elapsed_ms"],
-                         "description": "JMESPaths tried in order for a latency in ms"},
-        "seconds": _default("latency_s"), "budget_from": _default("latency_budget_ms"),
+        "milliseconds": observation({"type": "array", "items": SELECTOR,
+                                     "x-jmespath-list": True,
+                                     "default": ["latency_ms", "duration_ms", "elapsed_ms"],
+                                     "description": "JMESPaths tried in order for a latency "
+                                                    "in ms"}),
+        "seconds": _measured("latency_s"), "budget_from": _budget("latency_budget_ms"),
     }, []), "measured latency (ms fields, else seconds x 1000) <= budget (the record's, else "
         "the policy's budgets.latency_ms)", measure="latency"),
 }

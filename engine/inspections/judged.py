@@ -24,6 +24,8 @@ from engine.inspections._base import (
     Outcome,
     Primitive,
     clip,
+    expectation,
+    observation,
     params_schema,
     select,
     verdict,
@@ -72,16 +74,20 @@ def judge(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> O
 
 TABLE = {
     "judge": Primitive(judge, params_schema({
-        "rubric": {"type": "string", "minLength": 1, "x-rubric": True,
-                   "description": "rubric name (the policy's rubrics/ folder, else shipped)"},
-        "inputs": {"type": "object", "minProperties": 1,
-                   "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]*$"},
-                   "additionalProperties": SELECTOR,
-                   "description": "template variables bound to JMESPath selections"},
-        "pass_when": {"type": "string", "minLength": 1, "x-formula": True,
-                      "description": "formula over the verdict's fields and the inputs"},
-        "fallback": {"type": "string", "minLength": 1,
-                     "description": "inspection id that decides the row when no judge is set"},
+        "rubric": expectation({"type": "string", "minLength": 1, "x-rubric": True,
+                               "description": "rubric name (the policy's rubrics/ folder, "
+                                              "else shipped)"}),
+        "inputs": observation({"type": "object", "minProperties": 1,
+                               "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]*$"},
+                               "additionalProperties": SELECTOR,
+                               "description": "template variables bound to JMESPath "
+                                              "selections"}),
+        "pass_when": expectation({"type": "string", "minLength": 1, "x-formula": True,
+                                  "description": "formula over the verdict's fields and the "
+                                                 "inputs"}),
+        "fallback": expectation({"type": "string", "minLength": 1,
+                                 "description": "inspection id that decides the row when no "
+                                                "judge is set"}),
     }, ["rubric", "inputs", "pass_when"]),
         "an LLM judge decides with a rubric (SKIPPED while no judge is configured)",
         mode="llm-judge", asks_judge=True, falls_back=True),

@@ -17,6 +17,8 @@ from engine.inspections._base import (
     Outcome,
     Primitive,
     clip,
+    expectation,
+    observation,
     params_schema,
     select,
     verdict,
@@ -164,26 +166,32 @@ def _judged(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
 
 TABLE = {
     "refusal": Primitive(refusal, params_schema({
-        "output": SELECTOR,
-        "expected": {**SELECTOR, "description": "JMESPath to the boolean should_refuse"},
-        "lexicon": {"type": "string", "minLength": 1, "x-load": "refusal",
-                    "description": "refusal lexicon (YAML), relative to the spec file"},
+        "output": observation(SELECTOR),
+        "expected": expectation({**SELECTOR, "description": "JMESPath to the boolean "
+                                                            "should_refuse"}),
+        "lexicon": expectation({"type": "string", "minLength": 1, "x-load": "refusal",
+                                "description": "refusal lexicon (YAML), relative to the "
+                                               "spec file"}),
     }, ["output", "expected", "lexicon"]), "the output refuses exactly when it should",
         mode="heuristic"),
     "injection": Primitive(injection, params_schema({
-        "output": SELECTOR,
-        "canaries": {"type": "array", "minItems": 1, "items": SELECTOR,
-                     "x-jmespath-list": True,
-                     "description": "JMESPaths to canary strings or lists"},
-        "should_refuse": SELECTOR,
-        "flags": {"type": "string", "minLength": 1, "x-load": "injection_flag",
-                  "description": "injection flag words (YAML), relative to the spec file"},
-        "rubric": {"type": "string", "minLength": 1, "x-rubric": True,
-                   "description": "rubric for canary-free rows (verdict field 'followed')"},
-        "inputs": {"type": "object", "additionalProperties": SELECTOR,
-                   "default": {"injection": "injection", "input": "input",
-                               "output": "agent_output"},
-                   "description": "the rubric's variables, as JMESPath selections"},
+        "output": observation(SELECTOR),
+        "canaries": expectation({"type": "array", "minItems": 1, "items": SELECTOR,
+                                 "x-jmespath-list": True,
+                                 "description": "JMESPaths to canary strings or lists"}),
+        "should_refuse": expectation(SELECTOR),
+        "flags": expectation({"type": "string", "minLength": 1, "x-load": "injection_flag",
+                              "description": "injection flag words (YAML), relative to the "
+                                             "spec file"}),
+        "rubric": expectation({"type": "string", "minLength": 1, "x-rubric": True,
+                               "description": "rubric for canary-free rows (verdict field "
+                                              "'followed')"}),
+        # what the judge is shown: the case as run and the agent's reply
+        "inputs": observation({"type": "object", "additionalProperties": SELECTOR,
+                               "default": {"injection": "injection", "input": "input",
+                                           "output": "agent_output"},
+                               "description": "the rubric's variables, as JMESPath "
+                                              "selections"}),
     }, ["output", "canaries", "should_refuse", "flags"]),
         "no planted canary leaks; flagged when it should refuse", asks_judge=True,
         judged_row=lambda row: "absent" not in (row.get("expected") or {})),

@@ -21,6 +21,8 @@ from engine.inspections._base import (
     Context,
     Outcome,
     Primitive,
+    expectation,
+    observation,
     params_schema,
     select,
 )
@@ -276,10 +278,12 @@ def pii(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Out
 
 TABLE = {
     "pii": Primitive(pii, params_schema({
-        "output": {**SELECTOR, "default": "agent_output"},
-        "sanctioned": {**SELECTOR, "description": "JMESPath to text whose entities may be echoed"},
-        "detector": {"type": "string", "minLength": 1, "x-load": "pii",
-                     "description": "detector table (YAML), relative to the spec file"},
+        "output": observation({**SELECTOR, "default": "agent_output"}),
+        "sanctioned": expectation({**SELECTOR, "description": "JMESPath to text whose "
+                                                              "entities may be echoed"}),
+        "detector": expectation({"type": "string", "minLength": 1, "x-load": "pii",
+                                 "description": "detector table (YAML), relative to the "
+                                                "spec file"}),
     }, ["detector"]), "no personal data leaks (detector table as data)"),
 }
 LOADERS = {"pii": build_detector}

@@ -12,7 +12,9 @@ from engine.inspections._base import (
     Outcome,
     Primitive,
     clip,
+    expectation,
     missing,
+    observation,
     params_schema,
     same,
     select,
@@ -49,15 +51,20 @@ def json_schema(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context
 
 TABLE = {
     "jmespath": Primitive(jmespath_check, params_schema({
-        "expression": {**SELECTOR, "description": "JMESPath expression over the unit"},
-        "equals": {"description": "value the expression must equal (types matter)"},
+        # what the expression reads is the record: an observation (a spec that compares
+        # two record fields in it reads the expectation from the evidence, as ``formula``)
+        "expression": observation({**SELECTOR, "description": "JMESPath expression over the "
+                                                              "unit"}),
+        "equals": expectation({"description": "value the expression must equal (types "
+                                              "matter)"}),
     }, ["expression"]), "expression is truthy, or equals the given value"),
     "json_schema": Primitive(json_schema, params_schema({
-        "actual": SELECTOR,
-        "schema": {"type": ["object", "boolean"], "x-schema": True,
-                   "description": "inline JSON Schema (Draft 2020-12)"},
-        "schema_file": {"type": "string", "minLength": 1, "x-schema-file": True,
-                        "description": "JSON Schema file, relative to the spec file"},
+        "actual": observation(SELECTOR),
+        "schema": expectation({"type": ["object", "boolean"], "x-schema": True,
+                               "description": "inline JSON Schema (Draft 2020-12)"}),
+        "schema_file": expectation({"type": "string", "minLength": 1, "x-schema-file": True,
+                                    "description": "JSON Schema file, relative to the spec "
+                                                   "file"}),
     }, ["actual"], one_of=["schema", "schema_file"]),
         "selected value is valid against a JSON Schema (Draft 2020-12)"),
 }

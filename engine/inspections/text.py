@@ -14,8 +14,10 @@ from engine.inspections._base import (
     Outcome,
     Primitive,
     clip,
+    expectation,
     literal_or_selected,
     missing,
+    observation,
     operand,
     params_schema,
     same,
@@ -118,31 +120,31 @@ def regex_absent(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Contex
 
 _STRINGS = {"type": ["string", "array"], "items": {"type": "string"}}
 _REGEX = params_schema({
-    "actual": SELECTOR,
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 2000, "x-regex": True,
-                "description": "Python regular expression"},
-    "flags": {"type": "array", "items": _FLAGS, "uniqueItems": True},
+    "actual": observation(SELECTOR),
+    "pattern": expectation({"type": "string", "minLength": 1, "maxLength": 2000,
+                            "x-regex": True, "description": "Python regular expression"}),
+    "flags": expectation({"type": "array", "items": _FLAGS, "uniqueItems": True}),
 }, ["actual", "pattern"])
 
 TABLE = {
     "equals": Primitive(equals, params_schema({
-        "actual": SELECTOR,
+        "actual": observation(SELECTOR),
         **literal_or_selected("expected", {}, "the expected value"),
-        "case_insensitive": FLAG, "strip": FLAG,
+        "case_insensitive": expectation(FLAG), "strip": expectation(FLAG),
     }, ["actual"], one_of=["expected", "expected_from"]),
         "selected value equals the expected value; 1 != 1.0 and true != 1"),
     "contains": Primitive(contains, params_schema({
-        "actual": SELECTOR,
+        "actual": observation(SELECTOR),
         **literal_or_selected("values", _STRINGS, "the values to look for"),
-        "mode": {"enum": ["all", "any"], "default": "all"},
-        "case_insensitive": FLAG,
+        "mode": expectation({"enum": ["all", "any"], "default": "all"}),
+        "case_insensitive": expectation(FLAG),
     }, ["actual"], one_of=["values", "values_from"]),
         "selected text (substring) or list (element) holds all, or any, of the values"),
     "not_contains": Primitive(not_contains, params_schema({
-        "actual": SELECTOR,
+        "actual": observation(SELECTOR),
         **literal_or_selected("values", _STRINGS, "the values that must not appear"),
-        "mode": {"enum": ["all", "any"], "default": "any"},
-        "case_insensitive": FLAG,
+        "mode": expectation({"enum": ["all", "any"], "default": "any"}),
+        "case_insensitive": expectation(FLAG),
     }, ["actual"], one_of=["values", "values_from"]),
         "fails when any value appears (mode any) or when all of them appear (mode all)"),
     "regex_present": Primitive(regex_present, _REGEX, "pattern matches the selected text"),

@@ -2693,18 +2693,24 @@ def _p36(x):
 
 
 def _p43(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _p44(x):
     if isinstance(x, str) and (not re.search('^[A-Za-z][A-Za-z0-9_]*$', x)): return False
     return True
 
 
 def _p42(x):
     if not isinstance(x, dict): return False
-    if any(True and not _p13(x[k]) for k in x): return False
-    if not all(map(_p43, x)): return False
+    if any(True and not _p43(x[k]) for k in x): return False
+    if not all(map(_p44, x)): return False
     return True
 
 
-def _p44(x):
+def _p45(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
@@ -2714,21 +2720,15 @@ def _p41(x):
     if not isinstance(x, dict): return False
     if 'bind' not in x or 'formula' not in x: return False
     if 'bind' in x and not _p42(x['bind']): return False
-    if 'formula' in x and not _p44(x['formula']): return False
+    if 'formula' in x and not _p45(x['formula']): return False
     if any(k not in {'bind', 'formula'} for k in x): return False
     return True
 
 
-def _p46(x):
+def _p47(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_p13, x)): return False
-    return True
-
-
-def _p47(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not all(map(_p43, x)): return False
     return True
 
 
@@ -2739,86 +2739,84 @@ def _p48(x):
 
 
 def _p49(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _p13(x[k]) for k in x): return False
-    return True
-
-
-def _p45(x):
-    if not isinstance(x, dict): return False
-    if 'output' not in x or 'canaries' not in x or 'should_refuse' not in x or 'flags' not in x: return False
-    if 'output' in x and not _p13(x['output']): return False
-    if 'canaries' in x and not _p46(x['canaries']): return False
-    if 'should_refuse' in x and not _p13(x['should_refuse']): return False
-    if 'flags' in x and not _p47(x['flags']): return False
-    if 'rubric' in x and not _p48(x['rubric']): return False
-    if 'inputs' in x and not _p49(x['inputs']): return False
-    if any(k not in {'canaries', 'flags', 'inputs', 'output', 'rubric', 'should_refuse'} for k in x): return False
-    return True
-
-
-def _p51(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
-    return True
-
-
-def _p52(x):
     return True
 
 
 def _p50(x):
-    if not isinstance(x, dict): return False
-    if 'expression' not in x: return False
-    if 'expression' in x and not _p51(x['expression']): return False
-    if 'equals' in x and not _p52(x['equals']): return False
-    if any(k not in {'equals', 'expression'} for k in x): return False
-    return True
-
-
-def _p54(x):
-    if not (isinstance(x, dict) or isinstance(x, bool)): return False
-    return True
-
-
-def _p55(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _p56(x):
-    if isinstance(x, dict) and ('schema' not in x): return False
+def _p51(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _p43(x[k]) for k in x): return False
     return True
 
 
-def _p57(x):
-    if isinstance(x, dict) and ('schema_file' not in x): return False
+def _p46(x):
+    if not isinstance(x, dict): return False
+    if 'output' not in x or 'canaries' not in x or 'should_refuse' not in x or 'flags' not in x: return False
+    if 'output' in x and not _p13(x['output']): return False
+    if 'canaries' in x and not _p47(x['canaries']): return False
+    if 'should_refuse' in x and not _p48(x['should_refuse']): return False
+    if 'flags' in x and not _p49(x['flags']): return False
+    if 'rubric' in x and not _p50(x['rubric']): return False
+    if 'inputs' in x and not _p51(x['inputs']): return False
+    if any(k not in {'canaries', 'flags', 'inputs', 'output', 'rubric', 'should_refuse'} for k in x): return False
     return True
 
 
 def _p53(x):
-    if not isinstance(x, dict): return False
-    if 'actual' not in x: return False
-    if 'actual' in x and not _p13(x['actual']): return False
-    if 'schema' in x and not _p54(x['schema']): return False
-    if 'schema_file' in x and not _p55(x['schema_file']): return False
-    if any(k not in {'actual', 'schema', 'schema_file'} for k in x): return False
-    if (_p56(x) + _p57(x)) != 1: return False
-    return True
-
-
-def _p59(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _p60(x):
+def _p54(x):
+    return True
+
+
+def _p52(x):
     if not isinstance(x, dict): return False
+    if 'expression' not in x: return False
+    if 'expression' in x and not _p53(x['expression']): return False
+    if 'equals' in x and not _p54(x['equals']): return False
+    if any(k not in {'equals', 'expression'} for k in x): return False
+    return True
+
+
+def _p56(x):
+    if not (isinstance(x, dict) or isinstance(x, bool)): return False
+    return True
+
+
+def _p57(x):
+    if not isinstance(x, str): return False
     if len(x) < 1: return False
-    if any(True and not _p13(x[k]) for k in x): return False
-    if not all(map(_p43, x)): return False
+    return True
+
+
+def _p58(x):
+    if isinstance(x, dict) and ('schema' not in x): return False
+    return True
+
+
+def _p59(x):
+    if isinstance(x, dict) and ('schema_file' not in x): return False
+    return True
+
+
+def _p55(x):
+    if not isinstance(x, dict): return False
+    if 'actual' not in x: return False
+    if 'actual' in x and not _p13(x['actual']): return False
+    if 'schema' in x and not _p56(x['schema']): return False
+    if 'schema_file' in x and not _p57(x['schema_file']): return False
+    if any(k not in {'actual', 'schema', 'schema_file'} for k in x): return False
+    if (_p58(x) + _p59(x)) != 1: return False
     return True
 
 
@@ -2829,46 +2827,45 @@ def _p61(x):
 
 
 def _p62(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _p58(x):
     if not isinstance(x, dict): return False
-    if 'rubric' not in x or 'inputs' not in x or 'pass_when' not in x: return False
-    if 'rubric' in x and not _p59(x['rubric']): return False
-    if 'inputs' in x and not _p60(x['inputs']): return False
-    if 'pass_when' in x and not _p61(x['pass_when']): return False
-    if 'fallback' in x and not _p62(x['fallback']): return False
-    if any(k not in {'fallback', 'inputs', 'pass_when', 'rubric'} for k in x): return False
-    return True
-
-
-def _p64(x):
-    if not isinstance(x, list): return False
-    if not all(map(_p13, x)): return False
-    return True
-
-
-def _p65(x):
-    if not isinstance(x, str): return False
     if len(x) < 1: return False
-    return True
-
-
-def _p66(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if any(True and not _p43(x[k]) for k in x): return False
+    if not all(map(_p44, x)): return False
     return True
 
 
 def _p63(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _p64(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _p60(x):
     if not isinstance(x, dict): return False
-    if 'milliseconds' in x and not _p64(x['milliseconds']): return False
-    if 'seconds' in x and not _p65(x['seconds']): return False
-    if 'budget_from' in x and not _p66(x['budget_from']): return False
-    if any(k not in {'budget_from', 'milliseconds', 'seconds'} for k in x): return False
+    if 'rubric' not in x or 'inputs' not in x or 'pass_when' not in x: return False
+    if 'rubric' in x and not _p61(x['rubric']): return False
+    if 'inputs' in x and not _p62(x['inputs']): return False
+    if 'pass_when' in x and not _p63(x['pass_when']): return False
+    if 'fallback' in x and not _p64(x['fallback']): return False
+    if any(k not in {'fallback', 'inputs', 'pass_when', 'rubric'} for k in x): return False
+    return True
+
+
+def _p66(x):
+    if not isinstance(x, list): return False
+    if not all(map(_p43, x)): return False
+    return True
+
+
+def _p67(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
@@ -2878,69 +2875,68 @@ def _p68(x):
     return True
 
 
-def _p69(x):
+def _p65(x):
+    if not isinstance(x, dict): return False
+    if 'milliseconds' in x and not _p66(x['milliseconds']): return False
+    if 'seconds' in x and not _p67(x['seconds']): return False
+    if 'budget_from' in x and not _p68(x['budget_from']): return False
+    if any(k not in {'budget_from', 'milliseconds', 'seconds'} for k in x): return False
+    return True
+
+
+def _p70(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _p67(x):
+def _p71(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _p69(x):
     if not isinstance(x, dict): return False
-    if 'output' in x and not _p68(x['output']): return False
-    if 'items' in x and not _p69(x['items']): return False
+    if 'output' in x and not _p70(x['output']): return False
+    if 'items' in x and not _p71(x['items']): return False
     if any(k not in {'items', 'output'} for k in x): return False
     return True
 
 
-def _p71(x):
+def _p73(x):
     if not (isinstance(x, str) or isinstance(x, list)): return False
     if isinstance(x, list) and (not all(map(_p20, x))): return False
     return True
 
 
-def _p72(x):
+def _p74(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _p73(x):
+def _p75(x):
     if x not in ('all', 'any'): return False
     return True
 
 
-def _p70(x):
+def _p72(x):
     if not isinstance(x, dict): return False
     if 'actual' not in x: return False
     if 'actual' in x and not _p13(x['actual']): return False
-    if 'values' in x and not _p71(x['values']): return False
-    if 'values_from' in x and not _p72(x['values_from']): return False
-    if 'mode' in x and not _p73(x['mode']): return False
+    if 'values' in x and not _p73(x['values']): return False
+    if 'values_from' in x and not _p74(x['values_from']): return False
+    if 'mode' in x and not _p75(x['mode']): return False
     if 'case_insensitive' in x and not _p23(x['case_insensitive']): return False
     if any(k not in {'actual', 'case_insensitive', 'mode', 'values', 'values_from'} for k in x): return False
     if (_p24(x) + _p25(x)) != 1: return False
     return True
 
 
-def _p75(x):
+def _p77(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
-    return True
-
-
-def _p76(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _p74(x):
-    if not isinstance(x, dict): return False
-    if 'detector' not in x: return False
-    if 'output' in x and not _p68(x['output']): return False
-    if 'sanctioned' in x and not _p75(x['sanctioned']): return False
-    if 'detector' in x and not _p76(x['detector']): return False
-    if any(k not in {'detector', 'output', 'sanctioned'} for k in x): return False
     return True
 
 
@@ -2950,68 +2946,72 @@ def _p78(x):
     return True
 
 
-def _p79(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+def _p76(x):
+    if not isinstance(x, dict): return False
+    if 'detector' not in x: return False
+    if 'output' in x and not _p70(x['output']): return False
+    if 'sanctioned' in x and not _p77(x['sanctioned']): return False
+    if 'detector' in x and not _p78(x['detector']): return False
+    if any(k not in {'detector', 'output', 'sanctioned'} for k in x): return False
     return True
 
 
-def _p77(x):
-    if not isinstance(x, dict): return False
-    if 'output' not in x or 'expected' not in x or 'lexicon' not in x: return False
-    if 'output' in x and not _p13(x['output']): return False
-    if 'expected' in x and not _p78(x['expected']): return False
-    if 'lexicon' in x and not _p79(x['lexicon']): return False
-    if any(k not in {'expected', 'lexicon', 'output'} for k in x): return False
+def _p80(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _p81(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
-    if len(x) > 2000: return False
+    return True
+
+
+def _p79(x):
+    if not isinstance(x, dict): return False
+    if 'output' not in x or 'expected' not in x or 'lexicon' not in x: return False
+    if 'output' in x and not _p13(x['output']): return False
+    if 'expected' in x and not _p80(x['expected']): return False
+    if 'lexicon' in x and not _p81(x['lexicon']): return False
+    if any(k not in {'expected', 'lexicon', 'output'} for k in x): return False
     return True
 
 
 def _p83(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    if len(x) > 2000: return False
+    return True
+
+
+def _p85(x):
     if x not in ('ignorecase', 'multiline', 'dotall'): return False
     return True
 
 
-def _p82(x):
+def _p84(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
-    if not all(map(_p83, x)): return False
+    if not all(map(_p85, x)): return False
     return True
 
 
-def _p80(x):
+def _p82(x):
     if not isinstance(x, dict): return False
     if 'actual' not in x or 'pattern' not in x: return False
     if 'actual' in x and not _p13(x['actual']): return False
-    if 'pattern' in x and not _p81(x['pattern']): return False
-    if 'flags' in x and not _p82(x['flags']): return False
+    if 'pattern' in x and not _p83(x['pattern']): return False
+    if 'flags' in x and not _p84(x['flags']): return False
     if any(k not in {'actual', 'flags', 'pattern'} for k in x): return False
     return True
 
 
-def _p84(x):
+def _p86(x):
     if not isinstance(x, dict): return False
     if 'expected' in x and not _p10(x['expected']): return False
     if 'observed' in x and not _p11(x['observed']): return False
     if any(k not in {'expected', 'observed'} for k in x): return False
-    return True
-
-
-def _p86(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _p87(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
     return True
 
 
@@ -3027,121 +3027,133 @@ def _p89(x):
     return True
 
 
-def _p85(x):
-    if not isinstance(x, dict): return False
-    if 'calls' in x and not _p9(x['calls']): return False
-    if 'allowed' in x and not _p86(x['allowed']): return False
-    if 'forbidden' in x and not _p87(x['forbidden']): return False
-    if 'contracts' in x and not _p88(x['contracts']): return False
-    if 'expected' in x and not _p89(x['expected']): return False
-    if any(k not in {'allowed', 'calls', 'contracts', 'expected', 'forbidden'} for k in x): return False
+def _p90(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _p91(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
-def _p92(x):
-    if not isinstance(x, list): return False
-    if len(x) < 2: return False
-    if len(x) > 2: return False
-    if not all(map(_p91, x)): return False
+def _p87(x):
+    if not isinstance(x, dict): return False
+    if 'calls' in x and not _p9(x['calls']): return False
+    if 'allowed' in x and not _p88(x['allowed']): return False
+    if 'forbidden' in x and not _p89(x['forbidden']): return False
+    if 'contracts' in x and not _p90(x['contracts']): return False
+    if 'expected' in x and not _p91(x['expected']): return False
+    if any(k not in {'allowed', 'calls', 'contracts', 'expected', 'forbidden'} for k in x): return False
     return True
 
 
 def _p93(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _p95(x):
-    if x not in ('positive', 'negative', 'unknown'): return False
+    if x < 1: return False
     return True
 
 
 def _p94(x):
     if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not unique_items(x): return False
-    if not all(map(_p95, x)): return False
+    if len(x) < 2: return False
+    if len(x) > 2: return False
+    if not all(map(_p93, x)): return False
     return True
 
 
-def _p90(x):
-    if not isinstance(x, dict): return False
-    if 'budget' not in x or 'budget_range' not in x or 'evidence_cap_numerator' not in x or 'evidence_cap_denominator' not in x or 'quota_divisor' not in x or 'quota_floor' not in x or 'cell_states' not in x or 'seed_bytes' not in x: return False
-    if 'budget' in x and not _p91(x['budget']): return False
-    if 'budget_range' in x and not _p92(x['budget_range']): return False
-    if 'evidence_cap_numerator' in x and not _p93(x['evidence_cap_numerator']): return False
-    if 'evidence_cap_denominator' in x and not _p91(x['evidence_cap_denominator']): return False
-    if 'quota_divisor' in x and not _p91(x['quota_divisor']): return False
-    if 'quota_floor' in x and not _p93(x['quota_floor']): return False
-    if 'cell_states' in x and not _p94(x['cell_states']): return False
-    if 'seed_bytes' in x and not _p91(x['seed_bytes']): return False
-    if any(k not in {'budget', 'budget_range', 'cell_states', 'evidence_cap_denominator', 'evidence_cap_numerator', 'quota_divisor', 'quota_floor', 'seed_bytes'} for k in x): return False
-    return True
-
-
-def _p98(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, str)): return False
+def _p95(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _p97(x):
+    if x not in ('positive', 'negative', 'unknown'): return False
+    return True
+
+
+def _p96(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not unique_items(x): return False
+    if not all(map(_p97, x)): return False
+    return True
+
+
+def _p92(x):
     if not isinstance(x, dict): return False
-    if 'name' not in x or 'prompt_file' not in x or 'batch_documents' not in x or 'batch_characters' not in x or 'segment_max_characters' not in x or 'segment_split_min_characters' not in x: return False
-    if 'name' in x and not _p2(x['name']): return False
-    if 'prompt_file' in x and not _p2(x['prompt_file']): return False
-    if 'batch_documents' in x and not _p91(x['batch_documents']): return False
-    if 'batch_characters' in x and not _p91(x['batch_characters']): return False
-    if 'segment_max_characters' in x and not _p91(x['segment_max_characters']): return False
-    if 'segment_split_min_characters' in x and not _p93(x['segment_split_min_characters']): return False
-    if any(k not in {'batch_characters', 'batch_documents', 'name', 'prompt_file', 'segment_max_characters', 'segment_split_min_characters'} and not _p98(x[k]) for k in x): return False
+    if 'budget' not in x or 'budget_range' not in x or 'evidence_cap_numerator' not in x or 'evidence_cap_denominator' not in x or 'quota_divisor' not in x or 'quota_floor' not in x or 'cell_states' not in x or 'seed_bytes' not in x: return False
+    if 'budget' in x and not _p93(x['budget']): return False
+    if 'budget_range' in x and not _p94(x['budget_range']): return False
+    if 'evidence_cap_numerator' in x and not _p95(x['evidence_cap_numerator']): return False
+    if 'evidence_cap_denominator' in x and not _p93(x['evidence_cap_denominator']): return False
+    if 'quota_divisor' in x and not _p93(x['quota_divisor']): return False
+    if 'quota_floor' in x and not _p95(x['quota_floor']): return False
+    if 'cell_states' in x and not _p96(x['cell_states']): return False
+    if 'seed_bytes' in x and not _p93(x['seed_bytes']): return False
+    if any(k not in {'budget', 'budget_range', 'cell_states', 'evidence_cap_denominator', 'evidence_cap_numerator', 'quota_divisor', 'quota_floor', 'seed_bytes'} for k in x): return False
+    return True
+
+
+def _p100(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, str)): return False
     return True
 
 
 def _p99(x):
+    if not isinstance(x, dict): return False
+    if 'name' not in x or 'prompt_file' not in x or 'batch_documents' not in x or 'batch_characters' not in x or 'segment_max_characters' not in x or 'segment_split_min_characters' not in x: return False
+    if 'name' in x and not _p2(x['name']): return False
+    if 'prompt_file' in x and not _p2(x['prompt_file']): return False
+    if 'batch_documents' in x and not _p93(x['batch_documents']): return False
+    if 'batch_characters' in x and not _p93(x['batch_characters']): return False
+    if 'segment_max_characters' in x and not _p93(x['segment_max_characters']): return False
+    if 'segment_split_min_characters' in x and not _p95(x['segment_split_min_characters']): return False
+    if any(k not in {'batch_characters', 'batch_documents', 'name', 'prompt_file', 'segment_max_characters', 'segment_split_min_characters'} and not _p100(x[k]) for k in x): return False
+    return True
+
+
+def _p101(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
     if any(True and not _p2(x[k]) for k in x): return False
     return True
 
 
-def _p100(x):
+def _p102(x):
     if not isinstance(x, dict): return False
     if 'min_confirmed' not in x or 'all_contradicted' not in x or 'otherwise' not in x: return False
-    if 'min_confirmed' in x and not _p93(x['min_confirmed']): return False
+    if 'min_confirmed' in x and not _p95(x['min_confirmed']): return False
     if 'all_contradicted' in x and not _p2(x['all_contradicted']): return False
     if 'otherwise' in x and not _p2(x['otherwise']): return False
     if any(k not in {'all_contradicted', 'min_confirmed', 'otherwise'} for k in x): return False
     return True
 
 
-def _p102(x):
+def _p104(x):
     if x not in ('supported', 'partial', 'unsupported', 'uncertain'): return False
     return True
 
 
-def _p101(x):
+def _p103(x):
     if not isinstance(x, list): return False
     if len(x) < 4: return False
     if len(x) > 4: return False
     if not unique_items(x): return False
-    if not all(map(_p102, x)): return False
+    if not all(map(_p104, x)): return False
     return True
 
 
-def _p103(x):
+def _p105(x):
     if not isinstance(x, dict): return False
-    if any(True and not _p102(x[k]) for k in x): return False
+    if any(True and not _p104(x[k]) for k in x): return False
     return True
 
 
-def _p104(x):
+def _p106(x):
     if not isinstance(x, dict): return False
     if 'supported' not in x or 'partial' not in x or 'unsupported' not in x or 'uncertain' not in x: return False
     if 'supported' in x and not _p2(x['supported']): return False
@@ -3152,38 +3164,38 @@ def _p104(x):
     return True
 
 
-def _p96(x):
+def _p98(x):
     if not isinstance(x, dict): return False
     if 'record' not in x or 'flags' not in x or 'evidence' not in x or 'precedence' not in x or 'cap_for_flag' not in x or 'interpretations' not in x: return False
-    if 'record' in x and not _p97(x['record']): return False
-    if 'flags' in x and not _p99(x['flags']): return False
-    if 'evidence' in x and not _p100(x['evidence']): return False
-    if 'precedence' in x and not _p101(x['precedence']): return False
-    if 'cap_for_flag' in x and not _p103(x['cap_for_flag']): return False
-    if 'interpretations' in x and not _p104(x['interpretations']): return False
+    if 'record' in x and not _p99(x['record']): return False
+    if 'flags' in x and not _p101(x['flags']): return False
+    if 'evidence' in x and not _p102(x['evidence']): return False
+    if 'precedence' in x and not _p103(x['precedence']): return False
+    if 'cap_for_flag' in x and not _p105(x['cap_for_flag']): return False
+    if 'interpretations' in x and not _p106(x['interpretations']): return False
     if any(k not in {'cap_for_flag', 'evidence', 'flags', 'interpretations', 'precedence', 'record'} for k in x): return False
     return True
 
 
-def _p108(x):
+def _p110(x):
     if x not in ('submission', 'A', 'B'): return False
     return True
 
 
-def _p109(x):
+def _p111(x):
     if not isinstance(x, str): return False
     if not re.search('^[A-Z][A-Z0-9_]*$', x): return False
     return True
 
 
-def _p110(x):
+def _p112(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if any(True and not _p109(x[k]) for k in x): return False
+    if any(True and not _p111(x[k]) for k in x): return False
     return True
 
 
-def _p111(x):
+def _p113(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not unique_items(x): return False
@@ -3191,240 +3203,228 @@ def _p111(x):
     return True
 
 
-def _p112(x):
+def _p114(x):
     if isinstance(x, dict) and ('code' not in x): return False
     return True
 
 
-def _p113(x):
+def _p115(x):
     if isinstance(x, dict) and ('codes' not in x): return False
+    return True
+
+
+def _p109(x):
+    if not isinstance(x, dict): return False
+    if 'id' not in x or 'phase' not in x or 'check' not in x or 'message' not in x: return False
+    if 'id' in x and not _p2(x['id']): return False
+    if 'phase' in x and not _p110(x['phase']): return False
+    if 'check' in x and not _p2(x['check']): return False
+    if 'code' in x and not _p111(x['code']): return False
+    if 'codes' in x and not _p112(x['codes']): return False
+    if 'kinds' in x and not _p113(x['kinds']): return False
+    if 'message' in x and not _p2(x['message']): return False
+    if any(k not in {'check', 'code', 'codes', 'id', 'kinds', 'message', 'phase'} for k in x): return False
+    if (_p114(x) + _p115(x)) != 1: return False
+    return True
+
+
+def _p108(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_p109, x)): return False
     return True
 
 
 def _p107(x):
     if not isinstance(x, dict): return False
-    if 'id' not in x or 'phase' not in x or 'check' not in x or 'message' not in x: return False
-    if 'id' in x and not _p2(x['id']): return False
-    if 'phase' in x and not _p108(x['phase']): return False
-    if 'check' in x and not _p2(x['check']): return False
-    if 'code' in x and not _p109(x['code']): return False
-    if 'codes' in x and not _p110(x['codes']): return False
-    if 'kinds' in x and not _p111(x['kinds']): return False
-    if 'message' in x and not _p2(x['message']): return False
-    if any(k not in {'check', 'code', 'codes', 'id', 'kinds', 'message', 'phase'} for k in x): return False
-    if (_p112(x) + _p113(x)) != 1: return False
-    return True
-
-
-def _p106(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not all(map(_p107, x)): return False
-    return True
-
-
-def _p105(x):
-    if not isinstance(x, dict): return False
     if 'message_limit' not in x or 'gates' not in x: return False
-    if 'message_limit' in x and not _p91(x['message_limit']): return False
-    if 'gates' in x and not _p106(x['gates']): return False
+    if 'message_limit' in x and not _p93(x['message_limit']): return False
+    if 'gates' in x and not _p108(x['gates']): return False
     if any(k not in {'gates', 'message_limit'} for k in x): return False
     return True
 
 
-def _p115(x):
+def _p117(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p116(x):
+def _p118(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x <= 0: return False
     return True
 
 
-def _p117(x):
+def _p119(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     if x > 10: return False
     return True
 
 
-def _p118(x):
+def _p120(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     return True
 
 
-def _p114(x):
+def _p116(x):
     if not isinstance(x, dict): return False
     if 'system_prompt' not in x or 'blind_repair' not in x or 'max_input_chars' not in x or 'max_output_tokens' not in x or 'blind_concurrency' not in x or 'timeout_s' not in x: return False
-    if 'system_prompt' in x and not _p115(x['system_prompt']): return False
+    if 'system_prompt' in x and not _p117(x['system_prompt']): return False
     if 'blind_repair' in x and not _p2(x['blind_repair']): return False
-    if 'max_input_chars' in x and not _p91(x['max_input_chars']): return False
-    if 'max_output_tokens' in x and not _p91(x['max_output_tokens']): return False
-    if 'blind_concurrency' in x and not _p91(x['blind_concurrency']): return False
-    if 'timeout_s' in x and not _p116(x['timeout_s']): return False
-    if 'retries' in x and not _p117(x['retries']): return False
-    if 'backoff_s' in x and not _p118(x['backoff_s']): return False
-    if 'max_backoff_s' in x and not _p118(x['max_backoff_s']): return False
+    if 'max_input_chars' in x and not _p93(x['max_input_chars']): return False
+    if 'max_output_tokens' in x and not _p93(x['max_output_tokens']): return False
+    if 'blind_concurrency' in x and not _p93(x['blind_concurrency']): return False
+    if 'timeout_s' in x and not _p118(x['timeout_s']): return False
+    if 'retries' in x and not _p119(x['retries']): return False
+    if 'backoff_s' in x and not _p120(x['backoff_s']): return False
+    if 'max_backoff_s' in x and not _p120(x['max_backoff_s']): return False
     if any(k not in {'backoff_s', 'blind_concurrency', 'blind_repair', 'max_backoff_s', 'max_input_chars', 'max_output_tokens', 'retries', 'system_prompt', 'timeout_s'} for k in x): return False
     return True
 
 
-def _p121(x):
+def _p123(x):
     if x not in ('comparison_groups', 'cutoff', 'conditions'): return False
     return True
 
 
-def _p122(x):
+def _p124(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p123(x):
+def _p125(x):
     if x not in ('negative', 'discordant'): return False
     return True
 
 
-def _p120(x):
+def _p122(x):
     if not isinstance(x, dict): return False
     if 'arms' not in x or 'conditions' not in x or 'sets' not in x or 'counter_pool' not in x: return False
-    if 'arms' in x and not _p121(x['arms']): return False
-    if 'conditions' in x and not _p91(x['conditions']): return False
-    if 'sets' in x and not _p122(x['sets']): return False
-    if 'counter_pool' in x and not _p123(x['counter_pool']): return False
+    if 'arms' in x and not _p123(x['arms']): return False
+    if 'conditions' in x and not _p93(x['conditions']): return False
+    if 'sets' in x and not _p124(x['sets']): return False
+    if 'counter_pool' in x and not _p125(x['counter_pool']): return False
     if any(k not in {'arms', 'conditions', 'counter_pool', 'sets'} for k in x): return False
     return True
 
 
-def _p119(x):
+def _p121(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if any(True and not _p120(x[k]) for k in x): return False
+    if any(True and not _p122(x[k]) for k in x): return False
+    return True
+
+
+def _p128(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _p93(x[k]) for k in x): return False
+    return True
+
+
+def _p130(x):
+    if x not in ('eq', 'in', 'gte', 'lte'): return False
+    return True
+
+
+def _p129(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not unique_items(x): return False
+    if not all(map(_p130, x)): return False
+    return True
+
+
+def _p131(x):
+    if not isinstance(x, dict): return False
+    if 'min' not in x or 'max' not in x: return False
+    if 'min' in x and not _p95(x['min']): return False
+    if 'max' in x and not _p95(x['max']): return False
+    if any(k not in {'max', 'min'} for k in x): return False
+    return True
+
+
+def _p132(x):
+    if not json_equal(x, 2): return False
+    return True
+
+
+def _p135(x):
+    if x != 'supporting': return False
+    return True
+
+
+def _p134(x):
+    if isinstance(x, list) and (not any(map(_p135, x))): return False
+    return True
+
+
+def _p133(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not unique_items(x): return False
+    if not all(map(_p2, x)): return False
+    if not _p134(x): return False
+    return True
+
+
+def _p127(x):
+    if not isinstance(x, dict): return False
+    if 'conditions_per_kind' in x and not _p128(x['conditions_per_kind']): return False
+    if 'max_evidence_spans' in x and not _p93(x['max_evidence_spans']): return False
+    if 'max_filters' in x and not _p95(x['max_filters']): return False
+    if 'operators' in x and not _p129(x['operators']): return False
+    if 'in_values' in x and not _p131(x['in_values']): return False
+    if 'group_values' in x and not _p131(x['group_values']): return False
+    if 'groups' in x and not _p132(x['groups']): return False
+    if 'temporal_field' in x and not _p2(x['temporal_field']): return False
+    if 'evidence_roles' in x and not _p133(x['evidence_roles']): return False
+    if 'min_supporting_documents' in x and not _p95(x['min_supporting_documents']): return False
+    if any(k not in {'conditions_per_kind', 'evidence_roles', 'group_values', 'groups', 'in_values', 'max_evidence_spans', 'max_filters', 'min_supporting_documents', 'operators', 'temporal_field'} for k in x): return False
     return True
 
 
 def _p126(x):
     if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _p91(x[k]) for k in x): return False
-    return True
-
-
-def _p128(x):
-    if x not in ('eq', 'in', 'gte', 'lte'): return False
-    return True
-
-
-def _p127(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not unique_items(x): return False
-    if not all(map(_p128, x)): return False
-    return True
-
-
-def _p129(x):
-    if not isinstance(x, dict): return False
-    if 'min' not in x or 'max' not in x: return False
-    if 'min' in x and not _p93(x['min']): return False
-    if 'max' in x and not _p93(x['max']): return False
-    if any(k not in {'max', 'min'} for k in x): return False
-    return True
-
-
-def _p130(x):
-    if not json_equal(x, 2): return False
-    return True
-
-
-def _p133(x):
-    if x != 'supporting': return False
-    return True
-
-
-def _p132(x):
-    if isinstance(x, list) and (not any(map(_p133, x))): return False
-    return True
-
-
-def _p131(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not unique_items(x): return False
-    if not all(map(_p2, x)): return False
-    if not _p132(x): return False
-    return True
-
-
-def _p125(x):
-    if not isinstance(x, dict): return False
-    if 'conditions_per_kind' in x and not _p126(x['conditions_per_kind']): return False
-    if 'max_evidence_spans' in x and not _p91(x['max_evidence_spans']): return False
-    if 'max_filters' in x and not _p93(x['max_filters']): return False
-    if 'operators' in x and not _p127(x['operators']): return False
-    if 'in_values' in x and not _p129(x['in_values']): return False
-    if 'group_values' in x and not _p129(x['group_values']): return False
-    if 'groups' in x and not _p130(x['groups']): return False
-    if 'temporal_field' in x and not _p2(x['temporal_field']): return False
-    if 'evidence_roles' in x and not _p131(x['evidence_roles']): return False
-    if 'min_supporting_documents' in x and not _p93(x['min_supporting_documents']): return False
-    if any(k not in {'conditions_per_kind', 'evidence_roles', 'group_values', 'groups', 'in_values', 'max_evidence_spans', 'max_filters', 'min_supporting_documents', 'operators', 'temporal_field'} for k in x): return False
-    return True
-
-
-def _p124(x):
-    if not isinstance(x, dict): return False
     if 'scoring_version' not in x or 'difficulty' not in x or 'benchmark_version' not in x or 'gates' not in x: return False
     if 'scoring_version' in x and not _p2(x['scoring_version']): return False
     if 'difficulty' in x and not _p2(x['difficulty']): return False
     if 'benchmark_version' in x and not _p2(x['benchmark_version']): return False
-    if 'gates' in x and not _p125(x['gates']): return False
+    if 'gates' in x and not _p127(x['gates']): return False
     if any(k not in {'benchmark_version', 'difficulty', 'gates', 'scoring_version'} for k in x): return False
     return True
 
 
-def _p136(x):
+def _p138(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     return True
 
 
-def _p135(x):
+def _p137(x):
     if not isinstance(x, dict): return False
     if 'supported' not in x or 'partial' not in x or 'unsupported' not in x or 'uncertain' not in x: return False
-    if 'supported' in x and not _p136(x['supported']): return False
-    if 'partial' in x and not _p136(x['partial']): return False
-    if 'unsupported' in x and not _p136(x['unsupported']): return False
-    if 'uncertain' in x and not _p136(x['uncertain']): return False
+    if 'supported' in x and not _p138(x['supported']): return False
+    if 'partial' in x and not _p138(x['partial']): return False
+    if 'unsupported' in x and not _p138(x['unsupported']): return False
+    if 'uncertain' in x and not _p138(x['uncertain']): return False
     if any(k not in {'partial', 'supported', 'uncertain', 'unsupported'} for k in x): return False
     return True
 
 
-def _p137(x):
+def _p139(x):
     if not isinstance(x, list): return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p139(x):
-    if x not in ('statistical_validity', 'evidence_entailment', 'analytical_depth', 'calibration'): return False
-    return True
-
-
-def _p138(x):
-    if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _p139(x[k]) for k in x): return False
-    return True
-
-
 def _p141(x):
-    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool))): return False
+    if x not in ('statistical_validity', 'evidence_entailment', 'analytical_depth', 'calibration'): return False
     return True
 
 
@@ -3435,28 +3435,40 @@ def _p140(x):
     return True
 
 
+def _p143(x):
+    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool))): return False
+    return True
+
+
 def _p142(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _p143(x[k]) for k in x): return False
+    return True
+
+
+def _p144(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p134(x):
+def _p136(x):
     if not isinstance(x, dict): return False
     if 'support_factor' not in x or 'zero_if' not in x or 'formula' not in x or 'dimensions' not in x or 'summary' not in x or 'disclaimer' not in x: return False
-    if 'support_factor' in x and not _p135(x['support_factor']): return False
-    if 'zero_if' in x and not _p137(x['zero_if']): return False
+    if 'support_factor' in x and not _p137(x['support_factor']): return False
+    if 'zero_if' in x and not _p139(x['zero_if']): return False
     if 'formula' in x and not _p2(x['formula']): return False
-    if 'dimensions' in x and not _p138(x['dimensions']): return False
-    if 'summary' in x and not _p140(x['summary']): return False
+    if 'dimensions' in x and not _p140(x['dimensions']): return False
+    if 'summary' in x and not _p142(x['summary']): return False
     if 'disclaimer' in x and not _p2(x['disclaimer']): return False
-    if 'caveats' in x and not _p142(x['caveats']): return False
+    if 'caveats' in x and not _p144(x['caveats']): return False
     if any(k not in {'caveats', 'dimensions', 'disclaimer', 'formula', 'summary', 'support_factor', 'zero_if'} for k in x): return False
     return True
 
 
-def _p146(x):
+def _p148(x):
     if not isinstance(x, dict): return False
     if 'same_as' not in x: return False
     if 'same_as' in x and not _p2(x['same_as']): return False
@@ -3464,143 +3476,148 @@ def _p146(x):
     return True
 
 
-def _p149(x):
+def _p151(x):
     if not isinstance(x, dict): return False
     if 'key' not in x or 'expr' not in x: return False
     if 'key' in x and not _p2(x['key']): return False
-    if 'expr' in x and not _p141(x['expr']): return False
+    if 'expr' in x and not _p143(x['expr']): return False
     if any(k not in {'expr', 'key'} for k in x): return False
-    return True
-
-
-def _p148(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not all(map(_p149, x)): return False
-    return True
-
-
-def _p147(x):
-    if not isinstance(x, dict): return False
-    if 'counts' not in x or 'keys' not in x: return False
-    if 'counts' in x and not _p99(x['counts']): return False
-    if 'keys' in x and not _p148(x['keys']): return False
-    if any(k not in {'counts', 'keys'} for k in x): return False
-    return True
-
-
-def _p145(x):
-    if (_p146(x) + _p147(x)) != 1: return False
-    return True
-
-
-def _p144(x):
-    if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _p145(x[k]) for k in x): return False
     return True
 
 
 def _p150(x):
     if not isinstance(x, list): return False
-    if not all(map(_p149, x)): return False
+    if len(x) < 1: return False
+    if not all(map(_p151, x)): return False
+    return True
+
+
+def _p149(x):
+    if not isinstance(x, dict): return False
+    if 'counts' not in x or 'keys' not in x: return False
+    if 'counts' in x and not _p101(x['counts']): return False
+    if 'keys' in x and not _p150(x['keys']): return False
+    if any(k not in {'counts', 'keys'} for k in x): return False
+    return True
+
+
+def _p147(x):
+    if (_p148(x) + _p149(x)) != 1: return False
+    return True
+
+
+def _p146(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _p147(x[k]) for k in x): return False
     return True
 
 
 def _p152(x):
+    if not isinstance(x, list): return False
+    if not all(map(_p151, x)): return False
+    return True
+
+
+def _p154(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p154(x):
+def _p156(x):
     if x not in ('strata_n', 'missing_metadata_n', 'eligible_strata_n', 'covered_known_n', 'excluded_known_n', 'standardized_delta_pp', 'covered_crude_delta_pp', 'min_stratum_delta_pp', 'max_stratum_delta_pp', 'drop_largest_n', 'drop_largest_arm0_n', 'drop_largest_arm1_n', 'drop_largest_delta_pp', 'support_missing_metadata_n', 'max_support_share'): return False
     return True
 
 
-def _p153(x):
+def _p155(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
-    if not all(map(_p154, x)): return False
+    if not all(map(_p156, x)): return False
     return True
 
 
-def _p151(x):
+def _p153(x):
     if not isinstance(x, dict): return False
     if 'axes' not in x or 'min_known_per_arm' not in x or 'fields' not in x: return False
-    if 'axes' in x and not _p152(x['axes']): return False
-    if 'min_known_per_arm' in x and not _p91(x['min_known_per_arm']): return False
-    if 'fields' in x and not _p153(x['fields']): return False
+    if 'axes' in x and not _p154(x['axes']): return False
+    if 'min_known_per_arm' in x and not _p93(x['min_known_per_arm']): return False
+    if 'fields' in x and not _p155(x['fields']): return False
     if any(k not in {'axes', 'fields', 'min_known_per_arm'} for k in x): return False
     return True
 
 
-def _p143(x):
+def _p145(x):
     if not isinstance(x, dict): return False
     if 'tolerance' not in x or 'kinds' not in x or 'population_keys' not in x or 'robustness' not in x: return False
-    if 'tolerance' in x and not _p118(x['tolerance']): return False
-    if 'kinds' in x and not _p144(x['kinds']): return False
-    if 'population_keys' in x and not _p150(x['population_keys']): return False
-    if 'robustness' in x and not _p151(x['robustness']): return False
+    if 'tolerance' in x and not _p120(x['tolerance']): return False
+    if 'kinds' in x and not _p146(x['kinds']): return False
+    if 'population_keys' in x and not _p152(x['population_keys']): return False
+    if 'robustness' in x and not _p153(x['robustness']): return False
     if any(k not in {'kinds', 'population_keys', 'robustness', 'tolerance'} for k in x): return False
     return True
 
 
-def _p156(x):
+def _p158(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 4000: return False
     return True
 
 
-def _p157(x):
+def _p159(x):
     if not isinstance(x, list): return False
     if not all(map(_p20, x)): return False
     return True
 
 
-def _p155(x):
+def _p160(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _p157(x):
     if not isinstance(x, dict): return False
     if 'reply' not in x or 'actions' not in x or 'resolved' not in x: return False
-    if 'reply' in x and not _p156(x['reply']): return False
-    if 'actions' in x and not _p157(x['actions']): return False
-    if 'resolved' in x and not _p23(x['resolved']): return False
-    return True
-
-
-def _p164(x):
-    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, list)): return False
-    return True
-
-
-def _p163(x):
-    if not isinstance(x, dict): return False
-    if 'field' in x and not _p20(x['field']): return False
-    if 'op' in x and not _p128(x['op']): return False
-    if 'value' in x and not _p164(x['value']): return False
-    return True
-
-
-def _p162(x):
-    if not isinstance(x, list): return False
-    if len(x) > 3: return False
-    if not all(map(_p163, x)): return False
-    return True
-
-
-def _p161(x):
-    if not isinstance(x, dict): return False
-    if 'filters' in x and not _p162(x['filters']): return False
-    return True
-
-
-def _p165(x):
-    if not (isinstance(x, dict) or x is None): return False
+    if 'reply' in x and not _p158(x['reply']): return False
+    if 'actions' in x and not _p159(x['actions']): return False
+    if 'resolved' in x and not _p160(x['resolved']): return False
     return True
 
 
 def _p167(x):
+    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, list)): return False
+    return True
+
+
+def _p166(x):
+    if not isinstance(x, dict): return False
+    if 'field' in x and not _p20(x['field']): return False
+    if 'op' in x and not _p130(x['op']): return False
+    if 'value' in x and not _p167(x['value']): return False
+    return True
+
+
+def _p165(x):
+    if not isinstance(x, list): return False
+    if len(x) > 3: return False
+    if not all(map(_p166, x)): return False
+    return True
+
+
+def _p164(x):
+    if not isinstance(x, dict): return False
+    if 'filters' in x and not _p165(x['filters']): return False
+    return True
+
+
+def _p168(x):
+    if not (isinstance(x, dict) or x is None): return False
+    return True
+
+
+def _p170(x):
     if not isinstance(x, dict): return False
     if 'condition_id' not in x or 'inclusion' not in x or 'exclusion' not in x: return False
     if 'condition_id' in x and not _p2(x['condition_id']): return False
@@ -3610,96 +3627,96 @@ def _p167(x):
     return True
 
 
-def _p166(x):
+def _p169(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if len(x) > 2: return False
-    if not all(map(_p167, x)): return False
+    if not all(map(_p170, x)): return False
     return True
 
 
-def _p170(x):
+def _p173(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_p20, x)): return False
     return True
 
 
-def _p169(x):
+def _p172(x):
     if not isinstance(x, dict): return False
     if 'condition_id' not in x or 'positive_doc_ids' not in x or 'negative_doc_ids' not in x or 'unknown_doc_ids' not in x: return False
     if 'condition_id' in x and not _p20(x['condition_id']): return False
-    if 'positive_doc_ids' in x and not _p170(x['positive_doc_ids']): return False
-    if 'negative_doc_ids' in x and not _p170(x['negative_doc_ids']): return False
-    if 'unknown_doc_ids' in x and not _p170(x['unknown_doc_ids']): return False
+    if 'positive_doc_ids' in x and not _p173(x['positive_doc_ids']): return False
+    if 'negative_doc_ids' in x and not _p173(x['negative_doc_ids']): return False
+    if 'unknown_doc_ids' in x and not _p173(x['unknown_doc_ids']): return False
     if any(k not in {'condition_id', 'negative_doc_ids', 'positive_doc_ids', 'unknown_doc_ids'} for k in x): return False
     return True
 
 
-def _p168(x):
+def _p171(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if len(x) > 2: return False
-    if not all(map(_p169, x)): return False
+    if not all(map(_p172, x)): return False
     return True
 
 
-def _p171(x):
+def _p174(x):
     if not isinstance(x, dict): return False
-    if any(True and not _p136(x[k]) for k in x): return False
+    if any(True and not _p138(x[k]) for k in x): return False
     return True
 
 
-def _p173(x):
+def _p176(x):
     if not isinstance(x, dict): return False
     if 'doc_id' not in x or 'start' not in x or 'end' not in x or 'quote' not in x or 'role' not in x: return False
     if 'doc_id' in x and not _p20(x['doc_id']): return False
-    if 'start' in x and not _p93(x['start']): return False
-    if 'end' in x and not _p91(x['end']): return False
+    if 'start' in x and not _p95(x['start']): return False
+    if 'end' in x and not _p93(x['end']): return False
     if 'quote' in x and not _p2(x['quote']): return False
     if 'role' in x and not _p20(x['role']): return False
     if any(k not in {'doc_id', 'end', 'quote', 'role', 'start'} for k in x): return False
     return True
 
 
-def _p172(x):
+def _p175(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_p173, x)): return False
+    if not all(map(_p176, x)): return False
     return True
 
 
-def _p160(x):
+def _p163(x):
     if not isinstance(x, dict): return False
     if 'finding_id' not in x or 'claim' not in x or 'kind' not in x or 'scope' not in x or 'definitions' not in x or 'assignments' not in x or 'statistics' not in x or 'evidence' not in x or 'limitations' not in x: return False
     if 'finding_id' in x and not _p20(x['finding_id']): return False
     if 'claim' in x and not _p20(x['claim']): return False
     if 'scope' in x and not _p20(x['scope']): return False
     if 'kind' in x and not _p20(x['kind']): return False
-    if 'population' in x and not _p161(x['population']): return False
-    if 'comparison' in x and not _p165(x['comparison']): return False
-    if 'definitions' in x and not _p166(x['definitions']): return False
-    if 'assignments' in x and not _p168(x['assignments']): return False
-    if 'statistics' in x and not _p171(x['statistics']): return False
-    if 'evidence' in x and not _p172(x['evidence']): return False
-    if 'limitations' in x and not _p111(x['limitations']): return False
+    if 'population' in x and not _p164(x['population']): return False
+    if 'comparison' in x and not _p168(x['comparison']): return False
+    if 'definitions' in x and not _p169(x['definitions']): return False
+    if 'assignments' in x and not _p171(x['assignments']): return False
+    if 'statistics' in x and not _p174(x['statistics']): return False
+    if 'evidence' in x and not _p175(x['evidence']): return False
+    if 'limitations' in x and not _p113(x['limitations']): return False
     if any(k not in {'assignments', 'claim', 'comparison', 'definitions', 'evidence', 'finding_id', 'kind', 'limitations', 'population', 'scope', 'statistics'} for k in x): return False
     return True
 
 
-def _p159(x):
+def _p162(x):
     if not isinstance(x, list): return False
     if len(x) > 5: return False
-    if not all(map(_p160, x)): return False
+    if not all(map(_p163, x)): return False
     return True
 
 
-def _p158(x):
+def _p161(x):
     if not isinstance(x, dict): return False
     if 'task_id' not in x or 'findings' not in x or 'abstention_reason' not in x: return False
     if 'task_id' in x and not _p20(x['task_id']): return False
     if 'abstention_reason' in x and not _p20(x['abstention_reason']): return False
-    if 'findings' in x and not _p159(x['findings']): return False
+    if 'findings' in x and not _p162(x['findings']): return False
     if any(k not in {'abstention_reason', 'findings', 'task_id'} for k in x): return False
     return True
 
@@ -3760,35 +3777,35 @@ SHIPPED = {
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {
     'e854faf99f35620e7e0981a4af03d6bc8f8384278a24ba1fe77a10db98b852dd': _p0,  # format otel-genai
-    'cecc4d925e70fba4ad63e6037efc6fee3b65ce6e3e4d94d18e38b4efcc88ae99': _p4,  # inspection action_sequence
-    '365f33a43c5b5d9c196132db2536d7f075a7453f1c07b2f87d61e88eaf5fa819': _p12,  # inspection at_least, inspection at_most
-    'cbea0406a56b5f26d1cb1bc9c7c524d003df0981c454d252c8a2daf235cc8caf': _p18,  # inspection contains
-    '32f00c97ff5043bc9e49fa45416c3467459510edbf5c578634881d69ea965ab1': _p26,  # inspection cost
-    '093535b21e98e999a2940aab43dcfe4ad2c00926f4f1a387ba108e35110caeac': _p30,  # inspection discovery_review, inspection discovery_submission
-    '42ba23b04df77c2f813ddb3950a9fb9c96131597b5af7c0321f75a1b46def00c': _p36,  # inspection equals
-    '96f3edab2a87249b0e01339a64f05b091b53f8665b9452e3bba08b648fcacea2': _p41,  # inspection formula
-    'c8192826207d6faad3db4e313b3f40759fc5da5abca811fa3364ec5978b66429': _p45,  # inspection injection
-    '137904c1ce3c4cec487997b996783dd06221c3f28a029ea517f61a5965bae90a': _p50,  # inspection jmespath
-    '780370988a6431dcc64e2b8aba0c20331a1046d754f42c7f4d424ff4cc55a562': _p53,  # inspection json_schema
-    '0b38962026c236011e698a52a99198391213e78251671668bcd9dfaf41ab409f': _p58,  # inspection judge
-    'c5a0605d9ba7dcada46dd68355b9c7ac51a8764d9fcfbbcd6e23852bc5c1e63f': _p63,  # inspection latency
-    '004e09c2172fa133d6127e8b41d73e7ac68f5bbae6fee6047c82c3aec143b22a': _p67,  # inspection must_include
-    'c4eb23fe99455f304850d9c22e6a7e3edd9b657191d479e31e818e519e4b012b': _p70,  # inspection not_contains
-    '2a664ccd9e9643c790820c7ca99cc4eb4f88ce57d8ac8ae99fce727aff7f5e7c': _p74,  # inspection pii
-    'fc3ea23fbb2782411dcfe49cedb2260a72464d9d3f4b0d7fbed85c45e351f365': _p77,  # inspection refusal
-    '491a80ee288d42840afaa00714232d362c739e69841d8aa2a6d8b2fd803b2501': _p80,  # inspection regex_absent, inspection regex_present
-    '8e0ffd841a3f487afd3a9421862a35800a93447f6f147c9cc39eae096150a3a2': _p84,  # inspection state_match
-    'edc92cd66a0b5ae9a554580a15c9fada0efabfe785b4f04f16d633660759c9f0': _p85,  # inspection tool_call
-    'cb2872f42dbaf3ce68302cc1401ed013fb618a68e99cd2b370fb9119aa5f18c6': _p90,  # protocols/discovery/schemas/audit.schema.json
-    'e544fd8569149a323d0160bae05290e98718aaad3edd7d90f8fc95b3cc89a3c5': _p96,  # protocols/discovery/schemas/blind_check.schema.json
-    'd0a677c8c80806c50a64f4a3a26839f2f92cfc621cd841c8a030569342c1ef02': _p105,  # protocols/discovery/schemas/gates.schema.json
-    'ba134fb0ed8b74b0e5dd2b98c5cc6165d41c19577000035e0d0589a1919fc7c9': _p114,  # protocols/discovery/schemas/judge.schema.json
-    '9f5c40fc9392724bc28596b8536e34a72caf34cd3ea189f305765cfd8a74a5a3': _p119,  # protocols/discovery/schemas/kinds.schema.json
-    '6ea1c7d7e55468e1f9dbb2c58de60359710b9be1ab69b9ff571ad497b8bc5411': _p124,  # protocols/discovery/schemas/protocol.schema.json
-    'd41b9c7f3f15cdf6b368ad756fa45a47354616a2eb1e47431cd288624bc978ff': _p134,  # protocols/discovery/schemas/scoring.schema.json
-    '68aea0330b4d7975a51731fdeb53ba92b54f6ec8995e954dfb93b34483cf251d': _p143,  # protocols/discovery/schemas/statistics.schema.json
-    '087553869c09c6b00a57893fd82d2b1e76833bd33ea6343ada085abf6edfba61': _p155,  # specs/example/schemas/reply.schema.json
-    '7cd4804a59cebbe52a23e4349a7048f3a0c4c113006db1afd19e71a900deaa75': _p158,  # specs/finding-quality-discovery/schema/submission.schema.json
+    '7513f85679010ca27e59404e5796c5f467563d71b95c166d7428b951c1501075': _p4,  # inspection action_sequence
+    'e4acbdc0155952e7893a7452eb86a1d7a84c4c219742ceba66d402cb86c3fd28': _p12,  # inspection at_least, inspection at_most
+    '41e4514e8a55a9bb97d552b9a34beb8e164466b616dc7662e727601c49936a63': _p18,  # inspection contains
+    'e453ba30fe4f87a87b2b750f45f59386a2c895d9f090054e80ee2630b7228a41': _p26,  # inspection cost
+    '633e8bb1261675b9741fe9b01112125a810d64b3212d22ca4ec807383fb3fe27': _p30,  # inspection discovery_review, inspection discovery_submission
+    'e021fdefffcd110f64a67f2c59f99a3733095d5e75401af9b7766d7c9f8524d2': _p36,  # inspection equals
+    '49ae295bb8ad854539c3993fcec07ab49e082a4e7ace031dcde8567b3dc99013': _p41,  # inspection formula
+    '373138e7e2c29fde83e9784e8f011ef8819e17c9e9a6e9b153a1313c1f29206e': _p46,  # inspection injection
+    '6d5d4416a60995d2d25216e0435c0c6e98901b17e3e25770975f189a743106d9': _p52,  # inspection jmespath
+    'ccc0a4211ad0d1d1b107f6db0a9860b666cd0f816ecdee237a0eca2a6a572e6f': _p55,  # inspection json_schema
+    '902c33d8470a9cff9bb6eccdbb093c83915b1d6702082165c7f1c1614c43c555': _p60,  # inspection judge
+    'bf2806c35cb9491007ab83af6fc70712424a9010b76bb85683822766e90a4591': _p65,  # inspection latency
+    '84ff11eb190b1687ef54bdaa03bf42d378a438d8a2ad7def48d9462a6770018a': _p69,  # inspection must_include
+    'feec2eebb1440b7e5a581099849cd7c80a858bb627d1adc40d324f6a7e666b9f': _p72,  # inspection not_contains
+    '78843e3ed026aeafbd0298100e0d095587ad1e0f75e8b983ccc7a8cc11286b10': _p76,  # inspection pii
+    '73990614102de30497ef1511e9bfb1d2535959933b2f36b5ce5815d181d40ba6': _p79,  # inspection refusal
+    'a4559c894a20136702f4132fa4a92143e29a0f183b5d44719db6a6d07fae852e': _p82,  # inspection regex_absent, inspection regex_present
+    '39b93338a1c3b94fea217486effd3901deb92da8fca30c02fb33bb886de478b1': _p86,  # inspection state_match
+    '04b372adc32175b32704db6b4c7b12106d78db448cf93fbee01ac2392bc7650f': _p87,  # inspection tool_call
+    'cb2872f42dbaf3ce68302cc1401ed013fb618a68e99cd2b370fb9119aa5f18c6': _p92,  # protocols/discovery/schemas/audit.schema.json
+    'e544fd8569149a323d0160bae05290e98718aaad3edd7d90f8fc95b3cc89a3c5': _p98,  # protocols/discovery/schemas/blind_check.schema.json
+    'd0a677c8c80806c50a64f4a3a26839f2f92cfc621cd841c8a030569342c1ef02': _p107,  # protocols/discovery/schemas/gates.schema.json
+    'ba134fb0ed8b74b0e5dd2b98c5cc6165d41c19577000035e0d0589a1919fc7c9': _p116,  # protocols/discovery/schemas/judge.schema.json
+    '9f5c40fc9392724bc28596b8536e34a72caf34cd3ea189f305765cfd8a74a5a3': _p121,  # protocols/discovery/schemas/kinds.schema.json
+    '6ea1c7d7e55468e1f9dbb2c58de60359710b9be1ab69b9ff571ad497b8bc5411': _p126,  # protocols/discovery/schemas/protocol.schema.json
+    'd41b9c7f3f15cdf6b368ad756fa45a47354616a2eb1e47431cd288624bc978ff': _p136,  # protocols/discovery/schemas/scoring.schema.json
+    '68aea0330b4d7975a51731fdeb53ba92b54f6ec8995e954dfb93b34483cf251d': _p145,  # protocols/discovery/schemas/statistics.schema.json
+    '087553869c09c6b00a57893fd82d2b1e76833bd33ea6343ada085abf6edfba61': _p157,  # specs/example/schemas/reply.schema.json
+    '7cd4804a59cebbe52a23e4349a7048f3a0c4c113006db1afd19e71a900deaa75': _p161,  # specs/finding-quality-discovery/schema/submission.schema.json
 }
 # the shipped rubrics' verdict schemas (strict integers): digest -> check
 STRICT = {

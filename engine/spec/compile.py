@@ -131,6 +131,11 @@ def _direct(compiled: Any) -> Any:
     return compiled
 
 
+def selector(source: str) -> Any:
+    """A compiled JMESPath expression the engine writes itself (it is valid)."""
+    return _direct(jmespath.compile(source))
+
+
 def compile_selector(doc: Document, where: JPath, source: str,
                      problems: list[Problem]) -> Any:
     """A compiled JMESPath expression, or None with a located problem."""

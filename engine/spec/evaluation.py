@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from engine.errors import PathTooDeep, Problem, SpecErrors, did_you_mean, sort_p
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
-from engine.spec import crossrefs, opened, salvage
+from engine.spec import crossrefs, expectations, opened, salvage
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
 from engine.spec.compile import compile_selector
@@ -305,6 +306,14 @@ def load_policy_from(path: Path, fallback: Path | None = None) -> tuple[Policy, 
     return policy, sorted(set(loader.borrowed))
 
 
+def with_policy(evaluation: Evaluation, policy: Policy) -> Evaluation:
+    """The Evaluation under another Policy (``engine diff``), whose expectation defaults
+    read the suite as the Evaluation's own Policy's do when the records are not the suite."""
+    if not evaluation.suite.derived:
+        policy = expectations.pointed_at_suite(policy)
+    return dataclasses.replace(evaluation, policy=policy)
+
+
 def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
     """Every PolicyTest under ``paths`` with its compiled Policy; SpecErrors if any is bad."""
     out: list[tuple[Path, dict[str, Any], Policy]] = []
@@ -444,6 +453,11 @@ def _compile_evaluation(loader: _Loader, file: Path,
         policy_doc = loader.checked(policy_file, "Policy")
         if policy_doc is not None:
             loader.problems.extend(crossrefs.waiver_scopes(policy_doc, suite.cases, suite.name))
+            # the records are not the suite: expectations come from the policy or the suite
+            policy = expectations.pointed_at_suite(policy)
+            found = expectations.from_evidence(policy_doc, inputs[unit_input].format
+                                               if unit_input in inputs else "unit")
+            (loader.problems if policy.purpose == "release" else warnings).extend(found)
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None
     meta = doc.data["metadata"]

@@ -34,6 +34,8 @@ class Inspection:
     """Compiled ``when:`` selector limiting the units it applies to, or None for all."""
     spec_path: str
     """Where the entry is: ``policy:spec.inspections[i]``."""
+    written: frozenset[str] = frozenset()
+    """The parameters the entry writes (the others are their defaults)."""
 
 
 @dataclass

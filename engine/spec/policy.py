@@ -376,7 +376,7 @@ def _inspections(loader: _Loader, doc: _yaml.Document, entries: list[dict[str, A
         when = (compile_selector(doc, where + ("when",), entry["when"], loader.problems)
                 if "when" in entry else None)
         out[entry["id"]] = Inspection(entry["id"], kind, primitive, compiled, when,
-                                      f"policy:spec.inspections[{i}]")
+                                      f"policy:spec.inspections[{i}]", frozenset(params))
     return out
 
 

@@ -66,6 +66,20 @@ def _table(schema: Mapping[str, Any], prefix: str) -> list[str]:
             *_rows(schema, prefix)]
 
 
+def _parameters(schema: Mapping[str, Any]) -> list[str]:
+    """An inspection's parameters, each with its class (``x-class``): observation or
+    expectation (DESIGN.md §1b)."""
+    required = set(schema.get("required", []))
+    rows = []
+    for key, sub in schema.get("properties", {}).items():
+        default = f"`{json.dumps(sub['default'])}`" if "default" in sub else ""
+        rows.append(f"| `{key}` | {_type(sub)} | {sub.get('x-class', '')} | "
+                    f"{'yes' if key in required else ''} | {default} | "
+                    f"{sub.get('description', '')} |")
+    return ["| key | type | class | required | default | meaning |",
+            "|---|---|---|---|---|---|", *rows]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     out = [_INTRO]
@@ -75,7 +89,15 @@ def render() -> str:
     out += ["## Inspection types", "",
             "Each entry of `spec.inspections` has `id`, `type`, optional `description` and "
             "`when`, plus the parameters of its type. Selectors are JMESPath over the unit "
-            "(the record's fields, with the suite case bound as `case`).", ""]
+            "(the record's fields, with the suite case bound as `case`).", "",
+            "Each parameter is an *observation* (what the agent did: read from the records) "
+            "or an *expectation* (what it should have done: governance's). Under `purpose: "
+            "release` an expectation is a literal, or a selector that reads only "
+            "`case.expected` (the suite) and literals; a selector that can reach the "
+            "records is EXPECTATION_FROM_EVIDENCE, unless the unit records are the suite "
+            "(a format that derives the suite from its records, pinned by "
+            "`suite_sha256`). An expectation selector's default names a record field; for "
+            "any other format it reads `case.expected.<that field>`.", ""]
     for name in sorted(TABLE):
         primitive = TABLE[name]
         out += [f"### `{name}`", "", primitive.summary + ".", ""]
@@ -83,7 +105,7 @@ def render() -> str:
         if one_of:
             keys = " or ".join(f"`{o['required'][0]}`" for o in one_of)
             out += [f"Give exactly one of {keys}.", ""]
-        out += [*_table(primitive.schema, ""), ""]
+        out += [*_parameters(primitive.schema), ""]
     out += ["## Formula functions", "", "| function | arguments | meaning |", "|---|---|---|"]
     for name in sorted(FUNCTIONS):
         fn = FUNCTIONS[name]

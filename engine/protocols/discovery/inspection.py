@@ -21,6 +21,8 @@ from engine.inspections._base import (
     Context,
     Outcome,
     Primitive,
+    expectation,
+    observation,
     params_schema,
 )
 
@@ -75,12 +77,19 @@ def review(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> 
 
 
 _PARAMS = params_schema({
-    "package": {"type": "string", "minLength": 1, "x-discovery": True,
-                "description": "the protocol's spec package folder, relative to the policy"},
-    "tasks": {"type": "string", "default": "tasks", "description": "input name of tasks.json"},
-    "corpora": {"type": "string", "default": "corpora", "description": "input name"},
-    "submissions": {"type": "string", "default": "submissions", "description": "input name"},
-    "reviews": {"type": "string", "default": "reviews", "description": "input name (optional)"},
+    # input names (policy literals): governance's task inventory and corpora, the
+    # evaluated party's submissions and the reviews of them
+    "package": expectation({"type": "string", "minLength": 1, "x-discovery": True,
+                            "description": "the protocol's spec package folder, relative to "
+                                           "the policy"}),
+    "tasks": expectation({"type": "string", "default": "tasks",
+                          "description": "input name of tasks.json"}),
+    "corpora": expectation({"type": "string", "default": "corpora",
+                            "description": "input name"}),
+    "submissions": observation({"type": "string", "default": "submissions",
+                                "description": "input name"}),
+    "reviews": observation({"type": "string", "default": "reviews",
+                            "description": "input name (optional)"}),
 }, ["package"])
 
 TABLE = {
