@@ -273,7 +273,7 @@ INPUT_ATTESTATION_INVALID: the attestation names other bytes, or no listed harne
 """)
 
 _block("run", "3", "INCOMPLETE under purpose: release (a blocker: never hides a FAIL)", """
-CANDIDATE_NOT_NAMED: the policy requires a release to name its build (gate.subject: required) and the run named none (--subject)
+CANDIDATE_NOT_NAMED: gate.subject: required, and the release named no build (--subject)
 """)
 
 _block("decide", "1", "FAIL", """
@@ -330,7 +330,7 @@ DUPLICATE_NAME: two Evaluations under the given paths share a name
 NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command needs)
 AMBIGUOUS_BASELINE: --baseline or --baseline-label with more than one Evaluation
 BAD_LABEL: --label or --baseline-label is not 1-64 characters of A-Z, a-z, 0-9, '.', '_', '-'
-BAD_SUBJECT: --subject is not NAME@sha256:HEX (NAME 1-256 printable characters, no space; HEX 64 lowercase hex digits), or names a build twice
+BAD_SUBJECT: --subject is not NAME@sha256:HEX (64 lowercase hex), NAME printable, or twice
 BAD_RUN_ID: --run-id is not 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':', '@', '+', '-'
 BASELINE_CONFLICT: --baseline with --baseline-label, or one of --baseline-label and --history
 BASELINE_NOT_GOVERNED: --baseline or --baseline-label for a release whose comparison gates

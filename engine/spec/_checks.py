@@ -2029,74 +2029,72 @@ def _e283(x):
     return True
 
 
-def _e284(x):
+def _e286(x):
     if not isinstance(x, str): return False
-    if not re.search('^[A-Za-z0-9._-]{1,64}$', x) or x.endswith('\n'): return False
+    if len(x) < 1: return False
+    if len(x) > 256: return False
     return True
 
 
 def _e285(x):
     if not isinstance(x, dict): return False
+    if 'name' not in x or 'sha256' not in x: return False
+    if 'name' in x and not _e286(x['name']): return False
+    if 'sha256' in x and not _e5(x['sha256']): return False
+    if any(k not in {'name', 'sha256'} for k in x): return False
+    return True
+
+
+def _e284(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_e285, x)): return False
+    return True
+
+
+def _e287(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[A-Za-z0-9._-]{1,64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e288(x):
     if not isinstance(x, dict): return False
+    return True
+
+
+def _e291(x):
+    if not isinstance(x, dict): return False
     if 'id' not in x or 'status' not in x or 'rows_waived' not in x: return False
     return True
 
 
-def _e287(x):
+def _e290(x):
     if not isinstance(x, list): return False
-    if not all(map(_e288, x)): return False
-    return True
-
-
-def _e286(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and ('as_of' not in x or 'entries' not in x): return False
-    if isinstance(x, dict) and ('as_of' in x and not _e3(x['as_of'])): return False
-    if isinstance(x, dict) and ('entries' in x and not _e287(x['entries'])): return False
+    if not all(map(_e291, x)): return False
     return True
 
 
 def _e289(x):
     if not (isinstance(x, dict) or x is None): return False
-    return True
-
-
-def _e291(x):
-    if not isinstance(x, bool): return False
+    if isinstance(x, dict) and ('as_of' not in x or 'entries' not in x): return False
+    if isinstance(x, dict) and ('as_of' in x and not _e3(x['as_of'])): return False
+    if isinstance(x, dict) and ('entries' in x and not _e290(x['entries'])): return False
     return True
 
 
 def _e292(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if not (isinstance(x, dict) or x is None): return False
     return True
 
 
 def _e294(x):
-    if not isinstance(x, str): return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e295(x):
-    if not (isinstance(x, str) or x is None): return False
-    return True
-
-
-def _e293(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
-    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
-    if isinstance(x, dict) and ('signer' in x and not _e294(x['signer'])): return False
-    if isinstance(x, dict) and ('generated_at' in x and not _e295(x['generated_at'])): return False
-    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
-    return True
-
-
-def _e296(x):
-    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     return True
 
 
@@ -2105,156 +2103,181 @@ def _e297(x):
     return True
 
 
-def _e300(x):
-    if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
+def _e298(x):
+    if not (isinstance(x, str) or x is None): return False
     return True
 
 
-def _e301(x):
-    if not isinstance(x, str): return False
+def _e296(x):
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
+    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
+    if isinstance(x, dict) and ('signer' in x and not _e297(x['signer'])): return False
+    if isinstance(x, dict) and ('generated_at' in x and not _e298(x['generated_at'])): return False
+    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
     return True
 
 
 def _e299(x):
-    if not isinstance(x, dict): return False
-    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
-    if 'kappa' in x and not _e214(x['kappa']): return False
-    if 'n' in x and not _e300(x['n']): return False
-    if 'accuracy' in x and not _e214(x['accuracy']): return False
-    if 'sensitivity' in x and not _e214(x['sensitivity']): return False
-    if 'specificity' in x and not _e214(x['specificity']): return False
-    if 'calibrated' in x and not _e203(x['calibrated']): return False
-    if 'why' in x and not _e301(x['why']): return False
-    if any(k not in {'accuracy', 'calibrated', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
+    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
     return True
 
 
-def _e298(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e299(x[k]) for k in x): return False
-    return True
-
-
-def _e290(x):
-    if not isinstance(x, dict): return False
-    if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
-    if 'required' in x and not _e291(x['required']): return False
-    if 'min_kappa' in x and not _e292(x['min_kappa']): return False
-    if 'artifact' in x and not _e293(x['artifact']): return False
-    if 'status' in x and not _e296(x['status']): return False
-    if 'reason' in x and not _e297(x['reason']): return False
-    if 'categories' in x and not _e298(x['categories']): return False
-    if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
-    return True
-
-
-def _e304(x):
-    if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
-    return True
-
-
-def _e305(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e3(x[k]) for k in x): return False
-    return True
-
-
-def _e306(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e5, x)): return False
-    return True
-
-
-def _e307(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e308(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e309(x):
+def _e300(x):
     if not isinstance(x, str): return False
     return True
 
 
 def _e303(x):
-    if not isinstance(x, dict): return False
-    if 'status' not in x: return False
-    if 'status' in x and not _e304(x['status']): return False
-    if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
-    if 'files' in x and not _e305(x['files']): return False
-    if 'governance_keys' in x and not _e306(x['governance_keys']): return False
-    if 'bundle_sha256' in x and not _e307(x['bundle_sha256']): return False
-    if 'signer' in x and not _e308(x['signer']): return False
-    if 'signed_at' in x and not _e309(x['signed_at']): return False
-    if 'differences' in x and not _e271(x['differences']): return False
-    if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
+    if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
     return True
 
 
-def _e312(x):
-    if x not in ('attested', 'unattested', 'invalid'): return False
-    return True
-
-
-def _e313(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e5, x)): return False
-    return True
-
-
-def _e314(x):
+def _e304(x):
     if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e315(x):
-    return True
-
-
-def _e316(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e311(x):
-    if not isinstance(x, dict): return False
-    if 'status' not in x or 'trusted_keys' not in x: return False
-    if 'status' in x and not _e312(x['status']): return False
-    if 'trusted_keys' in x and not _e313(x['trusted_keys']): return False
-    if 'attestation_sha256' in x and not _e314(x['attestation_sha256']): return False
-    if 'signer' in x and not _e5(x['signer']): return False
-    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
-    if 'predicate' in x and not _e315(x['predicate']): return False
-    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
-    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
-    if 'problem' in x and not _e316(x['problem']): return False
-    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
-    return True
-
-
-def _e310(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e311(x[k]) for k in x): return False
     return True
 
 
 def _e302(x):
     if not isinstance(x, dict): return False
-    if 'specs' not in x or 'inputs' not in x: return False
-    if 'specs' in x and not _e303(x['specs']): return False
-    if 'inputs' in x and not _e310(x['inputs']): return False
-    if any(k not in {'inputs', 'specs'} for k in x): return False
+    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
+    if 'kappa' in x and not _e214(x['kappa']): return False
+    if 'n' in x and not _e303(x['n']): return False
+    if 'accuracy' in x and not _e214(x['accuracy']): return False
+    if 'sensitivity' in x and not _e214(x['sensitivity']): return False
+    if 'specificity' in x and not _e214(x['specificity']): return False
+    if 'calibrated' in x and not _e203(x['calibrated']): return False
+    if 'why' in x and not _e304(x['why']): return False
+    if any(k not in {'accuracy', 'calibrated', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
+    return True
+
+
+def _e301(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e302(x[k]) for k in x): return False
+    return True
+
+
+def _e293(x):
+    if not isinstance(x, dict): return False
+    if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
+    if 'required' in x and not _e294(x['required']): return False
+    if 'min_kappa' in x and not _e295(x['min_kappa']): return False
+    if 'artifact' in x and not _e296(x['artifact']): return False
+    if 'status' in x and not _e299(x['status']): return False
+    if 'reason' in x and not _e300(x['reason']): return False
+    if 'categories' in x and not _e301(x['categories']): return False
+    if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
+    return True
+
+
+def _e307(x):
+    if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
+    return True
+
+
+def _e308(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e3(x[k]) for k in x): return False
+    return True
+
+
+def _e309(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e5, x)): return False
+    return True
+
+
+def _e310(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e311(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e312(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e306(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x: return False
+    if 'status' in x and not _e307(x['status']): return False
+    if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
+    if 'files' in x and not _e308(x['files']): return False
+    if 'governance_keys' in x and not _e309(x['governance_keys']): return False
+    if 'bundle_sha256' in x and not _e310(x['bundle_sha256']): return False
+    if 'signer' in x and not _e311(x['signer']): return False
+    if 'signed_at' in x and not _e312(x['signed_at']): return False
+    if 'differences' in x and not _e271(x['differences']): return False
+    if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
+    return True
+
+
+def _e315(x):
+    if x not in ('attested', 'unattested', 'invalid'): return False
+    return True
+
+
+def _e316(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e5, x)): return False
     return True
 
 
 def _e317(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e318(x):
+    return True
+
+
+def _e319(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e314(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'trusted_keys' not in x: return False
+    if 'status' in x and not _e315(x['status']): return False
+    if 'trusted_keys' in x and not _e316(x['trusted_keys']): return False
+    if 'attestation_sha256' in x and not _e317(x['attestation_sha256']): return False
+    if 'signer' in x and not _e5(x['signer']): return False
+    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
+    if 'predicate' in x and not _e318(x['predicate']): return False
+    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
+    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
+    if 'problem' in x and not _e319(x['problem']): return False
+    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
+    return True
+
+
+def _e313(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e314(x[k]) for k in x): return False
+    return True
+
+
+def _e305(x):
+    if not isinstance(x, dict): return False
+    if 'specs' not in x or 'inputs' not in x: return False
+    if 'specs' in x and not _e306(x['specs']): return False
+    if 'inputs' in x and not _e313(x['inputs']): return False
+    if any(k not in {'inputs', 'specs'} for k in x): return False
+    return True
+
+
+def _e320(x):
     if not isinstance(x, list): return False
     if not all(map(_e10, x)): return False
     return True
@@ -2296,94 +2319,95 @@ def _e177(x):
     if 'metrics_decision' in x and not _e280(x['metrics_decision']): return False
     if 'policy_document' in x and not _e281(x['policy_document']): return False
     if 'presentation_digests' in x and not _e283(x['presentation_digests']): return False
-    if 'label' in x and not _e284(x['label']): return False
-    if 'report' in x and not _e285(x['report']): return False
-    if 'waivers' in x and not _e286(x['waivers']): return False
-    if 'agent_card' in x and not _e289(x['agent_card']): return False
-    if 'calibration' in x and not _e290(x['calibration']): return False
-    if 'provenance' in x and not _e302(x['provenance']): return False
-    if 'caveats' in x and not _e317(x['caveats']): return False
-    if any(k not in {'agent_card', 'calibration', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
+    if 'candidates' in x and not _e284(x['candidates']): return False
+    if 'label' in x and not _e287(x['label']): return False
+    if 'report' in x and not _e288(x['report']): return False
+    if 'waivers' in x and not _e289(x['waivers']): return False
+    if 'agent_card' in x and not _e292(x['agent_card']): return False
+    if 'calibration' in x and not _e293(x['calibration']): return False
+    if 'provenance' in x and not _e305(x['provenance']): return False
+    if 'caveats' in x and not _e320(x['caveats']): return False
+    if any(k not in {'agent_card', 'calibration', 'candidates', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
     return True
 
 
-def _e319(x):
+def _e322(x):
     if x != 'Suite': return False
     return True
 
 
-def _e321(x):
+def _e324(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e324(x):
+def _e327(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 200: return False
     return True
 
 
-def _e325(x):
+def _e328(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e326(x):
+def _e329(x):
     return True
 
 
-def _e327(x):
+def _e330(x):
     return True
 
 
-def _e328(x):
+def _e331(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e323(x):
+def _e326(x):
     if not isinstance(x, dict): return False
     if 'id' not in x: return False
-    if 'id' in x and not _e324(x['id']): return False
+    if 'id' in x and not _e327(x['id']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'tags' in x and not _e325(x['tags']): return False
-    if 'input' in x and not _e326(x['input']): return False
-    if 'expected' in x and not _e327(x['expected']): return False
-    if 'trials' in x and not _e328(x['trials']): return False
+    if 'tags' in x and not _e328(x['tags']): return False
+    if 'input' in x and not _e329(x['input']): return False
+    if 'expected' in x and not _e330(x['expected']): return False
+    if 'trials' in x and not _e331(x['trials']): return False
     if any(k not in {'description', 'expected', 'id', 'input', 'tags', 'trials'} for k in x): return False
     return True
 
 
-def _e322(x):
+def _e325(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e323, x)): return False
+    if not all(map(_e326, x)): return False
     return True
 
 
-def _e320(x):
+def _e323(x):
     if not isinstance(x, dict): return False
     if 'cases' not in x: return False
-    if 'trials' in x and not _e321(x['trials']): return False
-    if 'cases' in x and not _e322(x['cases']): return False
+    if 'trials' in x and not _e324(x['trials']): return False
+    if 'cases' in x and not _e325(x['cases']): return False
     if any(k not in {'cases', 'trials'} for k in x): return False
     return True
 
 
-def _e318(x):
+def _e321(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e319(x['kind']): return False
+    if 'kind' in x and not _e322(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e320(x['spec']): return False
+    if 'spec' in x and not _e323(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
@@ -3727,8 +3751,8 @@ SHIPPED = {
     'evaluation': ('fb3e7197ae29111e35540ea2a2435a68f8c758e0faa89e826c2af82fc74b3187', _e27),
     'policy': ('6b85f4430052bc33581ce17445b5bb36329995dfd1b47293aea4068d3bc23d6e', _e80),
     'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e163),
-    'scorecard': ('c01948bece5d47eea190d9ef3a017f4a85e2640d8b95e007848dfb4c9c77dd34', _e177),
-    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e318),
+    'scorecard': ('9936e519b3dfbc46318708114ad1081d76c57ad5016ac76fcb390f324a08ade1', _e177),
+    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e321),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {
