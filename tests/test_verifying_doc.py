@@ -101,7 +101,7 @@ def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
 def test_the_doc_s_openssl_commands_catch_tampering(tmp_path: Path) -> None:
     openssl()
     execute = Reader(tmp_path / "checkout")
-    engine, raw, dsse, subjects = [b for lang, b, why in blocks() if lang == "sh" and not why]
+    engine, _, raw, dsse, subjects = [b for lang, b, why in blocks() if lang == "sh" and not why]
     for body in (engine, raw, dsse, subjects):
         assert execute("sh", body).returncode == 0
     folder = execute.cwd / "out" / "support-agent"
