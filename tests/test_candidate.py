@@ -225,3 +225,27 @@ def test_a_file_name_cannot_rewrite_what_verify_prints(
             "key\\u202e" in printed
         assert "evil\\x0aVALID: decision PASS" in printed  # on the NOT COVERED line
         assert not any(x.startswith("VALID: decision PASS") for x in printed.splitlines())
+
+
+def test_a_vsa_signed_by_another_key_is_refused(spec: Spec, keys: Path, tmp_path: Path,
+                                                capsys: Any) -> None:
+    code, out = spec.run("--key", str(keys / "private.pem"),
+                         "--subject", f"{BUILD}@sha256:{DIGEST}")
+    assert code == 0
+    assert main(["keygen", "--out-dir", str(tmp_path / "mine")]) == 0
+    _, theirs = spec.run("--key", str(tmp_path / "mine" / "private.pem"),
+                         "--subject", f"{BUILD}@sha256:{DIGEST}", out="theirs")
+    (out / "vsa.intoto.jsonl").write_bytes((theirs / "vsa.intoto.jsonl").read_bytes())
+    code, said = verify(out / "scorecard.json", keys, capsys)
+    assert code == 1 and said.startswith("INVALID VSA_MISMATCH: vsa.intoto.jsonl: "), said
+
+
+@pytest.mark.parametrize("given", [f"{BUILD}@sha256:{DIGEST[:-1]}G", f"{BUILD}"])
+def test_verify_refuses_a_malformed_subject_as_a_usage_error(spec: Spec, keys: Path,
+                                                             capsys: Any, given: str) -> None:
+    code, out = spec.run("--key", str(keys / "private.pem"))
+    assert code == 0
+    capsys.readouterr()
+    code = main(["verify", str(out), "--trusted-key", str(keys / "public.pem"),
+                 "--subject", given])
+    assert code == 2 and "engine: BAD_SUBJECT: --subject" in capsys.readouterr().err

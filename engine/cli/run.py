@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                          "NO_EVALUATION")
     # on stderr (--json stays JSON), each once: Evaluations sharing a policy share its own
     for warning in dict.fromkeys(str(w) for e in evaluations for w in e.warnings):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(shown(f"warning: {warning}", keep_newlines=True), file=sys.stderr)
     unknown = set(rebound) - {name for e in evaluations for name in e.inputs}
     if unknown:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",

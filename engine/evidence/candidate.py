@@ -126,7 +126,10 @@ def check_vsa(data: bytes, key: Ed25519PublicKey, candidates: dict[str, str],
         if not isinstance(envelope, dict):
             raise VerifyError(f"{VSA_FILE} holds a line that is not an envelope",
                               "VSA_MISMATCH")
-        statement = signing.open_envelope(envelope, key)
+        try:
+            statement = signing.open_envelope(envelope, key)
+        except VerifyError as exc:  # another key's summary is not this scorecard's
+            raise VerifyError(f"{VSA_FILE}: {exc}", "VSA_MISMATCH") from None
         predicate = statement.get("predicate")
         try:
             [subject] = statement["subject"]
