@@ -10,6 +10,8 @@ from typing import Any
 
 import rfc8785
 
+from engine import folders
+
 MAX_INT = 2**53 - 1  # the largest integer RFC 8785 (I-JSON) accepts: a double holds it exactly
 
 _PLAIN = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
@@ -103,7 +105,7 @@ def folder_manifest(path: Path) -> list[tuple[str, str]]:
     """Every file under a folder: (its POSIX path relative to the folder, its SHA-256),
     in path order (component by component, as ``sorted`` orders paths)."""
     return [(p.relative_to(path).as_posix(), sha256_file(p))
-            for p in sorted(path.rglob("*")) if p.is_file()]
+            for p in folders.paths(path) if p.is_file()]
 
 
 def manifest_digest(entries: Iterable[tuple[str, str]]) -> str:

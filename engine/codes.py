@@ -132,6 +132,11 @@ BAD_NAME: a name that is not lower-case letters, digits and _ (a spec key or eng
 UNKNOWN_INPUT: no input is named as the units, or --input names an input none declares
 """)
 
+_block("spec, run, verify, cli", "2 or 1", "nothing runs or is written (2); invalid evidence "
+       "(engine verify, 1); a skipped baseline (--baseline-label)", """
+PATH_TOO_DEEP: a folder more than 64 folders deep, or a path past PATH_MAX, under a walked folder
+""")
+
 _block("spec, inspection, records", "2 or -", "spec error, ERROR row, or "
        "INVALID record", """
 BAD_TYPE: a value of the wrong type (in a spec: exit 2; in a validated row: the row is INVALID)

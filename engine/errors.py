@@ -5,6 +5,7 @@ Exception tree::
     EngineError                 anything the engine reports instead of crashing
     ├── SpecErrors              one or more located spec problems (exit 2)
     ├── UsageError              bad command line, missing input file, bad key file (exit 2)
+    │   └── PathTooDeep         a folder tree too deep (or a path too long) to walk
     ├── FormulaError            a formula problem found while evaluating (coded)
     └── VerifyError             evidence that does not verify (exit 1)
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, order=True)
@@ -72,6 +74,17 @@ class UsageError(EngineError):
     """A command line, input file or key that cannot be used."""
 
     code = "USAGE"
+
+
+class PathTooDeep(UsageError):
+    """A folder more than engine.folders.MAX_DEPTH folders below the folder walked, or a
+    path longer than the system opens; ``path`` is where the walk stopped."""
+
+    code = "PATH_TOO_DEEP"
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class FormulaError(EngineError):

@@ -23,7 +23,8 @@ from .conftest import ROOT, keep_full_rows
 
 RECORDED = Path(__file__).resolve().parent / "data" / "replay-v1"
 SOURCE = RECORDED / "out"
-REPLAY_FACTS = ("provider", "replayed_from")
+# who answered, and (since issue 36) how many answers were fresh, reused or replayed
+REPLAY_FACTS = ("provider", "replayed_from", "fresh", "reused", "replayed", "cache_reuse")
 
 
 def compacted(row: dict[str, Any]) -> dict[str, Any]:

@@ -206,12 +206,25 @@ def test_the_cache_makes_a_rerun_free_and_a_change_pays(gate: Gate, judge: Judge
     assert judge.calls() == 2
     _, again, _ = gate.run(rows, *cache)
     assert judge.calls() == 2  # zero HTTP calls for unchanged work
-    assert again["judge"] == first["judge"] and again["decision"] == first["decision"]
+    # the same judge and decision; only the answers' origin differs (issue 36)
+    origin = ("fresh", "reused", "judgements_sha256")
+    assert {k: v for k, v in again["judge"].items() if k not in origin} == \
+        {k: v for k, v in first["judge"].items() if k not in origin}
+    assert (first["judge"]["fresh"], again["judge"]["reused"]) == (2, 2)
+    assert again["decision"] == first["decision"]
     changed = refund.rows(fixed=True) + [grounding(1), grounding(2, "Order A-2 ships Friday.")]
     gate.run(changed, *cache)
-    assert judge.calls() == 3  # only the changed input is asked again
+    # a release reuses one whole draw or nothing: one changed input asks both again
+    assert judge.calls() == 4
+    gate.run(changed, *cache)
+    assert judge.calls() == 4
+    not_a_release(gate)  # elsewhere (cache_reuse partial), only the changed input is asked
+    gate.run(rows, *cache)
+    assert judge.calls() == 6  # the per-user key: a cache of its own, filled
+    gate.run(changed, *cache)
+    assert judge.calls() == 7
     gate.run(rows, *cache, "--judge-model", "m2")
-    assert judge.calls() == 5  # another model is another identity
+    assert judge.calls() == 9  # another model is another identity
 
 
 def entries(cache: Path) -> list[Path]:
@@ -384,7 +397,9 @@ def test_replay_reproduces_the_judged_evidence_offline_and_says_so(
     assert (second / "judgements.jsonl").read_bytes() == \
         (first / "judgements.jsonl").read_bytes()
     assert (second / "rows.jsonl").read_bytes() == (first / "rows.jsonl").read_bytes()
-    replay_facts = ("provider", "replayed_from")
+    replay_facts = ("provider", "replayed_from", "fresh", "replayed", "cache_reuse")
+    assert (card["judge"]["replayed"], card["judge"]["fresh"]) == (2, 0)
+    assert card["judge"]["cache_reuse"] is None
     assert {k: v for k, v in card.items() if k != "judge"} == \
         {k: v for k, v in first_card.items() if k != "judge"}
     assert {k: v for k, v in card["judge"].items() if k not in replay_facts} == \

@@ -369,7 +369,12 @@ def _print_result(result: Result, signed: bool) -> None:
     if result.judge_stats:
         s = result.judge_stats
         print(f"  judge: {s['calls']} call(s), {s['cache_hits']} from the cache, "
-              f"{s['replayed']} replayed, {s['errors']} without a verdict")
+              f"{s['replayed']} replayed, {s['errors']} without a verdict; answers: "
+              f"{s['fresh']} fresh, {s['reused']} reused")
+        if s.get("cache_set_aside"):
+            print(f"  judge cache: {s['cache_set_aside']} cached answer(s) set aside: they were "
+                  "not all there or not of one draw, so every prompt was asked again "
+                  "(judge.cache_reuse: all_or_none)")
         if s.get("cache_unwritten"):
             print(f"  judge cache: {s['cache_unwritten']} answer(s) could not be stored there "
                   "(the run used them; a later run asks again)")

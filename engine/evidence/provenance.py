@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import rfc8785
 
+from engine import folders as walk
 from engine._version import __version__
 from engine.canonical import file_digests, manifest_digest
 from engine.errors import UsageError, VerifyError
@@ -334,7 +335,7 @@ class Held:
 
 def _tree(root: Path) -> dict[str, opened.Identity]:
     out: dict[str, opened.Identity] = {}
-    for path in [root, *sorted(root.rglob("*"))]:
+    for path in [root, *walk.paths(root)]:
         try:
             out[path.relative_to(root).as_posix()] = opened.identity(os.lstat(path))
         except OSError:
@@ -370,7 +371,8 @@ def hold(source: Path, into: Path) -> Held:
     target = into / source.name
     if source.is_dir():
         manifest = []
-        for file in sorted(p for p in source.rglob("*") if p.is_file()):
+        # listed whole first: a tree too deep is refused before a byte is copied
+        for file in [p for p in walk.paths(source) if p.is_file()]:
             name = file.relative_to(source).as_posix()
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             manifest.append((name, _copy(file, target / name)))

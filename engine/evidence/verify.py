@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import rfc8785
 
+from engine import folders as walk
 from engine.canonical import sha256_file
-from engine.errors import EngineError, UsageError, VerifyError
+from engine.errors import EngineError, PathTooDeep, UsageError, VerifyError
 from engine.evidence import candidate, signing
 from engine.records.strict_json import parse_jcs
 
@@ -348,27 +349,25 @@ def scorecards(folder: Path) -> tuple[list[Path], list[Found]]:
     fails)."""
     refused: list[Found] = []
 
-    def unlistable(exc: OSError) -> None:
-        where = Path(exc.filename or folder)
-        refused.append(Found(where, error=VerifyError(
-            f"{where}: {exc.strerror}; no scorecard under it was checked", "UNREADABLE")))
+    def unlistable(where: Path, exc: OSError | PathTooDeep) -> None:
+        error = VerifyError(f"{exc}; no scorecard under it was checked", exc.code) \
+            if isinstance(exc, PathTooDeep) else VerifyError(
+                f"{where}: {exc.strerror}; no scorecard under it was checked", "UNREADABLE")
+        refused.append(Found(where, error=error))
 
     paths: list[Path] = []
-    for root, dirs, files in os.walk(folder, onerror=unlistable):
-        dirs.sort()
-        for name in [*dirs, *files]:
-            if (Path(root) / name).is_symlink():
-                refused.append(Found(Path(root) / name, error=VerifyError(
-                    f"{Path(root) / name} is a symlink: evidence elsewhere is not this "
-                    "folder's, so it is not checked", "SYMLINK")))
-        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
-        found = Path(root) / "scorecard.json"
-        if "scorecard.json" in files and not found.is_symlink():
-            if found.is_file():
-                paths.append(found)
+    for path in walk.paths(folder, unlistable):  # links are listed, never followed
+        if path.is_symlink():
+            refused.append(Found(path, error=VerifyError(
+                f"{path} is a symlink: evidence elsewhere is not this folder's, so it is "
+                "not checked", "SYMLINK")))
+        elif path.name == "scorecard.json" and not path.is_dir():
+            if path.is_file():
+                paths.append(path)
             else:  # a FIFO or a device: reading it could wait for ever
-                refused.append(Found(found, error=VerifyError(
-                    f"{found.name} is not a regular file, so it is not checked", "NOT_A_FILE")))
+                refused.append(Found(path, error=VerifyError(
+                    f"{path.name} is not a regular file, so it is not checked", "NOT_A_FILE")))
+    paths.sort(key=lambda p: p.parent.parts)  # parents first (each folder holds one)
     return paths, refused
 
 

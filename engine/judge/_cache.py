@@ -8,6 +8,11 @@ per-user place outside the cache folder and outside the evidence:
 else ``~/.config/specgate/cache.key``. An entry whose MAC fails is never believed: it is
 counted, ignored and asked again. Even a sealed entry's verdict is derived again from its
 stored response.
+
+Each entry also seals the run that asked it (``obtained_by_run``) and its *draw* (a random
+id shared by every answer one Evaluation asked in one run), so a release can take its
+answers from one draw or none (engine.judge._runtime, docs/judges.md): deleting the entries
+whose answers the team dislikes must not re-draw those answers alone.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from engine.errors import UsageError, VerifyError
 from engine.evidence.verify import read_file, write_whole
 
 KEY_VARIABLE = "SPECGATE_CACHE_KEY"
-_DOMAIN = b"specgate.judgement-cache/v2\n"  # a MAC for this use only (v2: MAC line, then bytes)
+# a MAC for this use only (v2: MAC line, then bytes; v3: the entry binds its run and draw,
+# so an entry of v2, which names neither, fails its seal and is asked again)
+_DOMAIN = b"specgate.judgement-cache/v3\n"
 MAX_ENTRY = 64 << 20  # an entry holds one reply (at most 16 MiB decoded) and its request
 
 

@@ -3,14 +3,22 @@
 A run that uses judges makes two passes over its records. The first only collects the
 prompts judged inspections need; they are answered concurrently (from the cache, from a
 replay file, or over HTTP); the second pass scores every row with the answers in hand.
-Every answer becomes one line of ``judgements.jsonl`` whose content does not depend on
-where it came from, so a rerun from the cache or a replay reproduces the scorecard bytes.
+Every answer becomes one line of ``judgements.jsonl`` that says where it came from: asked
+in this run (``origin: fresh``) or taken from the cache (``reused``), and the run that asked
+it (``obtained_by_run``); a replay keeps the lines it replays as they were recorded.
+
+Under ``cache_reuse: all_or_none`` (a release's default) an Evaluation takes its live answers
+from the cache only when all of them are there and of one draw, else it asks every prompt
+again: whoever deletes the cache entries whose answers it dislikes must not get those
+answers re-drawn alone (DESIGN.md §8).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import secrets
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +36,7 @@ if TYPE_CHECKING:  # the HTTP client (httpx, asyncio) is imported only by a run 
     from engine.judge._transport import Client, Endpoint, Reply
 
 PROVIDERS = ("openai-compatible", "anthropic", "replay", "mock", "none")
+_DRAW = re.compile(r"[0-9a-f]{32}", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,8 @@ class JudgeConfig:
     # the cache's MAC key when the run chooses it (a release: derived from its signing key);
     # None: the per-user key file (engine.judge._cache.key_path)
     cache_key: bytes | None = field(default=None, repr=False)
+    # judge.cache_reuse as declared (None: all_or_none under purpose release, else partial)
+    cache_reuse: str | None = None
     replay_sha256: str | None = None  # of the bound judgements.jsonl
     replayed_from: str | None = None  # sha256 of the verified scorecard they come from
     replay_signer: int | None = None  # which of the run's trusted keys verified the replay
@@ -146,6 +157,16 @@ def _trusted(rec: Any, req: Request) -> dict[str, Any] | None:
     return rec if rec.get("verdict") is None and isinstance(rec.get("error"), str) else None
 
 
+def _sealed(rec: Any, req: Request) -> dict[str, Any] | None:
+    """A cache entry usable for ``req``: a fresh answer as its run recorded it, naming that
+    run and its draw (both sealed with it), then checked as any recorded answer."""
+    if not isinstance(rec, dict) or rec.get("origin") != "fresh" or \
+            not isinstance(rec.get("draw"), str) or not _DRAW.fullmatch(rec["draw"]) or \
+            not isinstance(rec.get("obtained_by_run"), str | None):
+        return None
+    return _trusted(rec, req)
+
+
 def _mock_verdict(rubric: Rubric) -> str:
     schema = rubric.validator.schema
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -168,8 +189,16 @@ class Runtime:
     requests: dict[str, Request] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=lambda: {
-        "calls": 0, "cache_hits": 0, "cache_rejected": 0, "replayed": 0, "errors": 0})
+        "calls": 0, "cache_hits": 0, "cache_rejected": 0, "cache_set_aside": 0,
+        "replayed": 0, "fresh": 0, "reused": 0, "errors": 0})
     progress: Callable[[int, int], None] | None = None
+    run_id: str | None = None  # the engine run asking (None: a run made without one)
+    # this Evaluation's draw in this run: sealed into every entry it writes to the cache
+    draw: str = field(default_factory=lambda: secrets.token_hex(16))
+
+    def _fresh(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """A line asked (or made) in this run."""
+        return {**rec, "origin": "fresh", "obtained_by_run": self.run_id}
 
     def ask(self, rubric: Rubric, values: dict[str, Any]) -> list[str]:
         """The keys of one judged row's requests (one per panel member)."""
@@ -190,25 +219,18 @@ class Runtime:
         for req in self.requests.values():
             if self.config.replay is not None:
                 rec = _trusted(replayed.get(req.key), req)
-                self.answers[req.key] = rec or record(
-                    self.config, req, None, "no recorded judgement for this prompt", 0)
+                self.answers[req.key] = rec or self._fresh(record(
+                    self.config, req, None, "no recorded judgement for this prompt", 0))
                 self.stats["replayed"] += rec is not None
             elif self.config.provider == "mock":
                 from engine.judge._transport import Reply
 
                 reply = Reply(_mock_verdict(req.rubric), {}, 0, 1)
-                self.answers[req.key] = record(self.config, req, reply, "", 1)
+                self.answers[req.key] = self._fresh(record(self.config, req, reply, "", 1))
             else:
                 pending.append(req)
         cache = self._cache() if pending else None
-        still = []
-        for req in pending:
-            hit = cache.get(req.key, partial(_trusted, req=req)) if cache else None
-            if hit is not None:
-                self.answers[req.key] = hit
-                self.stats["cache_hits"] += 1
-            else:
-                still.append(req)
+        still = self._reuse(pending, cache) if cache else pending
         self.stats["cache_rejected"] = cache.rejected if cache else 0
         if still:
             import asyncio
@@ -221,6 +243,27 @@ class Runtime:
             asyncio.run(self._call_all(still, cache))
         self.stats["cache_unwritten"] = cache.unwritten if cache else 0
         self.stats["errors"] = sum(1 for a in self.answers.values() if a["verdict"] is None)
+        self.stats["fresh"] = len(self.answers) - self.stats["reused"] - self.stats["replayed"]
+
+    def _reuse(self, pending: list[Request], cache: Cache) -> list[Request]:
+        """Take what the cache holds for ``pending`` as the reuse rule allows; return the
+        requests still to ask. Under all_or_none the hits count only when every request has
+        one and all are of one draw: else all are set aside and every prompt is asked, so
+        deleting (or putting back) some entries never re-draws some answers alone."""
+        hits = {}
+        for req in pending:
+            hit = cache.get(req.key, partial(_sealed, req=req))
+            if hit is not None:
+                hits[req.key] = hit
+        if self.config.cache_reuse != "partial" and (
+                len(hits) < len(pending) or len({h["draw"] for h in hits.values()}) > 1):
+            self.stats["cache_set_aside"] = len(hits)
+            return pending
+        for key, hit in hits.items():
+            line = {k: v for k, v in hit.items() if k != "draw"}  # the draw stays sealed
+            self.answers[key] = {**line, "origin": "reused"}
+        self.stats["cache_hits"] = self.stats["reused"] = len(hits)
+        return [req for req in pending if req.key not in hits]
 
     def _cache(self) -> Cache | None:
         """The sealed cache, when one is configured (its key is made on first use)."""
@@ -246,10 +289,10 @@ class Runtime:
             async def one(req: Request) -> None:
                 nonlocal done
                 async with gate:
-                    rec = await self._call(client, endpoints[req.model], req)
+                    rec = self._fresh(await self._call(client, endpoints[req.model], req))
                 self.answers[req.key] = rec
-                if cache:
-                    cache.put(rec)
+                if cache:  # replaces any entry set aside: the cache then holds this draw
+                    cache.put({**rec, "draw": self.draw})
                 done += 1
                 if self.progress:
                     self.progress(done, len(pending))

@@ -141,7 +141,7 @@ def _score(run: _Run) -> None:
         list(run.options.trusted)
     run.runtime = _judge_runtime(evaluation, _cache_of(evaluation, run.options),
                                  run.options.progress,
-                                 run.keys)
+                                 run.keys, (run.options.run or {}).get("id"))
     if run.runtime is not None:  # first pass: gather the prompts, then answer them all
         runner.run(evaluation, runner.records(evaluation), lambda row: None, run.runtime)
         run.runtime.answer_all()
@@ -367,13 +367,16 @@ def _cache_of(evaluation: Evaluation, options: RunOptions) -> tuple[Path | None,
 
 def _judge_runtime(evaluation: Evaluation, cache: tuple[Path | None, bytes | None],
                    progress: Callable[[int, int], None] | None,
-                   keys: list[Ed25519PublicKey]) -> Runtime | None:
+                   keys: list[Ed25519PublicKey], run_id: str | None) -> Runtime | None:
     """A judge runtime when the Evaluation configures a judge and the policy asks one; a
-    replay only from a scorecard that verifies against a trusted key."""
+    replay only from a scorecard that verifies against a trusted key. A release takes its
+    cached answers all from one draw or none, unless governance wrote judge.cache_reuse."""
     rubrics = shards.rubrics(evaluation)
     if evaluation.judge.provider == "none" or not rubrics:
         return None
-    config = replace(evaluation.judge, cache=cache[0], cache_key=cache[1])
+    reuse = evaluation.judge.cache_reuse or (
+        "all_or_none" if evaluation.policy.purpose == "release" else "partial")
+    config = replace(evaluation.judge, cache=cache[0], cache_key=cache[1], cache_reuse=reuse)
     if config.replay is not None:
         config = bind_replay(config, keys)
         # answers vouched for only by a key of the command line are the command line's
@@ -381,7 +384,7 @@ def _judge_runtime(evaluation: Evaluation, cache: tuple[Path | None, bytes | Non
         if config.replay_overridden or (config.replay_signer is not None and
                                         config.replay_signer >= len(evaluation.trusted_keys)):
             evaluation.judge_overridden = True
-    return Runtime(config, rubrics, progress=progress)
+    return Runtime(config, rubrics, progress=progress, run_id=run_id)
 
 
 def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -> dict[str, Any]:
@@ -399,4 +402,9 @@ def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -
             **({"proxy": config.proxy} if config.proxy else {}),
             **({"endpoints": elsewhere} if elsewhere else {}),
             "judgements": len(runtime.requests), "errors": runtime.stats["errors"],
+            # how many answers were asked in this run, taken from the cache or replayed,
+            # and the rule that let cached answers in (null: no cache was read)
+            **{k: runtime.stats[k] for k in ("fresh", "reused", "replayed")},
+            "cache_reuse": config.cache_reuse if config.cache is not None and
+            not config.replayed_from and config.provider != "mock" else None,
             "judgements_sha256": judgements_sha}

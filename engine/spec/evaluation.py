@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import folders
 from engine.canonical import digest
-from engine.errors import Problem, SpecErrors, did_you_mean, sort_problems
+from engine.errors import PathTooDeep, Problem, SpecErrors, did_you_mean, sort_problems
 from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
@@ -246,7 +247,10 @@ def spec_files(path: Path) -> list[Path]:
     """The YAML files of a spec tree (or the one file given), sorted."""
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    try:  # a link to a file is read (then held to the root), a link to a folder is not
+        return [p for p in folders.paths(path) if p.suffix in (".yaml", ".yml") and p.is_file()]
+    except PathTooDeep as exc:
+        raise SpecErrors([Problem(str(path), 1, 1, exc.code, "", str(exc))]) from None
 
 
 def load(paths: list[Path], overrides: dict[str, Path] | None = None) -> list[Evaluation]:
@@ -626,7 +630,7 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
                                            f"provider {provider} needs a model or a panel"))
     simple = {k: block[k] for k in ("model", "temperature", "seed", "max_tokens", "timeout_s",
                                      "concurrency", "retries", "backoff_s", "max_backoff_s",
-                                     "disagreement") if k in block}
+                                     "disagreement", "cache_reuse") if k in block}
     base_url = block.get("base_url", DEFAULT_URLS.get(provider, ""))
     members, warnings = _panel(loader, doc, block, base_url)
     return JudgeConfig(provider=provider, base_url=base_url,
