@@ -282,6 +282,10 @@ INPUT_UNATTESTED: an input the Evaluation requires attested has no attestation
 INPUT_ATTESTATION_INVALID: the attestation names other bytes, or no listed harness key signed it
 """)
 
+_block("run", "3", "INCOMPLETE under purpose: release (a blocker: never hides a FAIL)", """
+CANDIDATE_NOT_NAMED: gate.subject: required, and the release named no build (--subject)
+""")
+
 _block("decide", "1", "FAIL", """
 REGRESSED: worse than the baseline (a category now failing, or the decision was PASS)
 BELOW_THRESHOLD: a category's gated statistic is below its threshold
@@ -320,6 +324,9 @@ MISSING_EVALUATION: an evaluation --expect or the run names has no verified scor
 RUN_MISMATCH: a scorecard or seal of another run than the folder's, or than --run-id states
 RUN_UNBOUND: a scorecard naming no run, beside others: nothing shows it is of their run
 STALE: a scorecard or seal signed before the time --not-before states
+CANDIDATE_MISMATCH: a scorecard that does not name the build --subject gives as its candidate
+DECISION_REFUSED: a valid scorecard that decided other than --require-decision asks
+VSA_MISMATCH: vsa.intoto.jsonl says other than its scorecard (candidate, decision, digest, key)
 """)
 
 _block("verify", "2", "nothing verified", """
@@ -333,6 +340,7 @@ DUPLICATE_NAME: two Evaluations under the given paths share a name
 NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command needs)
 AMBIGUOUS_BASELINE: --baseline or --baseline-label with more than one Evaluation
 BAD_LABEL: --label or --baseline-label is not 1-64 characters of A-Z, a-z, 0-9, '.', '_', '-'
+BAD_SUBJECT: --subject is not NAME@sha256:HEX (64 lowercase hex), NAME printable, or twice
 BAD_RUN_ID: --run-id is not 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':', '@', '+', '-'
 BASELINE_CONFLICT: --baseline with --baseline-label, or one of --baseline-label and --history
 BASELINE_NOT_GOVERNED: --baseline or --baseline-label for a release whose comparison gates

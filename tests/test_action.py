@@ -181,3 +181,41 @@ def test_the_gitlab_template_in_a_fork_and_in_a_release_without_its_key(work: Pa
     shutil.rmtree(work / "gate-out")
     code, printed = gitlab(work, {"SPECGATE_REQUIRE_SIGNATURE": "true"})
     assert code == 2 and not (work / "gate-out").exists()
+
+
+BUILD = "ghcr.io/acme/support-agent"
+DIGEST = "5d4c" * 16  # the candidate's sha256, as a registry would print it
+
+
+def test_the_action_signs_the_candidate_it_is_given(work: Path, tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    pem = (tmp_path / "keys" / "private.pem").read_text()
+    public = str(tmp_path / "keys" / "public.pem")
+    code, outputs, _ = run_step("Gate", work, {"signing-key": pem, "specs": "specs/example",
+                                               "subject": f"{BUILD}@sha256:{DIGEST}"}, {})
+    assert outputs == {"exit-code": "0", "signed": "true"}
+    assert (work / "gate-out" / "vsa.intoto.jsonl").is_file()
+    deploy = ["verify", str(work / "gate-out"), "--trusted-key", public,
+              "--require-decision", "PASS"]
+    assert main([*deploy, "--subject", f"{BUILD}@sha256:{DIGEST}"]) == 0
+    assert main([*deploy, "--subject", f"{BUILD}@sha256:{'0' * 64}"]) == 1
+    shutil.rmtree(work / "gate-out")  # a malformed subject stops the run, coded
+    code, outputs, summary = run_step("Gate", work, {"signing-key": pem,
+                                                     "subject": f"{BUILD}@{DIGEST}"}, {})
+    assert outputs["exit-code"] == "2" and not (work / "gate-out").exists()
+
+
+def test_the_gitlab_template_signs_the_candidate_it_is_given(work: Path,
+                                                             tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    key = str(tmp_path / "keys" / "private.pem")
+    both = f"{BUILD}@sha256:{DIGEST} {BUILD}-tools@sha256:{'1' * 64}"
+    code, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+                            "SPECGATE_SUBJECT": both})
+    assert code == 0
+    card = (work / "gate-out" / "scorecard.json").read_text()
+    assert f'"name":"{BUILD}-tools","sha256":"{"1" * 64}"' in card
+    for subject in both.split():
+        assert main(["verify", str(work / "gate-out"), "--trusted-key",
+                     str(tmp_path / "keys" / "public.pem"), "--subject", subject,
+                     "--require-decision", "PASS"]) == 0

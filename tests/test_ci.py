@@ -349,3 +349,41 @@ def test_a_repeated_name_is_numbered_and_run_ids_are_listed_once() -> None:
     messages = [f.get("message") for f in root.iter("failure")]
     assert messages[2] == ("safety: case c1 has 3 FAIL row(s) (run-1, run-2); inspect these "
                            "runs in rows.jsonl")
+
+
+def test_the_deploy_job_admits_only_the_build_that_passed(tmp_path: Path) -> None:
+    # issue 36, lever 5: docs/ci.md's deploy job, verbatim, after a gate job that named
+    # the build; a FAIL, an earlier run's PASS, and another build's PASS are all refused
+    work = repo(tmp_path, "example")
+    private, public = keypair(tmp_path)
+    shutil.copy(public, work / "governance-signing.pub.pem")
+    image, digest = "ghcr.io/acme/support-agent", "sha256:" + "7e" * 32
+    text = (ROOT / "docs" / "ci.md").read_text()
+    [line] = [x for x in text.splitlines()
+              if x.startswith("engine verify gate-out/") and "--require-decision" in x]
+    env = {**GITHUB_RUN, "AGENT_IMAGE": image, "AGENT_DIGEST": digest}
+
+    def gate(out: str, *extra: str, attempt: str = "1") -> int:
+        return main(["run", str(work / "specs"), "--out", str(work / out), "--key",
+                     str(private), "--run-id", f"4711.{attempt}", *extra])
+
+    assert gate("gate-out", "--subject", f"{image}@{digest}") == 0
+    done = bash(line, work, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"candidate: {image}@{digest}" in done.stdout
+    other = bash(line, work, {**env, "AGENT_DIGEST": "sha256:" + "0" * 64})
+    assert other.returncode == 1 and "CANDIDATE_MISMATCH" in other.stdout
+    # the same build, gated again after a leak: a validly signed FAIL
+    shutil.rmtree(work / "gate-out")
+    leak(work / "specs" / "example")
+    assert gate("gate-out", "--subject", f"{image}@{digest}") == 1
+    assert bash(line.split(" --subject")[0], work, env).returncode == 0  # valid evidence
+    done = bash(line, work, env)
+    assert done.returncode == 1 and "DECISION_REFUSED" in done.stdout
+    # an earlier PASS naming no build, under this run's id: not this build's evidence
+    shutil.rmtree(work / "gate-out")
+    shutil.rmtree(work / "specs")
+    repo(tmp_path, "example")
+    assert gate("gate-out") == 0
+    done = bash(line, work, env)
+    assert done.returncode == 1 and "names no candidate" in done.stdout

@@ -39,7 +39,9 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "AGENT", "TOOL",  # OpenInference span kinds (records/otel_genai.py)
              "POST",  # the HTTP method (judge/_transport.py)
              "OFFLINE",  # engine.spec.schema's lazily made registry
-             "PLAIN", "SHIPPED", "STRICT"}  # tables of the generated schema checks (_checks.py)
+             "PLAIN", "SHIPPED", "STRICT",  # tables of the generated schema checks (_checks.py)
+             # an SLSA Verification Summary's verificationResult and verifiedLevels values
+             "PASSED", "FAILED", "SPECGATE_RELEASE_GATE"}
 
 
 CODES = table()

@@ -80,7 +80,9 @@ def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
             assert done.returncode == 0, f"{body}\n{done.stdout}{done.stderr}"
             outputs.append(done.stdout)
     assert "engine run specs/ --out out/ --key" in found[0][1]
-    engine, raw, dsse, subjects, library = outputs
+    engine, deploy, raw, dsse, subjects, library = outputs
+    assert "deploy/scorecard.json: VALID: sha256 " in deploy
+    assert "candidate: ghcr.io/acme/support-agent@sha256:" in deploy
     for name in EVALUATIONS:
         assert f"out/{name}/scorecard.json: VALID: sha256 " in engine
     n = len(EVALUATIONS)
@@ -99,7 +101,7 @@ def test_every_command_of_the_doc_runs_verbatim(tmp_path: Path) -> None:
 def test_the_doc_s_openssl_commands_catch_tampering(tmp_path: Path) -> None:
     openssl()
     execute = Reader(tmp_path / "checkout")
-    engine, raw, dsse, subjects = [b for lang, b, why in blocks() if lang == "sh" and not why]
+    engine, _, raw, dsse, subjects = [b for lang, b, why in blocks() if lang == "sh" and not why]
     for body in (engine, raw, dsse, subjects):
         assert execute("sh", body).returncode == 0
     folder = execute.cwd / "out" / "support-agent"

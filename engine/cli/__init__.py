@@ -28,7 +28,7 @@ from engine.cli import (
     validate,
     verify,
 )
-from engine.cli.common import EXIT_HELP, EXIT_INTERNAL, EXIT_SPEC
+from engine.cli.common import EXIT_HELP, EXIT_INTERNAL, EXIT_SPEC, shown
 from engine.errors import EngineError, SpecErrors
 
 # in the order engine --help lists them; the protocols' commands come last
@@ -61,7 +61,10 @@ class _Stdout:
     """Standard output that may be closed or full (``engine run … | head``, ``>&-``,
     ``>/dev/full``): what cannot be written is dropped, so the exit code stays the
     decision's. The evidence is on disk before anything is printed; a write that fails for
-    another reason than a reader gone is said once on stderr."""
+    another reason than a reader gone is said once on stderr. No command writes a control
+    character on stdout but the line break, so any other is escaped here, whatever a
+    record or a file name carried into the text (each command escapes its values too, line
+    breaks included)."""
 
     def __init__(self, stream: Any) -> None:
         self.stream, self.closed_by_reader = stream, stream is None
@@ -69,7 +72,7 @@ class _Stdout:
     def write(self, text: str) -> int:
         if not self.closed_by_reader:
             try:
-                self.stream.write(text)
+                self.stream.write(shown(text, keep_newlines=True))
             except OSError as exc:
                 self._closed(exc)
         return len(text)
@@ -119,14 +122,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except SpecErrors as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
+        for problem in exc.problems:  # may quote a spec's or a record's values
+            print(shown(problem, keep_newlines=True), file=sys.stderr)
         print(f"{len(exc.problems)} problem(s); nothing was run", file=sys.stderr)
         return EXIT_SPEC
     except EngineError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"engine: {exc.code}: {exc}", file=sys.stderr)
+        print(shown(f"engine: {exc.code}: {exc}", keep_newlines=True), file=sys.stderr)
         return EXIT_SPEC
     except KeyboardInterrupt:
         print("engine: interrupted; no partial evidence was kept", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import textwrap
 from dataclasses import replace
@@ -112,3 +113,22 @@ def judge_progress(done: int, total: int) -> None:
     end = "\n" if done == total else ""
     print(f"\r  judging {done}/{total}", end=end, file=sys.stderr, flush=True)
 
+
+
+# C0 and C1 controls, DEL, and the bidirectional controls that reorder what follows them
+# (U+061C, U+200E-F, U+202A-E, U+2066-9), plus the line and paragraph separators: text a
+# record or a file name carries must not move the cursor, clear a line or reverse the
+# order of a verdict on the auditor's terminal.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def shown(text: object, keep_newlines: bool = False) -> str:
+    """``text`` with every control character escaped (``\\x1b``, ``\\u202e``), so a name
+    or value from a record or a file prints as what it is; ``keep_newlines`` keeps line
+    breaks (text the engine itself laid out in lines)."""
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if keep_newlines and char == "\n":
+            return char
+        return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    return CONTROLS.sub(escape, str(text))

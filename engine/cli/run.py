@@ -22,10 +22,11 @@ from engine.cli.common import (
     judge_overrides,
     judge_progress,
     overrides,
+    shown,
     signing_key,
 )
 from engine.errors import UsageError
-from engine.evidence import runs, signing
+from engine.evidence import candidate, runs, signing
 from engine.evidence.scorecard import publish, signed_now
 from engine.judge import DEFAULT_URLS, JudgeConfig
 from engine.reports import summary
@@ -50,6 +51,8 @@ EXAMPLES = (
     "engine run specs/",
     "engine run specs/ --out out/ --key keys/runner/private.pem --run-id 1234.1",
     "engine run specs/example --input runs=captured.jsonl --json",
+    "engine run specs/ --out out/ --key keys/runner/private.pem --subject "
+    "ghcr.io/acme/support-agent@sha256:" + "0" * 64,
 )
 
 
@@ -97,6 +100,10 @@ def add(sub: Any) -> None:
     parser.add_argument("--attestation", action="append", default=[], metavar="NAME=PATH",
                      help="the attestation of input NAME (default: PATH.intoto.jsonl beside "
                      "the input)")
+    parser.add_argument("--subject", action="append", default=[], metavar="NAME@sha256:HEX",
+                     help="the build this run judges (repeatable): recorded in the scorecard, "
+                     "a subject of its signed statement and of the SLSA Verification Summary "
+                     "(vsa.intoto.jsonl) written beside it; docs/verifying.md")
     parser.set_defaults(handler=run)
 
 
@@ -109,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                          "NO_EVALUATION")
     # on stderr (--json stays JSON), each once: Evaluations sharing a policy share its own
     for warning in dict.fromkeys(str(w) for e in evaluations for w in e.warnings):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(shown(f"warning: {warning}", keep_newlines=True), file=sys.stderr)
     unknown = set(rebound) - {name for e in evaluations for name in e.inputs}
     if unknown:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
@@ -144,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     options = RunOptions(key, args.baseline, tuple(trusted), cache, progress, executor,
                          label=args.label, history=history,
                          governance=tuple(signing.load_public(p) for p in args.governance_key),
-                         attestations=_attestations(args.attestation, evaluations))
+                         attestations=_attestations(args.attestation, evaluations),
+                         candidates=candidate.parse_all(args.subject))
     run_id = runs.checked_id(args.run_id) if args.run_id is not None else runs.new_id()
     together = [e.name for e in evaluations] if args.out is not None else None
     results = [_execute(e, d, replace(options, run=runs.predicate(run_id, together or [e.name])))
@@ -342,12 +350,12 @@ def _print_result(result: Result, signed: bool) -> None:
     score = "" if result.overall is None else f" (overall {result.overall:.4f})"
     fails = summary.failing(result.decision, result.reasons)
     also = f", and failing: {', '.join(fails)}" if fails else ""
-    print(f"{result.evaluation}: {result.decision}{also}{score}")
-    for reason in result.reasons:
-        print(f"  {reason['decision']:<10} {reason['code']}: {reason['message']}  "
-              f"[{reason['spec_path']}]")
+    print(f"{shown(result.evaluation)}: {result.decision}{shown(also)}{score}")
+    for reason in result.reasons:  # a message may quote a record's values
+        print(f"  {reason['decision']:<10} {reason['code']}: {shown(reason['message'])}  "
+              f"[{shown(reason['spec_path'])}]")
     for located in result.record_problems:
-        print(f"  {located}")
+        print(f"  {shown(located)}")
     print(f"  evidence: {spec.display(result.out.resolve())}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")
@@ -357,7 +365,7 @@ def _print_result(result: Result, signed: bool) -> None:
               f"{specs['signer'][:16]})")
     for name, entry in result.provenance.get("inputs", {}).items():
         if entry["status"] == "attested":
-            print(f"  input {name}: attested by the harness (keyid {entry['signer'][:16]})")
+            print(f"  input {shown(name)}: attested by the harness (keyid {entry['signer'][:16]})")
     if result.judge_stats:
         s = result.judge_stats
         print(f"  judge: {s['calls']} call(s), {s['cache_hits']} from the cache, "

@@ -8,21 +8,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.cli.common import USAGE_EXIT, described
+from engine.cli.common import USAGE_EXIT, described, shown
 from engine.errors import UsageError, VerifyError
-from engine.evidence import provenance, runs, signing
+from engine.evidence import candidate, provenance, runs, signing
 from engine.evidence.verify import Verified, verify
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 EXITS = ("0 every scorecard VALID under the pinned key (and, for a folder, one whole run), 1 "
-         "anything INVALID, or authorship unverified (no --trusted-key), "
+         "anything INVALID, authorship unverified (no --trusted-key), a scorecard not about "
+         "the --subject build or not of the --require-decision decision, "
          + USAGE_EXIT + ": a missing path, an unreadable key")
 EXAMPLES = (
     "engine verify out/ --trusted-key keys/runner/public.pem",
     "engine verify out/support-agent/scorecard.json --trusted-key keys/runner/public.pem "
     "--governance-key keys/governance/public.pem",
+    "engine verify out/ --trusted-key keys/runner/public.pem --subject "
+    "ghcr.io/acme/support-agent@sha256:" + "0" * 64 + " --require-decision PASS",
 )
 
 
@@ -47,6 +50,12 @@ def add(sub: Any) -> None:
                             "harness holding this key (repeatable)")
     verify_cmd.add_argument("--not-before", metavar="TIME", help="UTC date or time "
                             "(YYYY-MM-DD[THH:MM[:SS]Z]): nothing signed earlier is valid")
+    verify_cmd.add_argument("--subject", action="append", default=[],
+                            metavar="NAME@sha256:HEX", help="the build a deploy is about: "
+                            "every scorecard must name it as its candidate (repeatable)")
+    verify_cmd.add_argument("--require-decision", choices=("PASS",), metavar="PASS",
+                            help="every scorecard must have decided PASS (a validly signed "
+                            "FAIL is otherwise valid evidence, exit 0)")
     verify_cmd.set_defaults(handler=run)
 
 
@@ -59,20 +68,29 @@ def run(args: argparse.Namespace) -> int:
     if not args.scorecard.exists() and not args.scorecard.is_symlink():
         raise UsageError(f"{args.scorecard} does not exist: nothing to verify",
                          "INPUT_NOT_FOUND")  # a mistyped path is not invalid evidence
+    pinned.subjects = candidate.parse_all(args.subject)
+    pinned.decision = args.require_decision
     if args.scorecard.is_dir():
         return _verify_folder(args.scorecard, trusted, args.expect, run_id, earliest, pinned)
     try:
         result = verify(args.scorecard, trusted)
-        late = runs.single(result, run_id, earliest) or _expected(result, args.expect)
+        late = runs.single(result, run_id, earliest) or _expected(result, args.expect) or \
+            pinned.demanded(result)
         if late is not None:
             raise late
         proven = pinned.check(args.scorecard)
     except VerifyError as exc:
-        print(f"INVALID {exc.code}: {exc}")
+        _say(f"INVALID {exc.code}: {exc}")
         return 1
     for line in _verified(result) + proven:
-        print(line)
+        _say(line)
     return 0 if result.trusted else 1
+
+
+def _say(line: str) -> None:
+    """One line of output: names and values in it come from the evidence, so every control
+    character is escaped (a file named with ESC [2K CR could otherwise rewrite the line)."""
+    print(shown(line))
 
 
 def _verified(result: Verified) -> list[str]:
@@ -85,6 +103,8 @@ def _verified(result: Verified) -> list[str]:
     else:
         lines = [f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, "
                  f"signed by the pinned key (keyid {result.signer[:16]})"]
+    for name, sha in result.candidates:
+        lines.append(f"candidate: {name}@sha256:{sha} (as the signer states)")
     lines.append(f"signed files checked: {', '.join(result.checked)}")
     lines.append(f"run {result.run_id or '(none named: signed before runs were sealed)'}, "
                  f"signed {result.generated_at or 'at no stated time'} (as the signer asserts)")
@@ -106,25 +126,28 @@ def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[
         proven: list[str] = []
         if one.verified is not None and pinned is not None:
             try:
+                refused = pinned.demanded(one.verified)
+                if refused is not None:
+                    raise refused
                 proven = pinned.check(one.path)
             except VerifyError as exc:
                 result.found[i] = one = replace(one, verified=None, error=exc)
         if one.verified is None:
             error = one.error or VerifyError("not verified", "VERIFY")
-            print(f"{one.path}: INVALID {error.code}: {error}")
+            _say(f"{one.path}: INVALID {error.code}: {error}")
             continue
         first, *rest = _verified(one.verified) + proven
-        print(f"{one.path}: {first}")
+        _say(f"{one.path}: {first}")
         for line in rest:
-            print(f"  {line}")
+            _say(f"  {line}")
     seal_ok = _print_seal(folder, result)
     invalid = [str(f.path) for f in result.found if f.verified is None]
     valid = sum(1 for f in result.found if f.verified is not None and f.verified.trusted)
     unpinned = len(result.found) - valid - len(invalid)
     if not expect and not result.run_id:
-        print("note: these scorecards name no run, so a removed evaluation folder goes "
+        _say("note: these scorecards name no run, so a removed evaluation folder goes "
               "unnoticed here; name every evaluation you require with --expect NAME")
-    print(f"{len(result.found)} scorecard(s) under {folder}: {valid} valid"
+    _say(f"{len(result.found)} scorecard(s) under {folder}: {valid} valid"
           + (f", {unpinned} integrity only (no --trusted-key)" if unpinned else "")
           + (f", {len(invalid)} INVALID: {', '.join(invalid)}" if invalid else "")
           + (f"; run {result.run_id}" if result.run_id else ""))
@@ -135,23 +158,23 @@ def _print_seal(folder: Path, result: runs.Checked) -> bool:
     """The line about the run's signed summary; whether it holds (or is not needed)."""
     where = folder / runs.SUMMARY
     if result.seal_error is not None:
-        print(f"{where}: INVALID {result.seal_error.code}: {result.seal_error}")
+        _say(f"{where}: INVALID {result.seal_error.code}: {result.seal_error}")
         return False
     seal = result.seal
     if seal is None:
         return True
     if not seal.trusted:
-        print(f"{where}: INTEGRITY OK, AUTHORSHIP UNVERIFIED: run {seal.run_id} (pin the "
+        _say(f"{where}: INTEGRITY OK, AUTHORSHIP UNVERIFIED: run {seal.run_id} (pin the "
               "signer's public key with --trusted-key)")
         return False
-    print(f"{where}: VALID: run {seal.run_id} of {len(seal.scorecards)} evaluation(s), "
+    _say(f"{where}: VALID: run {seal.run_id} of {len(seal.scorecards)} evaluation(s), "
           f"sealed {seal.generated_at or 'at no stated time'} by the pinned key (keyid "
           f"{seal.signer[:16]})")
-    print(f"  signed files checked: {', '.join(seal.checked)}")
+    _say(f"  signed files checked: {', '.join(seal.checked)}")
     if seal.absent:
-        print(f"  not present (not checked): {', '.join(seal.absent)}")
+        _say(f"  not present (not checked): {', '.join(seal.absent)}")
     if seal.unsigned:
-        print(f"  NOT COVERED by the signature, do not rely on: {', '.join(seal.unsigned)}")
+        _say(f"  NOT COVERED by the signature, do not rely on: {', '.join(seal.unsigned)}")
     return True
 
 
@@ -161,6 +184,24 @@ class _Pinned:
     def __init__(self, governance: list[Ed25519PublicKey],
                  harness: list[Ed25519PublicKey]) -> None:
         self.governance, self.harness = governance, harness
+        self.subjects: dict[str, str] = {}  # --subject: name -> sha256
+        self.decision: str | None = None  # --require-decision
+
+    def demanded(self, result: Verified) -> VerifyError | None:
+        """What a deploy job asks of a scorecard that verified: it is about the --subject
+        build (an earlier PASS of another build is not), and decided --require-decision."""
+        theirs = dict(result.candidates)
+        for name, sha in self.subjects.items():
+            if theirs.get(name) != sha:
+                said = ", ".join(f"{n}@sha256:{d[:16]}..." for n, d in theirs.items())
+                return VerifyError(f"the scorecard of '{result.evaluation}' is not about "
+                                   f"{name}@sha256:{sha[:16]}...: it names "
+                                   f"{said or 'no candidate'}", "CANDIDATE_MISMATCH")
+        if self.decision is not None and result.decision != self.decision:
+            return VerifyError(f"the scorecard of '{result.evaluation}' decided "
+                               f"{result.decision}, not {self.decision} "
+                               "(--require-decision)", "DECISION_REFUSED")
+        return None
 
     def check(self, scorecard: Path) -> list[str]:
         """The provenance lines of a scorecard that verified, or VerifyError."""

@@ -21,7 +21,7 @@ from engine.canonical import canonical
 SCORECARD_VERSION = "specgate.scorecard/v1"
 FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
 # names absent (not null) from the JSON when they have no value
-OMIT_WHEN_NONE = {"report", "label", "calibration", "caveats"}
+OMIT_WHEN_NONE = {"report", "label", "calibration", "caveats", "candidates"}
 
 
 def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
@@ -198,6 +198,11 @@ class Scorecard(_Block):
     caveats: list[str] | None = None
     """What the measurements cannot show, as the policy's caveats file words it; the reports
     print them; absent when the policy names none (governance, presentation data)."""
+    candidates: list[dict[str, str]] | None = None
+    """The builds this decision is about (``engine run --subject NAME@sha256:HEX``): each
+    ``{name, sha256}``, also subjects of the signed statement (``candidates/NAME``) and of
+    the SLSA Verification Summary ``vsa.intoto.jsonl``; absent when the run named none
+    (the runner's statement of what it gated; docs/verifying.md)."""
     scorecard_version: str = SCORECARD_VERSION
     """The version of this format (engine)."""
 

@@ -21,7 +21,7 @@ from engine.canonical import canonical, plain_bytes
 from engine.decide.aggregate import Tally, suite_digest
 from engine.decide.lattice import Decision
 from engine.errors import UsageError
-from engine.evidence import signing
+from engine.evidence import candidate, signing
 from engine.evidence.model import (
     FINDINGS_LISTED,
     SCORECARD_VERSION,
@@ -69,7 +69,8 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
               inputs: dict[str, dict[str, Any]], agent_card: dict[str, Any] | None = None,
               report: dict[str, Any] | None = None,
               label: str | None = None,
-              provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+              provenance: dict[str, Any] | None = None,
+              candidates: dict[str, str] | None = None) -> dict[str, Any]:
     """The scorecard value (see schemas/scorecard.schema.json): the one place a Decision
     becomes the scorecard's JSON."""
     policy, suite = evaluation.policy, evaluation.suite
@@ -93,7 +94,9 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
         judge_sha256=outcome.judge["judge_sha256"] if outcome.judge else None,
         comparison=outcome.comparison, rows_sha256=rows_sha256, report=report,
         label=label, calibration=outcome.calibration, caveats=policy.caveats,
-        provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}}).as_json()
+        provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}},
+        candidates=[{"name": n, "sha256": h} for n, h in candidates.items()]
+        if candidates else None).as_json()
 
 
 def _coverage(evaluation: Evaluation, tally: Tally) -> Coverage:
@@ -182,9 +185,12 @@ def _remove_stale(dest: Path) -> None:
 
 
 def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
-         subjects: dict[str, str], run: dict[str, Any] | None = None) -> str:
+         subjects: dict[str, str], run: dict[str, Any] | None = None,
+         candidates: dict[str, str] | None = None) -> str:
     """Write the scorecard (and, with a key, its signature files, the statement naming
-    the ``run`` that wrote it: engine/evidence/runs.py); return its digest."""
+    the ``run`` that wrote it: engine/evidence/runs.py, and the ``candidates`` it judged,
+    with their SLSA Verification Summary: engine/evidence/candidate.py); return its
+    digest."""
     data = canonical(card)
     digest = hashlib.sha256(data).hexdigest()
     staging.write("scorecard.json", data)
@@ -200,9 +206,14 @@ def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
     }
     if run is not None:
         predicate["run"] = run
-    for name, signed in signing.signed_files(key, "scorecard.json", data, subjects,
-                                             signing.PREDICATE_TYPE, predicate).items():
+    named = candidate.subjects(candidates or {})
+    for name, signed in signing.signed_files(key, "scorecard.json", data,
+                                             {**subjects, **named}, signing.PREDICATE_TYPE,
+                                             predicate).items():
         staging.write(name, signed)
+    if candidates:
+        staging.write(candidate.VSA_FILE, candidate.vsa_file(
+            key, candidates, card, digest, predicate["generated_at"]))
     return digest
 
 

@@ -24,7 +24,7 @@ import rfc8785
 from engine import folders as walk
 from engine.canonical import sha256_file
 from engine.errors import EngineError, PathTooDeep, UsageError, VerifyError
-from engine.evidence import signing
+from engine.evidence import candidate, signing
 from engine.records.strict_json import parse_jcs
 
 if TYPE_CHECKING:  # cryptography is imported only when something is verified
@@ -58,6 +58,7 @@ class Verified:
     generated_at: str = ""           # the signed statement's time (YYYY-MM-DDTHH:MM:SSZ)
     run_id: str = ""                 # the engine run that wrote it ("" before runs were sealed)
     run_evaluations: tuple[str, ...] = ()  # every evaluation that run wrote into its --out
+    candidates: tuple[tuple[str, str], ...] = ()  # (name, sha256) of each build it judged
 
 
 def read_file(path: Path, limit: int = MAX_SIGNED_BYTES) -> bytes:
@@ -170,7 +171,11 @@ def _subjects(statement: dict[str, Any], nested: bool = False) -> dict[str, str]
             if not isinstance(name, str) or not isinstance(sha, str) or name in subjects:
                 raise ValueError(f"subject {str(name)[:80]!r} is repeated or not a string")
             parts = name.split("/", 1) if nested else [name.removeprefix(INPUTS)]
-            if not all(_plain(part) for part in parts):
+            if not nested and name.startswith(candidate.PREFIX):  # a build, not a file
+                plain = candidate.plain_name(name.removeprefix(candidate.PREFIX))
+            else:
+                plain = all(_plain(part) for part in parts)
+            if not plain:
                 raise ValueError(f"subject {name[:80]!r} is not a file name")
             subjects[name] = sha
     except (KeyError, TypeError, ValueError) as exc:
@@ -190,7 +195,8 @@ def _digest(path: Path) -> str | None:
 def _check_files(folder: Path, card: dict[str, Any],
                  subjects: dict[str, str]) -> tuple[list[str], list[str]]:
     """Compare every local subject with its file: (checked, absent projections)."""
-    wanted = {n: s for n, s in subjects.items() if not n.startswith(INPUTS)}
+    wanted = {n: s for n, s in subjects.items()
+              if not n.startswith((INPUTS, candidate.PREFIX))}
     for name, field in BOUND.items():
         bound = card.get(field)
         if not isinstance(bound, str) or wanted.setdefault(name, bound) != bound:
@@ -270,7 +276,17 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     signed = open_signed(path, trusted, signing.PREDICATE_TYPE)
     card, subjects, folder = signed.value, signed.subjects, path.parent
     checked, absent = _check_files(folder, card, subjects)
-    covered = set(subjects) | SIGNATURE_FILES | {path.name}
+    builds = _candidates(card, subjects)
+    if builds:  # the candidates' SLSA summary, signed by the same key
+        vsa = folder / candidate.VSA_FILE
+        if vsa.exists() or vsa.is_symlink():
+            candidate.check_vsa(read_file(vsa, MAX_ENVELOPE_BYTES), _key(folder, trusted),
+                                builds, str(card.get("decision")), signed.sha256)
+            checked.append(candidate.VSA_FILE)
+        else:
+            absent.append(candidate.VSA_FILE)
+    covered = set(subjects) | SIGNATURE_FILES | {path.name} | \
+        ({candidate.VSA_FILE} if builds else set())
     unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                       if p.name not in covered)
     named = card.get("evaluation")
@@ -278,7 +294,23 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
                     signed.signer,
                     str(named.get("name", "")) if isinstance(named, dict) else "",
-                    signed_time(signed.statement), *run_of(signed.statement))
+                    signed_time(signed.statement), *run_of(signed.statement),
+                    candidates=tuple(builds.items()))
+
+
+def _candidates(card: dict[str, Any], subjects: dict[str, str]) -> dict[str, str]:
+    """The builds a verified statement names, which the scorecard must list alike."""
+    named = candidate.named(subjects)
+    listed = card.get("candidates") or []
+    try:
+        same = {c["name"]: c["sha256"] for c in listed} == named and \
+            len(listed) == len(named)
+    except (TypeError, KeyError):
+        same = False
+    if not same:
+        raise VerifyError("the scorecard's candidates and the signed statement's disagree",
+                          "DIGEST_MISMATCH")
+    return named
 
 
 def run_of(statement: dict[str, Any]) -> tuple[str, tuple[str, ...]]:

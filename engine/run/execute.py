@@ -67,6 +67,7 @@ class RunOptions:
     run: dict[str, Any] | None = None  # the run's id and evaluations, in the statement
     governance: tuple[Ed25519PublicKey, ...] = ()  # --governance-key: who signs the specs
     attestations: dict[str, Path] = field(default_factory=dict)  # --attestation NAME=PATH
+    candidates: dict[str, str] = field(default_factory=dict)  # --subject: name -> sha256
 
 
 @dataclass
@@ -104,7 +105,7 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
         _write(run, _decide(run))
         shutil.rmtree(run.staging.path / HELD)
         sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects,
-                            run.options.run)
+                            run.options.run, run.options.candidates)
         out = run.staging.commit()
     except BaseException:
         run.staging.discard()
@@ -238,6 +239,11 @@ def _provenance(run: _Run, outcome: Decision) -> Decision:
     run.copies = [c.copy for c in checks if c.copy is not None]
     blockers = [Reason(INCOMPLETE, c.code, c.spec_path, c.message).published(
         evaluation.policy.reason_codes) for c in checks if c.code]
+    if evaluation.policy.subject_required and not run.options.candidates:
+        blockers.append(Reason(  # a PASS that names no build releases whichever comes next
+            INCOMPLETE, "CANDIDATE_NOT_NAMED", "policy:spec.gate.subject",
+            "the policy requires the release to name its candidate (engine run --subject "
+            "NAME@sha256:HEX) and the run named none").published(evaluation.policy.reason_codes))
     if not blockers or evaluation.policy.purpose != "release":
         return outcome
     every = outcome.blockers + tuple(blockers)
@@ -292,7 +298,8 @@ def _write(run: _Run, outcome: Decision) -> None:
     agent = agentcard.card(policy.catalogues, policy.card_mappings, outcome,
                            run.options.key is not None) if policy.catalogues else None
     card = evidence.scorecard(evaluation, run.tally, outcome, run.rows_sha, run.inputs, agent,
-                              report[0] if report else None, run.options.label, run.provenance)
+                              report[0] if report else None, run.options.label, run.provenance,
+                              run.options.candidates)
     staging.write("findings.jsonl", evidence.findings_jsonl(outcome.findings))
     subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": card["findings_sha256"]}
     for name, data in run.copies:  # the bundle and attestations the decision rests on

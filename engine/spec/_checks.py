@@ -629,14 +629,13 @@ def _e92(x):
     return True
 
 
-def _e94(x):
-    if not isinstance(x, bool): return False
+def _e93(x):
+    if x not in ('optional', 'required'): return False
     return True
 
 
 def _e95(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not isinstance(x, bool): return False
     return True
 
 
@@ -646,11 +645,17 @@ def _e96(x):
     return True
 
 
-def _e93(x):
+def _e97(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e94(x):
     if not isinstance(x, dict): return False
-    if 'required' in x and not _e94(x['required']): return False
-    if 'regressed_when' in x and not _e95(x['regressed_when']): return False
-    if 'improved_when' in x and not _e96(x['improved_when']): return False
+    if 'required' in x and not _e95(x['required']): return False
+    if 'regressed_when' in x and not _e96(x['regressed_when']): return False
+    if 'improved_when' in x and not _e97(x['improved_when']): return False
     if any(k not in {'improved_when', 'regressed_when', 'required'} for k in x): return False
     return True
 
@@ -664,121 +669,115 @@ def _e85(x):
     if 'min_pass_hat_k' in x and not _e90(x['min_pass_hat_k']): return False
     if 'min_consistency' in x and not _e91(x['min_consistency']): return False
     if 'max_flaky_cases' in x and not _e92(x['max_flaky_cases']): return False
-    if 'comparison' in x and not _e93(x['comparison']): return False
-    if any(k not in {'comparison', 'gate_on', 'max_flaky_cases', 'min_cases', 'min_consistency', 'min_n', 'min_pass_hat_k', 'purpose'} for k in x): return False
+    if 'subject' in x and not _e93(x['subject']): return False
+    if 'comparison' in x and not _e94(x['comparison']): return False
+    if any(k not in {'comparison', 'gate_on', 'max_flaky_cases', 'min_cases', 'min_consistency', 'min_n', 'min_pass_hat_k', 'purpose', 'subject'} for k in x): return False
     return True
 
 
-def _e98(x):
+def _e99(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x > 10: return False
     if x <= 0: return False
     return True
 
 
-def _e97(x):
+def _e98(x):
     if not isinstance(x, dict): return False
-    if 'wilson_z' in x and not _e98(x['wilson_z']): return False
+    if 'wilson_z' in x and not _e99(x['wilson_z']): return False
     if any(k not in {'wilson_z'} for k in x): return False
     return True
 
 
-def _e101(x):
+def _e102(x):
     if not isinstance(x, bool): return False
     return True
 
 
-def _e102(x):
+def _e103(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < -1: return False
     if x > 1: return False
     return True
 
 
-def _e103(x):
+def _e104(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e100(x):
+def _e101(x):
     if not isinstance(x, dict): return False
-    if 'required' in x and not _e101(x['required']): return False
-    if 'min_kappa' in x and not _e102(x['min_kappa']): return False
-    if 'label_field' in x and not _e103(x['label_field']): return False
+    if 'required' in x and not _e102(x['required']): return False
+    if 'min_kappa' in x and not _e103(x['min_kappa']): return False
+    if 'label_field' in x and not _e104(x['label_field']): return False
     if any(k not in {'label_field', 'min_kappa', 'required'} for k in x): return False
     return True
 
 
-def _e99(x):
+def _e100(x):
     if not isinstance(x, dict): return False
-    if 'calibration' in x and not _e100(x['calibration']): return False
+    if 'calibration' in x and not _e101(x['calibration']): return False
     if any(k not in {'calibration'} for k in x): return False
     return True
 
 
-def _e105(x):
+def _e106(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 2000: return False
     return True
 
 
-def _e106(x):
+def _e107(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     if x > 1: return False
     return True
 
 
-def _e104(x):
+def _e105(x):
     if not isinstance(x, dict): return False
-    if 'formula' in x and not _e105(x['formula']): return False
-    if 'threshold' in x and not _e106(x['threshold']): return False
+    if 'formula' in x and not _e106(x['formula']): return False
+    if 'threshold' in x and not _e107(x['threshold']): return False
     if any(k not in {'formula', 'threshold'} for k in x): return False
     return True
 
 
-def _e109(x):
+def _e110(x):
     if not isinstance(x, str): return False
     if len(x) > 64: return False
     if not re.search('^[a-z][a-z0-9_-]*$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e110(x):
+def _e111(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 2000: return False
     return True
 
 
-def _e108(x):
+def _e109(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'formula' not in x: return False
-    if 'id' in x and not _e109(x['id']): return False
-    if 'formula' in x and not _e110(x['formula']): return False
+    if 'id' in x and not _e110(x['id']): return False
+    if 'formula' in x and not _e111(x['formula']): return False
     if 'message' in x and not _e3(x['message']): return False
     if any(k not in {'formula', 'id', 'message'} for k in x): return False
     return True
 
 
-def _e107(x):
+def _e108(x):
     if not isinstance(x, list): return False
-    if not all(map(_e108, x)): return False
-    return True
-
-
-def _e113(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
+    if not all(map(_e109, x)): return False
     return True
 
 
 def _e114(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
-    if x > 1: return False
     return True
 
 
@@ -790,13 +789,14 @@ def _e115(x):
 
 
 def _e116(x):
-    if x not in ('point', 'wilson_lower'): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
     return True
 
 
 def _e117(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
+    if x not in ('point', 'wilson_lower'): return False
     return True
 
 
@@ -807,11 +807,17 @@ def _e118(x):
 
 
 def _e119(x):
-    if not isinstance(x, bool): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
     return True
 
 
 def _e120(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e121(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not unique_items(x): return False
@@ -819,118 +825,112 @@ def _e120(x):
     return True
 
 
-def _e121(x):
+def _e122(x):
     if x not in ('blocker', 'high'): return False
     return True
 
 
-def _e124(x):
+def _e125(x):
     if not isinstance(x, str): return False
     if not re.search('^[a-z0-9-]+:.+$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e123(x):
+def _e124(x):
     if not isinstance(x, list): return False
-    if not all(map(_e124, x)): return False
+    if not all(map(_e125, x)): return False
     return True
 
 
-def _e122(x):
+def _e123(x):
     if not isinstance(x, dict): return False
-    if 'full' in x and not _e123(x['full']): return False
-    if 'partial' in x and not _e123(x['partial']): return False
+    if 'full' in x and not _e124(x['full']): return False
+    if 'partial' in x and not _e124(x['partial']): return False
     if any(k not in {'full', 'partial'} for k in x): return False
     return True
 
 
-def _e112(x):
+def _e113(x):
     if not isinstance(x, dict): return False
     if 'inspections' not in x: return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'weight' in x and not _e113(x['weight']): return False
-    if 'threshold' in x and not _e114(x['threshold']): return False
-    if 'minimum' in x and not _e115(x['minimum']): return False
-    if 'gate_on' in x and not _e116(x['gate_on']): return False
-    if 'min_n' in x and not _e117(x['min_n']): return False
-    if 'min_cases' in x and not _e118(x['min_cases']): return False
-    if 'required' in x and not _e119(x['required']): return False
-    if 'inspections' in x and not _e120(x['inspections']): return False
-    if 'severity' in x and not _e121(x['severity']): return False
-    if 'controls' in x and not _e122(x['controls']): return False
+    if 'weight' in x and not _e114(x['weight']): return False
+    if 'threshold' in x and not _e115(x['threshold']): return False
+    if 'minimum' in x and not _e116(x['minimum']): return False
+    if 'gate_on' in x and not _e117(x['gate_on']): return False
+    if 'min_n' in x and not _e118(x['min_n']): return False
+    if 'min_cases' in x and not _e119(x['min_cases']): return False
+    if 'required' in x and not _e120(x['required']): return False
+    if 'inspections' in x and not _e121(x['inspections']): return False
+    if 'severity' in x and not _e122(x['severity']): return False
+    if 'controls' in x and not _e123(x['controls']): return False
     if any(k not in {'controls', 'description', 'gate_on', 'inspections', 'min_cases', 'min_n', 'minimum', 'required', 'severity', 'threshold', 'weight'} for k in x): return False
     return True
 
 
-def _e125(x):
+def _e126(x):
     if isinstance(x, str) and (len(x) > 64): return False
     if isinstance(x, str) and (not re.search('^[a-z][a-z0-9_]*$', x) or x.endswith('\n')): return False
     return True
 
 
-def _e111(x):
+def _e112(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if any(True and not _e112(x[k]) for k in x): return False
-    if not all(map(_e125, x)): return False
+    if any(True and not _e113(x[k]) for k in x): return False
+    if not all(map(_e126, x)): return False
     return True
 
 
-def _e128(x):
+def _e129(x):
     if not isinstance(x, str): return False
     if len(x) > 100: return False
     if not re.search('^[A-Za-z0-9][A-Za-z0-9_.-]*$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e129(x):
+def _e130(x):
     if not isinstance(x, str): return False
     return True
 
 
-def _e130(x):
+def _e131(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
+    return True
+
+
+def _e128(x):
+    if not isinstance(x, dict): return False
+    if 'id' not in x or 'type' not in x: return False
+    if 'id' in x and not _e129(x['id']): return False
+    if 'type' in x and not _e130(x['type']): return False
+    if 'description' in x and not _e3(x['description']): return False
+    if 'when' in x and not _e131(x['when']): return False
     return True
 
 
 def _e127(x):
-    if not isinstance(x, dict): return False
-    if 'id' not in x or 'type' not in x: return False
-    if 'id' in x and not _e128(x['id']): return False
-    if 'type' in x and not _e129(x['type']): return False
-    if 'description' in x and not _e3(x['description']): return False
-    if 'when' in x and not _e130(x['when']): return False
-    return True
-
-
-def _e126(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e127, x)): return False
+    if not all(map(_e128, x)): return False
     return True
 
 
-def _e132(x):
+def _e133(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     return True
 
 
-def _e131(x):
+def _e132(x):
     if not isinstance(x, dict): return False
-    if 'pass_k' in x and not _e132(x['pass_k']): return False
+    if 'pass_k' in x and not _e133(x['pass_k']): return False
     if any(k not in {'pass_k'} for k in x): return False
     return True
 
 
-def _e134(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    return True
-
-
-def _e136(x):
+def _e135(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     return True
@@ -942,25 +942,26 @@ def _e137(x):
     return True
 
 
-def _e135(x):
+def _e138(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    return True
+
+
+def _e136(x):
     if not isinstance(x, dict): return False
-    if 'input_per_mtok' in x and not _e136(x['input_per_mtok']): return False
-    if 'output_per_mtok' in x and not _e137(x['output_per_mtok']): return False
+    if 'input_per_mtok' in x and not _e137(x['input_per_mtok']): return False
+    if 'output_per_mtok' in x and not _e138(x['output_per_mtok']): return False
     if any(k not in {'input_per_mtok', 'output_per_mtok'} for k in x): return False
     return True
 
 
-def _e133(x):
+def _e134(x):
     if not isinstance(x, dict): return False
-    if 'cost_usd' in x and not _e134(x['cost_usd']): return False
-    if 'latency_ms' in x and not _e134(x['latency_ms']): return False
-    if 'price' in x and not _e135(x['price']): return False
+    if 'cost_usd' in x and not _e135(x['cost_usd']): return False
+    if 'latency_ms' in x and not _e135(x['latency_ms']): return False
+    if 'price' in x and not _e136(x['price']): return False
     if any(k not in {'cost_usd', 'latency_ms', 'price'} for k in x): return False
-    return True
-
-
-def _e139(x):
-    if not isinstance(x, bool): return False
     return True
 
 
@@ -969,62 +970,54 @@ def _e140(x):
     return True
 
 
-def _e138(x):
+def _e141(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e139(x):
     if not isinstance(x, dict): return False
-    if 'on_run' in x and not _e139(x['on_run']): return False
-    if 'strict' in x and not _e140(x['strict']): return False
+    if 'on_run' in x and not _e140(x['on_run']): return False
+    if 'strict' in x and not _e141(x['strict']): return False
     if any(k not in {'on_run', 'strict'} for k in x): return False
     return True
 
 
-def _e142(x):
+def _e143(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e143(x):
+def _e144(x):
     if x not in ('FAIL',): return False
     return True
 
 
-def _e141(x):
+def _e142(x):
     if not isinstance(x, dict): return False
     if 'when' not in x: return False
-    if 'when' in x and not _e142(x['when']): return False
-    if 'expect' in x and not _e143(x['expect']): return False
+    if 'when' in x and not _e143(x['when']): return False
+    if 'expect' in x and not _e144(x['expect']): return False
     if any(k not in {'expect', 'when'} for k in x): return False
     return True
 
 
-def _e145(x):
+def _e146(x):
     if not isinstance(x, str): return False
     if not re.search('^[A-Z][A-Z0-9_]*$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e146(x):
+def _e147(x):
     if isinstance(x, str) and (not re.search('^[A-Z][A-Z0-9_]*$', x) or x.endswith('\n')): return False
     return True
 
 
-def _e144(x):
+def _e145(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e145(x[k]) for k in x): return False
-    if not all(map(_e146, x)): return False
-    return True
-
-
-def _e148(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e147(x):
-    if not isinstance(x, dict): return False
-    if 'fixes' in x and not _e148(x['fixes']): return False
-    if any(k not in {'fixes'} for k in x): return False
+    if any(True and not _e146(x[k]) for k in x): return False
+    if not all(map(_e147, x)): return False
     return True
 
 
@@ -1034,98 +1027,111 @@ def _e149(x):
     return True
 
 
-def _e151(x):
+def _e148(x):
+    if not isinstance(x, dict): return False
+    if 'fixes' in x and not _e149(x['fixes']): return False
+    if any(k not in {'fixes'} for k in x): return False
+    return True
+
+
+def _e150(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
 def _e152(x):
-    if not isinstance(x, bool): return False
-    return True
-
-
-def _e153(x):
-    if not isinstance(x, str): return False
-    if x not in ('compact', 'full'): return False
-    return True
-
-
-def _e150(x):
-    if not isinstance(x, dict): return False
-    if 'mask_with' in x and not _e151(x['mask_with']): return False
-    if 'mask_matches' in x and not _e152(x['mask_matches']): return False
-    if 'passing_rows' in x and not _e153(x['passing_rows']): return False
-    if any(k not in {'mask_matches', 'mask_with', 'passing_rows'} for k in x): return False
-    return True
-
-
-def _e154(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e158(x):
+def _e153(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e154(x):
+    if not isinstance(x, str): return False
+    if x not in ('compact', 'full'): return False
+    return True
+
+
+def _e151(x):
+    if not isinstance(x, dict): return False
+    if 'mask_with' in x and not _e152(x['mask_with']): return False
+    if 'mask_matches' in x and not _e153(x['mask_matches']): return False
+    if 'passing_rows' in x and not _e154(x['passing_rows']): return False
+    if any(k not in {'mask_matches', 'mask_with', 'passing_rows'} for k in x): return False
+    return True
+
+
+def _e155(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e159(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e157(x):
+def _e158(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if 'categories' in x and not _e158(x['categories']): return False
-    if 'cases' in x and not _e158(x['cases']): return False
-    if 'tags' in x and not _e158(x['tags']): return False
+    if 'categories' in x and not _e159(x['categories']): return False
+    if 'cases' in x and not _e159(x['cases']): return False
+    if 'tags' in x and not _e159(x['tags']): return False
     if any(k not in {'cases', 'categories', 'tags'} for k in x): return False
     return True
 
 
-def _e159(x):
+def _e160(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9]{4}-[0-9]{2}-[0-9]{2}$', x) or x.endswith('\n'): return False
     if not date_format(x): return False
     return True
 
 
-def _e156(x):
+def _e157(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'scope' not in x or 'justification' not in x or 'approver' not in x or 'expires' not in x: return False
     if 'id' in x and not _e10(x['id']): return False
-    if 'scope' in x and not _e157(x['scope']): return False
+    if 'scope' in x and not _e158(x['scope']): return False
     if 'justification' in x and not _e10(x['justification']): return False
     if 'approver' in x and not _e10(x['approver']): return False
-    if 'expires' in x and not _e159(x['expires']): return False
+    if 'expires' in x and not _e160(x['expires']): return False
     if any(k not in {'approver', 'expires', 'id', 'justification', 'scope'} for k in x): return False
     return True
 
 
-def _e155(x):
+def _e156(x):
     if not isinstance(x, list): return False
-    if not all(map(_e156, x)): return False
+    if not all(map(_e157, x)): return False
     return True
 
 
-def _e161(x):
+def _e162(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_e10, x)): return False
     return True
 
 
-def _e162(x):
+def _e163(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e160(x):
+def _e161(x):
     if not isinstance(x, dict): return False
     if 'catalogues' not in x: return False
-    if 'catalogues' in x and not _e161(x['catalogues']): return False
-    if 'provenance' in x and not _e162(x['provenance']): return False
+    if 'catalogues' in x and not _e162(x['catalogues']): return False
+    if 'provenance' in x and not _e163(x['provenance']): return False
     if any(k not in {'catalogues', 'provenance'} for k in x): return False
     return True
 
@@ -1135,23 +1141,23 @@ def _e83(x):
     if 'scoring_version' not in x or 'categories' not in x or 'inspections' not in x: return False
     if 'scoring_version' in x and not _e84(x['scoring_version']): return False
     if 'gate' in x and not _e85(x['gate']): return False
-    if 'statistics' in x and not _e97(x['statistics']): return False
-    if 'judge' in x and not _e99(x['judge']): return False
-    if 'overall' in x and not _e104(x['overall']): return False
-    if 'conditions' in x and not _e107(x['conditions']): return False
-    if 'categories' in x and not _e111(x['categories']): return False
-    if 'inspections' in x and not _e126(x['inspections']): return False
-    if 'reliability' in x and not _e131(x['reliability']): return False
-    if 'budgets' in x and not _e133(x['budgets']): return False
-    if 'validation' in x and not _e138(x['validation']): return False
-    if 'controls' in x and not _e141(x['controls']): return False
-    if 'reason_codes' in x and not _e144(x['reason_codes']): return False
-    if 'findings' in x and not _e147(x['findings']): return False
-    if 'caveats' in x and not _e149(x['caveats']): return False
-    if 'evidence' in x and not _e150(x['evidence']): return False
-    if 'report' in x and not _e154(x['report']): return False
-    if 'waivers' in x and not _e155(x['waivers']): return False
-    if 'agent_card' in x and not _e160(x['agent_card']): return False
+    if 'statistics' in x and not _e98(x['statistics']): return False
+    if 'judge' in x and not _e100(x['judge']): return False
+    if 'overall' in x and not _e105(x['overall']): return False
+    if 'conditions' in x and not _e108(x['conditions']): return False
+    if 'categories' in x and not _e112(x['categories']): return False
+    if 'inspections' in x and not _e127(x['inspections']): return False
+    if 'reliability' in x and not _e132(x['reliability']): return False
+    if 'budgets' in x and not _e134(x['budgets']): return False
+    if 'validation' in x and not _e139(x['validation']): return False
+    if 'controls' in x and not _e142(x['controls']): return False
+    if 'reason_codes' in x and not _e145(x['reason_codes']): return False
+    if 'findings' in x and not _e148(x['findings']): return False
+    if 'caveats' in x and not _e150(x['caveats']): return False
+    if 'evidence' in x and not _e151(x['evidence']): return False
+    if 'report' in x and not _e155(x['report']): return False
+    if 'waivers' in x and not _e156(x['waivers']): return False
+    if 'agent_card' in x and not _e161(x['agent_card']): return False
     if any(k not in {'agent_card', 'budgets', 'categories', 'caveats', 'conditions', 'controls', 'evidence', 'findings', 'gate', 'inspections', 'judge', 'overall', 'reason_codes', 'reliability', 'report', 'scoring_version', 'statistics', 'validation', 'waivers'} for k in x): return False
     return True
 
@@ -1167,132 +1173,132 @@ def _e81(x):
     return True
 
 
-def _e164(x):
+def _e165(x):
     if x != 'PolicyTest': return False
     return True
 
 
-def _e166(x):
+def _e167(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e167(x):
+def _e168(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     if x > 1: return False
     return True
 
 
-def _e173(x):
+def _e174(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
+def _e173(x):
+    if not isinstance(x, dict): return False
+    if 'passed' in x and not _e174(x['passed']): return False
+    if 'failed' in x and not _e174(x['failed']): return False
+    if 'errors' in x and not _e174(x['errors']): return False
+    if 'abstained' in x and not _e174(x['abstained']): return False
+    if 'skipped' in x and not _e174(x['skipped']): return False
+    if any(k not in {'abstained', 'errors', 'failed', 'passed', 'skipped'} for k in x): return False
+    return True
+
+
 def _e172(x):
     if not isinstance(x, dict): return False
-    if 'passed' in x and not _e173(x['passed']): return False
-    if 'failed' in x and not _e173(x['failed']): return False
-    if 'errors' in x and not _e173(x['errors']): return False
-    if 'abstained' in x and not _e173(x['abstained']): return False
-    if 'skipped' in x and not _e173(x['skipped']): return False
-    if any(k not in {'abstained', 'errors', 'failed', 'passed', 'skipped'} for k in x): return False
+    if any(True and not _e173(x[k]) for k in x): return False
     return True
 
 
 def _e171(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e172(x[k]) for k in x): return False
-    return True
-
-
-def _e170(x):
-    if not isinstance(x, dict): return False
     if 'categories' not in x: return False
-    if 'categories' in x and not _e171(x['categories']): return False
+    if 'categories' in x and not _e172(x['categories']): return False
     if any(k not in {'categories'} for k in x): return False
     return True
 
 
-def _e175(x):
+def _e176(x):
     if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
     return True
 
 
-def _e176(x):
+def _e177(x):
     if not isinstance(x, list): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e174(x):
+def _e175(x):
     if not isinstance(x, dict): return False
     if 'decision' not in x: return False
-    if 'decision' in x and not _e175(x['decision']): return False
-    if 'reasons' in x and not _e176(x['reasons']): return False
+    if 'decision' in x and not _e176(x['decision']): return False
+    if 'reasons' in x and not _e177(x['reasons']): return False
     if any(k not in {'decision', 'reasons'} for k in x): return False
     return True
 
 
-def _e169(x):
+def _e170(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'given' not in x or 'want' not in x: return False
     if 'name' in x and not _e10(x['name']): return False
-    if 'given' in x and not _e170(x['given']): return False
-    if 'want' in x and not _e174(x['want']): return False
+    if 'given' in x and not _e171(x['given']): return False
+    if 'want' in x and not _e175(x['want']): return False
     if any(k not in {'given', 'name', 'want'} for k in x): return False
     return True
 
 
-def _e168(x):
+def _e169(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e169, x)): return False
+    if not all(map(_e170, x)): return False
     return True
 
 
-def _e165(x):
+def _e166(x):
     if not isinstance(x, dict): return False
     if 'policy' not in x or 'cases' not in x: return False
-    if 'policy' in x and not _e166(x['policy']): return False
-    if 'min_coverage' in x and not _e167(x['min_coverage']): return False
-    if 'cases' in x and not _e168(x['cases']): return False
+    if 'policy' in x and not _e167(x['policy']): return False
+    if 'min_coverage' in x and not _e168(x['min_coverage']): return False
+    if 'cases' in x and not _e169(x['cases']): return False
     if any(k not in {'cases', 'min_coverage', 'policy'} for k in x): return False
     return True
 
 
-def _e163(x):
+def _e164(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e164(x['kind']): return False
+    if 'kind' in x and not _e165(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e165(x['spec']): return False
+    if 'spec' in x and not _e166(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
 
-def _e178(x):
+def _e179(x):
     if x != 'specgate.scorecard/v1': return False
     return True
 
 
-def _e180(x):
+def _e181(x):
     if x != 'specgate': return False
     return True
 
 
-def _e179(x):
+def _e180(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x: return False
-    if 'name' in x and not _e180(x['name']): return False
+    if 'name' in x and not _e181(x['name']): return False
     if 'version' in x and not _e3(x['version']): return False
     return True
 
 
-def _e181(x):
+def _e182(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x or 'sha256' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
@@ -1301,7 +1307,7 @@ def _e181(x):
     return True
 
 
-def _e182(x):
+def _e183(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x or 'scoring_version' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
@@ -1310,17 +1316,11 @@ def _e182(x):
     return True
 
 
-def _e183(x):
+def _e184(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
     if 'version' in x and not _e3(x['version']): return False
-    return True
-
-
-def _e184(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -1331,46 +1331,46 @@ def _e185(x):
 
 
 def _e186(x):
-    if x not in ('release', 'triage', 'self_test'): return False
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e187(x):
-    if not isinstance(x, bool): return False
+    if x not in ('release', 'triage', 'self_test'): return False
     return True
 
 
 def _e188(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e189(x):
     if not any(json_equal(x, v) for v in [0, 1, 3, 4]): return False
     return True
 
 
-def _e191(x):
+def _e192(x):
     if not isinstance(x, str): return False
     return True
 
 
-def _e190(x):
+def _e191(x):
     if not isinstance(x, dict): return False
     if 'code' not in x or 'decision' not in x or 'spec_path' not in x or 'message' not in x: return False
-    if 'code' in x and not _e145(x['code']): return False
-    if 'decision' in x and not _e175(x['decision']): return False
-    if 'spec_path' in x and not _e191(x['spec_path']): return False
+    if 'code' in x and not _e146(x['code']): return False
+    if 'decision' in x and not _e176(x['decision']): return False
+    if 'spec_path' in x and not _e192(x['spec_path']): return False
     if 'message' in x and not _e3(x['message']): return False
     if 'category' in x and not _e3(x['category']): return False
     if any(k not in {'category', 'code', 'decision', 'message', 'spec_path'} for k in x): return False
     return True
 
 
-def _e189(x):
+def _e190(x):
     if not isinstance(x, list): return False
-    if not all(map(_e190, x)): return False
-    return True
-
-
-def _e194(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not all(map(_e191, x)): return False
     return True
 
 
@@ -1393,9 +1393,8 @@ def _e197(x):
 
 
 def _e198(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
@@ -1421,238 +1420,245 @@ def _e201(x):
 
 
 def _e202(x):
-    if x not in ('point', 'wilson_lower'): return False
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
 def _e203(x):
-    if not isinstance(x, bool): return False
+    if x not in ('point', 'wilson_lower'): return False
     return True
 
 
 def _e204(x):
-    if x not in ('MISSING', 'NOT_INCLUDED', 'SKIPPED', 'UNRESOLVED', 'MET', 'NOT_MET'): return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e205(x):
-    if not (isinstance(x, bool) or x is None): return False
+    if x not in ('MISSING', 'NOT_INCLUDED', 'SKIPPED', 'UNRESOLVED', 'MET', 'NOT_MET'): return False
     return True
 
 
 def _e206(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not (isinstance(x, bool) or x is None): return False
     return True
 
 
 def _e207(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e209(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e208(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and (any(True and not _e209(x[k]) for k in x)): return False
+    if not isinstance(x, str): return False
     return True
 
 
 def _e210(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    return True
+
+
+def _e209(x):
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and (any(True and not _e210(x[k]) for k in x)): return False
+    return True
+
+
+def _e211(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
+    return True
+
+
+def _e194(x):
+    if not isinstance(x, dict): return False
+    if 'n' not in x or 'passed' not in x or 'failed' not in x or 'errors' not in x or 'abstained' not in x or 'skipped' not in x or 'attempted' not in x or 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x or 'threshold' not in x or 'minimum' not in x or 'gate_on' not in x or 'weight' not in x or 'required' not in x or 'state' not in x or 'met' not in x or 'cases' not in x or 'mode' not in x or 'notes' not in x or 'waived' not in x: return False
+    if 'n' in x and not _e195(x['n']): return False
+    if 'passed' in x and not _e174(x['passed']): return False
+    if 'failed' in x and not _e174(x['failed']): return False
+    if 'errors' in x and not _e196(x['errors']): return False
+    if 'abstained' in x and not _e197(x['abstained']): return False
+    if 'skipped' in x and not _e174(x['skipped']): return False
+    if 'attempted' in x and not _e198(x['attempted']): return False
+    if 'rate' in x and not _e199(x['rate']): return False
+    if 'wilson_lower' in x and not _e200(x['wilson_lower']): return False
+    if 'wilson_upper' in x and not _e201(x['wilson_upper']): return False
+    if 'threshold' in x and not _e201(x['threshold']): return False
+    if 'minimum' in x and not _e202(x['minimum']): return False
+    if 'gate_on' in x and not _e203(x['gate_on']): return False
+    if 'weight' in x and not _e135(x['weight']): return False
+    if 'required' in x and not _e204(x['required']): return False
+    if 'state' in x and not _e205(x['state']): return False
+    if 'met' in x and not _e206(x['met']): return False
+    if 'cases' in x and not _e207(x['cases']): return False
+    if 'mode' in x and not _e208(x['mode']): return False
+    if 'notes' in x and not _e209(x['notes']): return False
+    if 'waived' in x and not _e211(x['waived']): return False
+    if any(k not in {'abstained', 'attempted', 'cases', 'errors', 'failed', 'gate_on', 'met', 'minimum', 'mode', 'n', 'notes', 'passed', 'rate', 'required', 'skipped', 'state', 'threshold', 'waived', 'weight', 'wilson_lower', 'wilson_upper'} for k in x): return False
     return True
 
 
 def _e193(x):
     if not isinstance(x, dict): return False
-    if 'n' not in x or 'passed' not in x or 'failed' not in x or 'errors' not in x or 'abstained' not in x or 'skipped' not in x or 'attempted' not in x or 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x or 'threshold' not in x or 'minimum' not in x or 'gate_on' not in x or 'weight' not in x or 'required' not in x or 'state' not in x or 'met' not in x or 'cases' not in x or 'mode' not in x or 'notes' not in x or 'waived' not in x: return False
-    if 'n' in x and not _e194(x['n']): return False
-    if 'passed' in x and not _e173(x['passed']): return False
-    if 'failed' in x and not _e173(x['failed']): return False
-    if 'errors' in x and not _e195(x['errors']): return False
-    if 'abstained' in x and not _e196(x['abstained']): return False
-    if 'skipped' in x and not _e173(x['skipped']): return False
-    if 'attempted' in x and not _e197(x['attempted']): return False
-    if 'rate' in x and not _e198(x['rate']): return False
-    if 'wilson_lower' in x and not _e199(x['wilson_lower']): return False
-    if 'wilson_upper' in x and not _e200(x['wilson_upper']): return False
-    if 'threshold' in x and not _e200(x['threshold']): return False
-    if 'minimum' in x and not _e201(x['minimum']): return False
-    if 'gate_on' in x and not _e202(x['gate_on']): return False
-    if 'weight' in x and not _e134(x['weight']): return False
-    if 'required' in x and not _e203(x['required']): return False
-    if 'state' in x and not _e204(x['state']): return False
-    if 'met' in x and not _e205(x['met']): return False
-    if 'cases' in x and not _e206(x['cases']): return False
-    if 'mode' in x and not _e207(x['mode']): return False
-    if 'notes' in x and not _e208(x['notes']): return False
-    if 'waived' in x and not _e210(x['waived']): return False
-    if any(k not in {'abstained', 'attempted', 'cases', 'errors', 'failed', 'gate_on', 'met', 'minimum', 'mode', 'n', 'notes', 'passed', 'rate', 'required', 'skipped', 'state', 'threshold', 'waived', 'weight', 'wilson_lower', 'wilson_upper'} for k in x): return False
-    return True
-
-
-def _e192(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e193(x[k]) for k in x): return False
-    return True
-
-
-def _e212(x):
-    if not x is None: return False
-    return True
-
-
-def _e214(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    return True
-
-
-def _e215(x):
-    if not (isinstance(x, bool) or x is None): return False
+    if any(True and not _e194(x[k]) for k in x): return False
     return True
 
 
 def _e213(x):
+    if not x is None: return False
+    return True
+
+
+def _e215(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _e216(x):
+    if not (isinstance(x, bool) or x is None): return False
+    return True
+
+
+def _e214(x):
     if not isinstance(x, dict): return False
     if 'score' not in x or 'threshold' not in x or 'met' not in x or 'formula' not in x: return False
-    if 'score' in x and not _e214(x['score']): return False
-    if 'threshold' in x and not _e200(x['threshold']): return False
-    if 'met' in x and not _e215(x['met']): return False
+    if 'score' in x and not _e215(x['score']): return False
+    if 'threshold' in x and not _e201(x['threshold']): return False
+    if 'met' in x and not _e216(x['met']): return False
     if 'formula' in x and not _e3(x['formula']): return False
     if any(k not in {'formula', 'met', 'score', 'threshold'} for k in x): return False
     return True
 
 
-def _e211(x):
-    if (_e212(x) + _e213(x)) != 1: return False
-    return True
-
-
-def _e217(x):
-    if not isinstance(x, dict): return False
-    if 'id' not in x or 'formula' not in x or 'value' not in x: return False
-    if 'id' in x and not _e3(x['id']): return False
-    if 'formula' in x and not _e3(x['formula']): return False
-    if 'value' in x and not _e215(x['value']): return False
-    if any(k not in {'formula', 'id', 'value'} for k in x): return False
-    return True
-
-
-def _e216(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e217, x)): return False
-    return True
-
-
-def _e220(x):
-    if not isinstance(x, dict): return False
-    if 'case' not in x or 'runs' not in x or 'trials' not in x: return False
-    if 'case' in x and not _e3(x['case']): return False
-    if 'runs' in x and not _e173(x['runs']): return False
-    if 'trials' in x and not _e173(x['trials']): return False
-    return True
-
-
-def _e219(x):
-    if not isinstance(x, list): return False
-    if len(x) > 20: return False
-    if not all(map(_e220, x)): return False
-    return True
-
-
-def _e221(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e173(x[k]) for k in x): return False
-    return True
-
-
-def _e223(x):
-    if not isinstance(x, dict): return False
-    if 'line' not in x or 'code' not in x or 'message' not in x: return False
-    if 'line' in x and not _e173(x['line']): return False
-    if 'code' in x and not _e3(x['code']): return False
-    if 'message' in x and not _e3(x['message']): return False
-    return True
-
-
-def _e222(x):
-    if not isinstance(x, list): return False
-    if len(x) > 20: return False
-    if not all(map(_e223, x)): return False
-    return True
-
-
-def _e224(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+def _e212(x):
+    if (_e213(x) + _e214(x)) != 1: return False
     return True
 
 
 def _e218(x):
     if not isinstance(x, dict): return False
-    if 'records' not in x or 'rows' not in x or 'cases' not in x or 'cases_observed' not in x or 'cases_short' not in x or 'cases_short_count' not in x or 'record_problems' not in x or 'record_problem_samples' not in x or 'control_rows' not in x: return False
-    if 'records' in x and not _e173(x['records']): return False
-    if 'rows' in x and not _e173(x['rows']): return False
-    if 'cases' in x and not _e173(x['cases']): return False
-    if 'cases_observed' in x and not _e173(x['cases_observed']): return False
-    if 'cases_short' in x and not _e219(x['cases_short']): return False
-    if 'cases_short_count' in x and not _e173(x['cases_short_count']): return False
-    if 'record_problems' in x and not _e221(x['record_problems']): return False
-    if 'record_problem_samples' in x and not _e222(x['record_problem_samples']): return False
-    if 'control_rows' in x and not _e224(x['control_rows']): return False
-    if any(k not in {'cases', 'cases_observed', 'cases_short', 'cases_short_count', 'control_rows', 'record_problem_samples', 'record_problems', 'records', 'rows'} for k in x): return False
+    if 'id' not in x or 'formula' not in x or 'value' not in x: return False
+    if 'id' in x and not _e3(x['id']): return False
+    if 'formula' in x and not _e3(x['formula']): return False
+    if 'value' in x and not _e216(x['value']): return False
+    if any(k not in {'formula', 'id', 'value'} for k in x): return False
     return True
 
 
-def _e226(x):
+def _e217(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e218, x)): return False
+    return True
+
+
+def _e221(x):
     if not isinstance(x, dict): return False
-    if 'format' not in x or 'sha256' not in x: return False
-    if 'format' in x and not _e3(x['format']): return False
-    if 'sha256' in x and not _e5(x['sha256']): return False
-    if 'records' in x and not _e173(x['records']): return False
+    if 'case' not in x or 'runs' not in x or 'trials' not in x: return False
+    if 'case' in x and not _e3(x['case']): return False
+    if 'runs' in x and not _e174(x['runs']): return False
+    if 'trials' in x and not _e174(x['trials']): return False
+    return True
+
+
+def _e220(x):
+    if not isinstance(x, list): return False
+    if len(x) > 20: return False
+    if not all(map(_e221, x)): return False
+    return True
+
+
+def _e222(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e174(x[k]) for k in x): return False
+    return True
+
+
+def _e224(x):
+    if not isinstance(x, dict): return False
+    if 'line' not in x or 'code' not in x or 'message' not in x: return False
+    if 'line' in x and not _e174(x['line']): return False
+    if 'code' in x and not _e3(x['code']): return False
+    if 'message' in x and not _e3(x['message']): return False
+    return True
+
+
+def _e223(x):
+    if not isinstance(x, list): return False
+    if len(x) > 20: return False
+    if not all(map(_e224, x)): return False
     return True
 
 
 def _e225(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e219(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e226(x[k]) for k in x): return False
+    if 'records' not in x or 'rows' not in x or 'cases' not in x or 'cases_observed' not in x or 'cases_short' not in x or 'cases_short_count' not in x or 'record_problems' not in x or 'record_problem_samples' not in x or 'control_rows' not in x: return False
+    if 'records' in x and not _e174(x['records']): return False
+    if 'rows' in x and not _e174(x['rows']): return False
+    if 'cases' in x and not _e174(x['cases']): return False
+    if 'cases_observed' in x and not _e174(x['cases_observed']): return False
+    if 'cases_short' in x and not _e220(x['cases_short']): return False
+    if 'cases_short_count' in x and not _e174(x['cases_short_count']): return False
+    if 'record_problems' in x and not _e222(x['record_problems']): return False
+    if 'record_problem_samples' in x and not _e223(x['record_problem_samples']): return False
+    if 'control_rows' in x and not _e225(x['control_rows']): return False
+    if any(k not in {'cases', 'cases_observed', 'cases_short', 'cases_short_count', 'control_rows', 'record_problem_samples', 'record_problems', 'records', 'rows'} for k in x): return False
     return True
 
 
 def _e227(x):
     if not isinstance(x, dict): return False
-    if 'wilson_z' not in x: return False
-    if 'wilson_z' in x and not _e209(x['wilson_z']): return False
+    if 'format' not in x or 'sha256' not in x: return False
+    if 'format' in x and not _e3(x['format']): return False
+    if 'sha256' in x and not _e5(x['sha256']): return False
+    if 'records' in x and not _e174(x['records']): return False
     return True
 
 
-def _e230(x):
-    if not isinstance(x, str): return False
+def _e226(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e227(x[k]) for k in x): return False
+    return True
+
+
+def _e228(x):
+    if not isinstance(x, dict): return False
+    if 'wilson_z' not in x: return False
+    if 'wilson_z' in x and not _e210(x['wilson_z']): return False
     return True
 
 
 def _e231(x):
-    if not (isinstance(x, str) or x is None): return False
-    if isinstance(x, str) and (not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n')): return False
+    if not isinstance(x, str): return False
     return True
 
 
 def _e232(x):
     if not (isinstance(x, str) or x is None): return False
+    if isinstance(x, str) and (not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n')): return False
     return True
 
 
 def _e233(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e234(x):
     if not isinstance(x, str): return False
     return True
 
 
-def _e235(x):
+def _e236(x):
     if not isinstance(x, dict): return False
     if 'provider' not in x or 'base_url' not in x: return False
     if 'provider' in x and not _e3(x['provider']): return False
@@ -1661,15 +1667,9 @@ def _e235(x):
     return True
 
 
-def _e234(x):
+def _e235(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e235(x[k]) for k in x): return False
-    return True
-
-
-def _e236(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if any(True and not _e236(x[k]) for k in x): return False
     return True
 
 
@@ -1686,45 +1686,45 @@ def _e238(x):
 
 
 def _e239(x):
-    if not any(json_equal(x, v) for v in ['all_or_none', 'partial', None]): return False
-    return True
-
-
-def _e229(x):
-    if not isinstance(x, dict): return False
-    if 'identity' not in x or 'judge_sha256' not in x or 'provider' not in x or 'replayed_from' not in x or 'base_url' not in x or 'judgements' not in x or 'errors' not in x or 'judgements_sha256' not in x: return False
-    if 'identity' in x and not _e8(x['identity']): return False
-    if 'judge_sha256' in x and not _e5(x['judge_sha256']): return False
-    if 'provider' in x and not _e230(x['provider']): return False
-    if 'replayed_from' in x and not _e231(x['replayed_from']): return False
-    if 'base_url' in x and not _e232(x['base_url']): return False
-    if 'proxy' in x and not _e233(x['proxy']): return False
-    if 'endpoints' in x and not _e234(x['endpoints']): return False
-    if 'judgements' in x and not _e173(x['judgements']): return False
-    if 'errors' in x and not _e173(x['errors']): return False
-    if 'judgements_sha256' in x and not _e5(x['judgements_sha256']): return False
-    if 'fresh' in x and not _e236(x['fresh']): return False
-    if 'reused' in x and not _e237(x['reused']): return False
-    if 'replayed' in x and not _e238(x['replayed']): return False
-    if 'cache_reuse' in x and not _e239(x['cache_reuse']): return False
-    if any(k not in {'base_url', 'cache_reuse', 'endpoints', 'errors', 'fresh', 'identity', 'judge_sha256', 'judgements', 'judgements_sha256', 'provider', 'proxy', 'replayed', 'replayed_from', 'reused'} for k in x): return False
-    return True
-
-
-def _e228(x):
-    if (_e212(x) + _e229(x)) != 1: return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e240(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    if not any(json_equal(x, v) for v in ['all_or_none', 'partial', None]): return False
+    return True
+
+
+def _e230(x):
+    if not isinstance(x, dict): return False
+    if 'identity' not in x or 'judge_sha256' not in x or 'provider' not in x or 'replayed_from' not in x or 'base_url' not in x or 'judgements' not in x or 'errors' not in x or 'judgements_sha256' not in x: return False
+    if 'identity' in x and not _e8(x['identity']): return False
+    if 'judge_sha256' in x and not _e5(x['judge_sha256']): return False
+    if 'provider' in x and not _e231(x['provider']): return False
+    if 'replayed_from' in x and not _e232(x['replayed_from']): return False
+    if 'base_url' in x and not _e233(x['base_url']): return False
+    if 'proxy' in x and not _e234(x['proxy']): return False
+    if 'endpoints' in x and not _e235(x['endpoints']): return False
+    if 'judgements' in x and not _e174(x['judgements']): return False
+    if 'errors' in x and not _e174(x['errors']): return False
+    if 'judgements_sha256' in x and not _e5(x['judgements_sha256']): return False
+    if 'fresh' in x and not _e237(x['fresh']): return False
+    if 'reused' in x and not _e238(x['reused']): return False
+    if 'replayed' in x and not _e239(x['replayed']): return False
+    if 'cache_reuse' in x and not _e240(x['cache_reuse']): return False
+    if any(k not in {'base_url', 'cache_reuse', 'endpoints', 'errors', 'fresh', 'identity', 'judge_sha256', 'judgements', 'judgements_sha256', 'provider', 'proxy', 'replayed', 'replayed_from', 'reused'} for k in x): return False
+    return True
+
+
+def _e229(x):
+    if (_e213(x) + _e230(x)) != 1: return False
     return True
 
 
 def _e241(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e3, x)): return False
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -1734,169 +1734,175 @@ def _e242(x):
     return True
 
 
-def _e246(x):
+def _e243(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e3, x)): return False
+    return True
+
+
+def _e247(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     return True
 
 
-def _e247(x):
+def _e248(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
-def _e248(x):
+def _e249(x):
     if not isinstance(x, list): return False
     if len(x) > 100: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e249(x):
+def _e250(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e245(x):
+def _e246(x):
     if not isinstance(x, dict): return False
     if 'k' not in x or 'pass_hat_k' not in x or 'pass_hat_k_cases' not in x or 'repeated_cases' not in x or 'consistency' not in x or 'flaky_cases' not in x or 'flaky_count' not in x: return False
-    if 'k' in x and not _e246(x['k']): return False
-    if 'pass_hat_k' in x and not _e247(x['pass_hat_k']): return False
-    if 'pass_hat_k_cases' in x and not _e173(x['pass_hat_k_cases']): return False
-    if 'repeated_cases' in x and not _e173(x['repeated_cases']): return False
-    if 'consistency' in x and not _e200(x['consistency']): return False
-    if 'flaky_cases' in x and not _e248(x['flaky_cases']): return False
-    if 'flaky_count' in x and not _e249(x['flaky_count']): return False
+    if 'k' in x and not _e247(x['k']): return False
+    if 'pass_hat_k' in x and not _e248(x['pass_hat_k']): return False
+    if 'pass_hat_k_cases' in x and not _e174(x['pass_hat_k_cases']): return False
+    if 'repeated_cases' in x and not _e174(x['repeated_cases']): return False
+    if 'consistency' in x and not _e201(x['consistency']): return False
+    if 'flaky_cases' in x and not _e249(x['flaky_cases']): return False
+    if 'flaky_count' in x and not _e250(x['flaky_count']): return False
     if any(k not in {'consistency', 'flaky_cases', 'flaky_count', 'k', 'pass_hat_k', 'pass_hat_k_cases', 'repeated_cases'} for k in x): return False
     return True
 
 
+def _e245(x):
+    if (_e213(x) + _e246(x)) != 1: return False
+    return True
+
+
 def _e244(x):
-    if (_e212(x) + _e245(x)) != 1: return False
-    return True
-
-
-def _e243(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e244(x[k]) for k in x): return False
+    if any(True and not _e245(x[k]) for k in x): return False
     return True
 
 
-def _e252(x):
+def _e253(x):
     if not isinstance(x, list): return False
     if len(x) > 50: return False
     if not all(map(_e8, x)): return False
     return True
 
 
-def _e251(x):
+def _e252(x):
     if not isinstance(x, dict): return False
     if 'total' not in x or 'passed' not in x or 'failed' not in x or 'rows' not in x: return False
-    if 'total' in x and not _e173(x['total']): return False
-    if 'passed' in x and not _e173(x['passed']): return False
-    if 'failed' in x and not _e173(x['failed']): return False
-    if 'rows' in x and not _e252(x['rows']): return False
+    if 'total' in x and not _e174(x['total']): return False
+    if 'passed' in x and not _e174(x['passed']): return False
+    if 'failed' in x and not _e174(x['failed']): return False
+    if 'rows' in x and not _e253(x['rows']): return False
     if any(k not in {'failed', 'passed', 'rows', 'total'} for k in x): return False
     return True
 
 
-def _e250(x):
-    if (_e212(x) + _e251(x)) != 1: return False
-    return True
-
-
-def _e255(x):
-    if not isinstance(x, dict): return False
-    if 'LABELED' not in x or 'UNLABELED' not in x or 'INVALID' not in x: return False
-    if any(True and not _e173(x[k]) for k in x): return False
+def _e251(x):
+    if (_e213(x) + _e252(x)) != 1: return False
     return True
 
 
 def _e256(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e221(x[k]) for k in x): return False
-    return True
-
-
-def _e254(x):
-    if not isinstance(x, dict): return False
-    if 'strict' not in x or 'failed' not in x or 'rows' not in x or 'capture_errors' not in x: return False
-    if len(x) < 5: return False
-    if 'strict' in x and not _e203(x['strict']): return False
-    if 'failed' in x and not _e203(x['failed']): return False
-    if 'rows' in x and not _e255(x['rows']): return False
-    if 'capture_errors' in x and not _e173(x['capture_errors']): return False
-    if any(k not in {'capture_errors', 'failed', 'rows', 'strict'} and not re.search('^by_[a-z][a-z0-9_]*$', k) for k in x): return False
-    if any(re.search('^by_[a-z][a-z0-9_]*$', k) and not _e256(v) for k, v in x.items()): return False
-    return True
-
-
-def _e253(x):
-    if (_e212(x) + _e254(x)) != 1: return False
+    if 'LABELED' not in x or 'UNLABELED' not in x or 'INVALID' not in x: return False
+    if any(True and not _e174(x[k]) for k in x): return False
     return True
 
 
 def _e257(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e222(x[k]) for k in x): return False
+    return True
+
+
+def _e255(x):
+    if not isinstance(x, dict): return False
+    if 'strict' not in x or 'failed' not in x or 'rows' not in x or 'capture_errors' not in x: return False
+    if len(x) < 5: return False
+    if 'strict' in x and not _e204(x['strict']): return False
+    if 'failed' in x and not _e204(x['failed']): return False
+    if 'rows' in x and not _e256(x['rows']): return False
+    if 'capture_errors' in x and not _e174(x['capture_errors']): return False
+    if any(k not in {'capture_errors', 'failed', 'rows', 'strict'} and not re.search('^by_[a-z][a-z0-9_]*$', k) for k in x): return False
+    if any(re.search('^by_[a-z][a-z0-9_]*$', k) and not _e257(v) for k, v in x.items()): return False
+    return True
+
+
+def _e254(x):
+    if (_e213(x) + _e255(x)) != 1: return False
+    return True
+
+
+def _e258(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e258(x):
+def _e259(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e261(x):
+def _e262(x):
     if x not in ('blocker', 'high'): return False
     return True
 
 
-def _e262(x):
+def _e263(x):
     if x not in ('ERROR', 'ABSTAIN', 'FAIL'): return False
     return True
 
 
-def _e263(x):
+def _e264(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e246(x[k]) for k in x): return False
+    if any(True and not _e247(x[k]) for k in x): return False
     return True
 
 
-def _e264(x):
+def _e265(x):
     if not isinstance(x, list): return False
     if len(x) > 20: return False
     return True
 
 
-def _e265(x):
+def _e266(x):
     if not isinstance(x, list): return False
     if len(x) > 5: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e267(x):
+def _e268(x):
     if not isinstance(x, dict): return False
     if 'inspection' in x and not _e3(x['inspection']): return False
     if 'type' in x and not _e3(x['type']): return False
-    if 'status' in x and not _e262(x['status']): return False
+    if 'status' in x and not _e263(x['status']): return False
     if any(k not in {'expected', 'inspection', 'observed', 'status', 'type', 'unit'} for k in x): return False
     return True
 
 
-def _e266(x):
+def _e267(x):
     if not isinstance(x, list): return False
     if len(x) > 3: return False
-    if not all(map(_e267, x)): return False
+    if not all(map(_e268, x)): return False
     return True
 
 
-def _e269(x):
+def _e270(x):
     if not isinstance(x, dict): return False
     if 'title' not in x or 'action' not in x or 'verification' not in x: return False
     if 'title' in x and not _e3(x['title']): return False
@@ -1906,147 +1912,131 @@ def _e269(x):
     return True
 
 
-def _e268(x):
-    if (_e212(x) + _e269(x)) != 1: return False
+def _e269(x):
+    if (_e213(x) + _e270(x)) != 1: return False
     return True
 
 
-def _e270(x):
+def _e271(x):
     if x != 'human_review_required': return False
     return True
 
 
-def _e260(x):
+def _e261(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'severity' not in x or 'automation' not in x: return False
     if 'id' in x and not _e3(x['id']): return False
     if 'category' in x and not _e3(x['category']): return False
     if 'case' in x and not _e3(x['case']): return False
-    if 'severity' in x and not _e261(x['severity']): return False
-    if 'worst_status' in x and not _e262(x['worst_status']): return False
-    if 'statuses' in x and not _e263(x['statuses']): return False
-    if 'rows' in x and not _e264(x['rows']): return False
-    if 'traces' in x and not _e264(x['traces']): return False
-    if 'evidence' in x and not _e265(x['evidence']): return False
-    if 'checks' in x and not _e266(x['checks']): return False
-    if 'fix' in x and not _e268(x['fix']): return False
+    if 'severity' in x and not _e262(x['severity']): return False
+    if 'worst_status' in x and not _e263(x['worst_status']): return False
+    if 'statuses' in x and not _e264(x['statuses']): return False
+    if 'rows' in x and not _e265(x['rows']): return False
+    if 'traces' in x and not _e265(x['traces']): return False
+    if 'evidence' in x and not _e266(x['evidence']): return False
+    if 'checks' in x and not _e267(x['checks']): return False
+    if 'fix' in x and not _e269(x['fix']): return False
     if 'message' in x and not _e3(x['message']): return False
-    if 'automation' in x and not _e270(x['automation']): return False
+    if 'automation' in x and not _e271(x['automation']): return False
     return True
 
 
-def _e259(x):
+def _e260(x):
     if not isinstance(x, list): return False
     if len(x) > 100: return False
-    if not all(map(_e260, x)): return False
+    if not all(map(_e261, x)): return False
     return True
 
 
-def _e271(x):
+def _e272(x):
     if not (isinstance(x, str) or x is None): return False
     return True
 
 
-def _e274(x):
+def _e275(x):
     if x not in ('missing', 'untrusted', 'incompatible', 'comparable'): return False
     return True
 
 
-def _e275(x):
+def _e276(x):
     if not isinstance(x, list): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e276(x):
+def _e277(x):
     if not (isinstance(x, dict) or x is None): return False
     return True
 
 
-def _e279(x):
+def _e280(x):
     if x not in ('new', 'skipped', 'now failing', 'now passing', 'regressed', 'improved', 'stable'): return False
+    return True
+
+
+def _e279(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x: return False
+    if 'status' in x and not _e280(x['status']): return False
     return True
 
 
 def _e278(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x: return False
-    if 'status' in x and not _e279(x['status']): return False
-    return True
-
-
-def _e277(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e278(x[k]) for k in x): return False
-    return True
-
-
-def _e280(x):
-    if not isinstance(x, dict): return False
-    if 'label' not in x or 'skipped' not in x or 'skipped_reasons' not in x: return False
-    if 'label' in x and not _e3(x['label']): return False
-    if 'skipped' in x and not _e173(x['skipped']): return False
-    if 'skipped_reasons' in x and not _e275(x['skipped_reasons']): return False
-    return True
-
-
-def _e283(x):
-    if x not in ('verified', 'still failing', 'not verifiable'): return False
-    return True
-
-
-def _e282(x):
-    if not isinstance(x, dict): return False
-    if 'id' not in x or 'status' not in x or 'reason' not in x: return False
-    if 'id' in x and not _e3(x['id']): return False
-    if 'status' in x and not _e283(x['status']): return False
-    if 'reason' in x and not _e3(x['reason']): return False
+    if any(True and not _e279(x[k]) for k in x): return False
     return True
 
 
 def _e281(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e282, x)): return False
-    return True
-
-
-def _e273(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x or 'reasons' not in x or 'regressed' not in x or 'required' not in x or 'baseline' not in x or 'categories' not in x: return False
-    if 'status' in x and not _e274(x['status']): return False
-    if 'reasons' in x and not _e275(x['reasons']): return False
-    if 'regressed' in x and not _e203(x['regressed']): return False
-    if 'required' in x and not _e203(x['required']): return False
-    if 'baseline' in x and not _e276(x['baseline']): return False
-    if 'categories' in x and not _e277(x['categories']): return False
-    if 'selection' in x and not _e280(x['selection']): return False
-    if 'fixes' in x and not _e281(x['fixes']): return False
-    return True
-
-
-def _e272(x):
-    if (_e212(x) + _e273(x)) != 1: return False
+    if 'label' not in x or 'skipped' not in x or 'skipped_reasons' not in x: return False
+    if 'label' in x and not _e3(x['label']): return False
+    if 'skipped' in x and not _e174(x['skipped']): return False
+    if 'skipped_reasons' in x and not _e276(x['skipped_reasons']): return False
     return True
 
 
 def _e284(x):
-    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
+    if x not in ('verified', 'still failing', 'not verifiable'): return False
     return True
 
 
-def _e286(x):
+def _e283(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e5(x[k]) for k in x): return False
+    if 'id' not in x or 'status' not in x or 'reason' not in x: return False
+    if 'id' in x and not _e3(x['id']): return False
+    if 'status' in x and not _e284(x['status']): return False
+    if 'reason' in x and not _e3(x['reason']): return False
+    return True
+
+
+def _e282(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e283, x)): return False
+    return True
+
+
+def _e274(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'reasons' not in x or 'regressed' not in x or 'required' not in x or 'baseline' not in x or 'categories' not in x: return False
+    if 'status' in x and not _e275(x['status']): return False
+    if 'reasons' in x and not _e276(x['reasons']): return False
+    if 'regressed' in x and not _e204(x['regressed']): return False
+    if 'required' in x and not _e204(x['required']): return False
+    if 'baseline' in x and not _e277(x['baseline']): return False
+    if 'categories' in x and not _e278(x['categories']): return False
+    if 'selection' in x and not _e281(x['selection']): return False
+    if 'fixes' in x and not _e282(x['fixes']): return False
+    return True
+
+
+def _e273(x):
+    if (_e213(x) + _e274(x)) != 1: return False
     return True
 
 
 def _e285(x):
-    if not isinstance(x, dict): return False
-    if 'policy' not in x or 'scoring_data' not in x or 'scoring_version' not in x: return False
-    if 'policy' in x and not _e8(x['policy']): return False
-    if 'scoring_data' in x and not _e286(x['scoring_data']): return False
-    if 'scoring_version' in x and not _e3(x['scoring_version']): return False
-    if any(k not in {'policy', 'scoring_data', 'scoring_version'} for k in x): return False
+    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
     return True
 
 
@@ -2056,84 +2046,113 @@ def _e287(x):
     return True
 
 
+def _e286(x):
+    if not isinstance(x, dict): return False
+    if 'policy' not in x or 'scoring_data' not in x or 'scoring_version' not in x: return False
+    if 'policy' in x and not _e8(x['policy']): return False
+    if 'scoring_data' in x and not _e287(x['scoring_data']): return False
+    if 'scoring_version' in x and not _e3(x['scoring_version']): return False
+    if any(k not in {'policy', 'scoring_data', 'scoring_version'} for k in x): return False
+    return True
+
+
 def _e288(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e5(x[k]) for k in x): return False
+    return True
+
+
+def _e291(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    if len(x) > 256: return False
+    return True
+
+
+def _e290(x):
+    if not isinstance(x, dict): return False
+    if 'name' not in x or 'sha256' not in x: return False
+    if 'name' in x and not _e291(x['name']): return False
+    if 'sha256' in x and not _e5(x['sha256']): return False
+    if any(k not in {'name', 'sha256'} for k in x): return False
+    return True
+
+
+def _e289(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_e290, x)): return False
+    return True
+
+
+def _e292(x):
     if not isinstance(x, str): return False
     if not re.search('^[A-Za-z0-9._-]{1,64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e289(x):
+def _e293(x):
     if not isinstance(x, dict): return False
     return True
 
 
-def _e292(x):
+def _e296(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'status' not in x or 'rows_waived' not in x: return False
     return True
 
 
-def _e291(x):
+def _e295(x):
     if not isinstance(x, list): return False
-    if not all(map(_e292, x)): return False
+    if not all(map(_e296, x)): return False
     return True
 
 
-def _e290(x):
+def _e294(x):
     if not (isinstance(x, dict) or x is None): return False
     if isinstance(x, dict) and ('as_of' not in x or 'entries' not in x): return False
     if isinstance(x, dict) and ('as_of' in x and not _e3(x['as_of'])): return False
-    if isinstance(x, dict) and ('entries' in x and not _e291(x['entries'])): return False
-    return True
-
-
-def _e293(x):
-    if not (isinstance(x, dict) or x is None): return False
-    return True
-
-
-def _e295(x):
-    if not isinstance(x, bool): return False
-    return True
-
-
-def _e296(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    return True
-
-
-def _e298(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e299(x):
-    if not (isinstance(x, str) or x is None): return False
+    if isinstance(x, dict) and ('entries' in x and not _e295(x['entries'])): return False
     return True
 
 
 def _e297(x):
     if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
-    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
-    if isinstance(x, dict) and ('signer' in x and not _e298(x['signer'])): return False
-    if isinstance(x, dict) and ('generated_at' in x and not _e299(x['generated_at'])): return False
-    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
+    return True
+
+
+def _e299(x):
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e300(x):
-    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     return True
 
 
-def _e301(x):
+def _e302(x):
     if not isinstance(x, str): return False
     return True
 
 
+def _e303(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e301(x):
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
+    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
+    if isinstance(x, dict) and ('signer' in x and not _e302(x['signer'])): return False
+    if isinstance(x, dict) and ('generated_at' in x and not _e303(x['generated_at'])): return False
+    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
+    return True
+
+
 def _e304(x):
-    if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
+    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
     return True
 
 
@@ -2142,275 +2161,286 @@ def _e305(x):
     return True
 
 
-def _e303(x):
-    if not isinstance(x, dict): return False
-    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
-    if 'kappa' in x and not _e214(x['kappa']): return False
-    if 'n' in x and not _e304(x['n']): return False
-    if 'accuracy' in x and not _e214(x['accuracy']): return False
-    if 'sensitivity' in x and not _e214(x['sensitivity']): return False
-    if 'specificity' in x and not _e214(x['specificity']): return False
-    if 'calibrated' in x and not _e203(x['calibrated']): return False
-    if 'why' in x and not _e305(x['why']): return False
-    if any(k not in {'accuracy', 'calibrated', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
-    return True
-
-
-def _e302(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e303(x[k]) for k in x): return False
-    return True
-
-
-def _e294(x):
-    if not isinstance(x, dict): return False
-    if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
-    if 'required' in x and not _e295(x['required']): return False
-    if 'min_kappa' in x and not _e296(x['min_kappa']): return False
-    if 'artifact' in x and not _e297(x['artifact']): return False
-    if 'status' in x and not _e300(x['status']): return False
-    if 'reason' in x and not _e301(x['reason']): return False
-    if 'categories' in x and not _e302(x['categories']): return False
-    if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
-    return True
-
-
 def _e308(x):
-    if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
+    if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
     return True
 
 
 def _e309(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e3(x[k]) for k in x): return False
-    return True
-
-
-def _e310(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e5, x)): return False
-    return True
-
-
-def _e311(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e312(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e313(x):
     if not isinstance(x, str): return False
     return True
 
 
 def _e307(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x: return False
-    if 'status' in x and not _e308(x['status']): return False
-    if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
-    if 'files' in x and not _e309(x['files']): return False
-    if 'governance_keys' in x and not _e310(x['governance_keys']): return False
-    if 'bundle_sha256' in x and not _e311(x['bundle_sha256']): return False
-    if 'signer' in x and not _e312(x['signer']): return False
-    if 'signed_at' in x and not _e313(x['signed_at']): return False
-    if 'differences' in x and not _e275(x['differences']): return False
-    if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
-    return True
-
-
-def _e316(x):
-    if x not in ('attested', 'unattested', 'invalid'): return False
-    return True
-
-
-def _e317(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e5, x)): return False
-    return True
-
-
-def _e318(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e319(x):
-    return True
-
-
-def _e320(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e315(x):
-    if not isinstance(x, dict): return False
-    if 'status' not in x or 'trusted_keys' not in x: return False
-    if 'status' in x and not _e316(x['status']): return False
-    if 'trusted_keys' in x and not _e317(x['trusted_keys']): return False
-    if 'attestation_sha256' in x and not _e318(x['attestation_sha256']): return False
-    if 'signer' in x and not _e5(x['signer']): return False
-    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
-    if 'predicate' in x and not _e319(x['predicate']): return False
-    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
-    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
-    if 'problem' in x and not _e320(x['problem']): return False
-    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
-    return True
-
-
-def _e314(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e315(x[k]) for k in x): return False
+    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
+    if 'kappa' in x and not _e215(x['kappa']): return False
+    if 'n' in x and not _e308(x['n']): return False
+    if 'accuracy' in x and not _e215(x['accuracy']): return False
+    if 'sensitivity' in x and not _e215(x['sensitivity']): return False
+    if 'specificity' in x and not _e215(x['specificity']): return False
+    if 'calibrated' in x and not _e204(x['calibrated']): return False
+    if 'why' in x and not _e309(x['why']): return False
+    if any(k not in {'accuracy', 'calibrated', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
     return True
 
 
 def _e306(x):
     if not isinstance(x, dict): return False
-    if 'specs' not in x or 'inputs' not in x: return False
-    if 'specs' in x and not _e307(x['specs']): return False
-    if 'inputs' in x and not _e314(x['inputs']): return False
-    if any(k not in {'inputs', 'specs'} for k in x): return False
+    if any(True and not _e307(x[k]) for k in x): return False
+    return True
+
+
+def _e298(x):
+    if not isinstance(x, dict): return False
+    if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
+    if 'required' in x and not _e299(x['required']): return False
+    if 'min_kappa' in x and not _e300(x['min_kappa']): return False
+    if 'artifact' in x and not _e301(x['artifact']): return False
+    if 'status' in x and not _e304(x['status']): return False
+    if 'reason' in x and not _e305(x['reason']): return False
+    if 'categories' in x and not _e306(x['categories']): return False
+    if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
+    return True
+
+
+def _e312(x):
+    if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
+    return True
+
+
+def _e313(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e3(x[k]) for k in x): return False
+    return True
+
+
+def _e314(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e5, x)): return False
+    return True
+
+
+def _e315(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e316(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e317(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e311(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x: return False
+    if 'status' in x and not _e312(x['status']): return False
+    if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
+    if 'files' in x and not _e313(x['files']): return False
+    if 'governance_keys' in x and not _e314(x['governance_keys']): return False
+    if 'bundle_sha256' in x and not _e315(x['bundle_sha256']): return False
+    if 'signer' in x and not _e316(x['signer']): return False
+    if 'signed_at' in x and not _e317(x['signed_at']): return False
+    if 'differences' in x and not _e276(x['differences']): return False
+    if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
+    return True
+
+
+def _e320(x):
+    if x not in ('attested', 'unattested', 'invalid'): return False
     return True
 
 
 def _e321(x):
     if not isinstance(x, list): return False
-    if not all(map(_e10, x)): return False
+    if not all(map(_e5, x)): return False
     return True
 
 
-def _e177(x):
-    if not isinstance(x, dict): return False
-    if 'scorecard_version' not in x or 'engine' not in x or 'evaluation' not in x or 'policy' not in x or 'suite' not in x or 'policy_sha256' not in x or 'suite_sha256' not in x or 'purpose' not in x or 'decision' not in x or 'overall_pass' not in x or 'exit_code' not in x or 'reasons' not in x or 'categories' not in x or 'overall' not in x or 'conditions' not in x or 'coverage' not in x or 'inputs' not in x or 'statistics' not in x or 'judge' not in x or 'rows_sha256' not in x or 'findings_count' not in x or 'findings_sha256' not in x or 'required_categories' not in x or 'missing_categories' not in x or 'reliability' not in x or 'controls' not in x or 'validation' not in x or 'findings' not in x or 'judge_sha256' not in x or 'comparison' not in x or 'metrics_decision' not in x or 'policy_document' not in x or 'presentation_digests' not in x or 'waivers' not in x or 'provenance' not in x: return False
-    if 'scorecard_version' in x and not _e178(x['scorecard_version']): return False
-    if 'engine' in x and not _e179(x['engine']): return False
-    if 'evaluation' in x and not _e181(x['evaluation']): return False
-    if 'policy' in x and not _e182(x['policy']): return False
-    if 'suite' in x and not _e183(x['suite']): return False
-    if 'policy_sha256' in x and not _e184(x['policy_sha256']): return False
-    if 'suite_sha256' in x and not _e185(x['suite_sha256']): return False
-    if 'purpose' in x and not _e186(x['purpose']): return False
-    if 'decision' in x and not _e175(x['decision']): return False
-    if 'overall_pass' in x and not _e187(x['overall_pass']): return False
-    if 'exit_code' in x and not _e188(x['exit_code']): return False
-    if 'reasons' in x and not _e189(x['reasons']): return False
-    if 'categories' in x and not _e192(x['categories']): return False
-    if 'overall' in x and not _e211(x['overall']): return False
-    if 'conditions' in x and not _e216(x['conditions']): return False
-    if 'coverage' in x and not _e218(x['coverage']): return False
-    if 'inputs' in x and not _e225(x['inputs']): return False
-    if 'statistics' in x and not _e227(x['statistics']): return False
-    if 'judge' in x and not _e228(x['judge']): return False
-    if 'rows_sha256' in x and not _e240(x['rows_sha256']): return False
-    if 'required_categories' in x and not _e241(x['required_categories']): return False
-    if 'missing_categories' in x and not _e242(x['missing_categories']): return False
-    if 'reliability' in x and not _e243(x['reliability']): return False
-    if 'controls' in x and not _e250(x['controls']): return False
-    if 'validation' in x and not _e253(x['validation']): return False
-    if 'findings_count' in x and not _e257(x['findings_count']): return False
-    if 'findings_sha256' in x and not _e258(x['findings_sha256']): return False
-    if 'findings' in x and not _e259(x['findings']): return False
-    if 'judge_sha256' in x and not _e271(x['judge_sha256']): return False
-    if 'comparison' in x and not _e272(x['comparison']): return False
-    if 'metrics_decision' in x and not _e284(x['metrics_decision']): return False
-    if 'policy_document' in x and not _e285(x['policy_document']): return False
-    if 'presentation_digests' in x and not _e287(x['presentation_digests']): return False
-    if 'label' in x and not _e288(x['label']): return False
-    if 'report' in x and not _e289(x['report']): return False
-    if 'waivers' in x and not _e290(x['waivers']): return False
-    if 'agent_card' in x and not _e293(x['agent_card']): return False
-    if 'calibration' in x and not _e294(x['calibration']): return False
-    if 'provenance' in x and not _e306(x['provenance']): return False
-    if 'caveats' in x and not _e321(x['caveats']): return False
-    if any(k not in {'agent_card', 'calibration', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
+def _e322(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e323(x):
-    if x != 'Suite': return False
+    return True
+
+
+def _e324(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e319(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'trusted_keys' not in x: return False
+    if 'status' in x and not _e320(x['status']): return False
+    if 'trusted_keys' in x and not _e321(x['trusted_keys']): return False
+    if 'attestation_sha256' in x and not _e322(x['attestation_sha256']): return False
+    if 'signer' in x and not _e5(x['signer']): return False
+    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
+    if 'predicate' in x and not _e323(x['predicate']): return False
+    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
+    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
+    if 'problem' in x and not _e324(x['problem']): return False
+    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
+    return True
+
+
+def _e318(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e319(x[k]) for k in x): return False
+    return True
+
+
+def _e310(x):
+    if not isinstance(x, dict): return False
+    if 'specs' not in x or 'inputs' not in x: return False
+    if 'specs' in x and not _e311(x['specs']): return False
+    if 'inputs' in x and not _e318(x['inputs']): return False
+    if any(k not in {'inputs', 'specs'} for k in x): return False
     return True
 
 
 def _e325(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e10, x)): return False
+    return True
+
+
+def _e178(x):
+    if not isinstance(x, dict): return False
+    if 'scorecard_version' not in x or 'engine' not in x or 'evaluation' not in x or 'policy' not in x or 'suite' not in x or 'policy_sha256' not in x or 'suite_sha256' not in x or 'purpose' not in x or 'decision' not in x or 'overall_pass' not in x or 'exit_code' not in x or 'reasons' not in x or 'categories' not in x or 'overall' not in x or 'conditions' not in x or 'coverage' not in x or 'inputs' not in x or 'statistics' not in x or 'judge' not in x or 'rows_sha256' not in x or 'findings_count' not in x or 'findings_sha256' not in x or 'required_categories' not in x or 'missing_categories' not in x or 'reliability' not in x or 'controls' not in x or 'validation' not in x or 'findings' not in x or 'judge_sha256' not in x or 'comparison' not in x or 'metrics_decision' not in x or 'policy_document' not in x or 'presentation_digests' not in x or 'waivers' not in x or 'provenance' not in x: return False
+    if 'scorecard_version' in x and not _e179(x['scorecard_version']): return False
+    if 'engine' in x and not _e180(x['engine']): return False
+    if 'evaluation' in x and not _e182(x['evaluation']): return False
+    if 'policy' in x and not _e183(x['policy']): return False
+    if 'suite' in x and not _e184(x['suite']): return False
+    if 'policy_sha256' in x and not _e185(x['policy_sha256']): return False
+    if 'suite_sha256' in x and not _e186(x['suite_sha256']): return False
+    if 'purpose' in x and not _e187(x['purpose']): return False
+    if 'decision' in x and not _e176(x['decision']): return False
+    if 'overall_pass' in x and not _e188(x['overall_pass']): return False
+    if 'exit_code' in x and not _e189(x['exit_code']): return False
+    if 'reasons' in x and not _e190(x['reasons']): return False
+    if 'categories' in x and not _e193(x['categories']): return False
+    if 'overall' in x and not _e212(x['overall']): return False
+    if 'conditions' in x and not _e217(x['conditions']): return False
+    if 'coverage' in x and not _e219(x['coverage']): return False
+    if 'inputs' in x and not _e226(x['inputs']): return False
+    if 'statistics' in x and not _e228(x['statistics']): return False
+    if 'judge' in x and not _e229(x['judge']): return False
+    if 'rows_sha256' in x and not _e241(x['rows_sha256']): return False
+    if 'required_categories' in x and not _e242(x['required_categories']): return False
+    if 'missing_categories' in x and not _e243(x['missing_categories']): return False
+    if 'reliability' in x and not _e244(x['reliability']): return False
+    if 'controls' in x and not _e251(x['controls']): return False
+    if 'validation' in x and not _e254(x['validation']): return False
+    if 'findings_count' in x and not _e258(x['findings_count']): return False
+    if 'findings_sha256' in x and not _e259(x['findings_sha256']): return False
+    if 'findings' in x and not _e260(x['findings']): return False
+    if 'judge_sha256' in x and not _e272(x['judge_sha256']): return False
+    if 'comparison' in x and not _e273(x['comparison']): return False
+    if 'metrics_decision' in x and not _e285(x['metrics_decision']): return False
+    if 'policy_document' in x and not _e286(x['policy_document']): return False
+    if 'presentation_digests' in x and not _e288(x['presentation_digests']): return False
+    if 'candidates' in x and not _e289(x['candidates']): return False
+    if 'label' in x and not _e292(x['label']): return False
+    if 'report' in x and not _e293(x['report']): return False
+    if 'waivers' in x and not _e294(x['waivers']): return False
+    if 'agent_card' in x and not _e297(x['agent_card']): return False
+    if 'calibration' in x and not _e298(x['calibration']): return False
+    if 'provenance' in x and not _e310(x['provenance']): return False
+    if 'caveats' in x and not _e325(x['caveats']): return False
+    if any(k not in {'agent_card', 'calibration', 'candidates', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
+    return True
+
+
+def _e327(x):
+    if x != 'Suite': return False
+    return True
+
+
+def _e329(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e328(x):
+def _e332(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 200: return False
     return True
 
 
-def _e329(x):
+def _e333(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e330(x):
+def _e334(x):
     return True
 
 
-def _e331(x):
+def _e335(x):
     return True
 
 
-def _e332(x):
+def _e336(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e327(x):
+def _e331(x):
     if not isinstance(x, dict): return False
     if 'id' not in x: return False
-    if 'id' in x and not _e328(x['id']): return False
+    if 'id' in x and not _e332(x['id']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'tags' in x and not _e329(x['tags']): return False
-    if 'input' in x and not _e330(x['input']): return False
-    if 'expected' in x and not _e331(x['expected']): return False
-    if 'trials' in x and not _e332(x['trials']): return False
+    if 'tags' in x and not _e333(x['tags']): return False
+    if 'input' in x and not _e334(x['input']): return False
+    if 'expected' in x and not _e335(x['expected']): return False
+    if 'trials' in x and not _e336(x['trials']): return False
     if any(k not in {'description', 'expected', 'id', 'input', 'tags', 'trials'} for k in x): return False
     return True
 
 
-def _e326(x):
+def _e330(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e327, x)): return False
+    if not all(map(_e331, x)): return False
     return True
 
 
-def _e324(x):
+def _e328(x):
     if not isinstance(x, dict): return False
     if 'cases' not in x: return False
-    if 'trials' in x and not _e325(x['trials']): return False
-    if 'cases' in x and not _e326(x['cases']): return False
+    if 'trials' in x and not _e329(x['trials']): return False
+    if 'cases' in x and not _e330(x['cases']): return False
     if any(k not in {'cases', 'trials'} for k in x): return False
     return True
 
 
-def _e322(x):
+def _e326(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e323(x['kind']): return False
+    if 'kind' in x and not _e327(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e324(x['spec']): return False
+    if 'spec' in x and not _e328(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
@@ -3769,10 +3799,10 @@ def _s5(x):
 SHIPPED = {
     'calibration': ('ff8395c4f158d7c43b427bc52c3993aefdbd6802b32a473ba1287e2ca6e2a7ba', _e0),
     'evaluation': ('d53b187b346c6230e4bf39698409572e91e71ee69c56a5fdb1dada2b973bcf84', _e27),
-    'policy': ('1f8e39b7f458574b7b0e043082f6d2fd1240db7cc0e45de325584d7680d33f73', _e81),
-    'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e163),
-    'scorecard': ('6a43c3316976d6d6816b177436f3221fe97bffa02c7b7c5ddd5c6e18cb70d2d8', _e177),
-    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e322),
+    'policy': ('6b85f4430052bc33581ce17445b5bb36329995dfd1b47293aea4068d3bc23d6e', _e81),
+    'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e164),
+    'scorecard': ('4e1968f15d1db9168fa2d75840a9e409f112130b9d9d8ac29bdc7bea6936a07c', _e178),
+    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e326),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {

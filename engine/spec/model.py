@@ -130,6 +130,8 @@ class Policy:
     """What row evidence hides (secrets, PII, matches), or None."""
     comparison_required: bool = False
     """``gate.comparison.required``: a missing or incompatible baseline, or a regression, gates."""
+    subject_required: bool = False
+    """``gate.subject: required``: a release that names no candidate is INCOMPLETE."""
     document: dict[str, Any] = field(default_factory=dict)
     """What ``sha256`` digests: the parsed Policy (``evidence.passing_rows`` bound through the
     scoring version), its scoring data digests, the engine scoring version."""

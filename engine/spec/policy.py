@@ -147,6 +147,7 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   mask=masker(parts.inspections.values(), parts.mask_with,
                               spec.get("evidence", {}).get("mask_matches", True)),
                   comparison_required=gate.get("comparison", {}).get("required", False),
+                  subject_required=gate.get("subject", "optional") == "required",
                   comparison_rules=parts.comparison_rules, document=document,
                   report=spec.get("report"), waivers=spec.get("waivers", []),
                   catalogues=parts.agent_card[0], card_mappings=parts.agent_card[1],
