@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline or history:
         _runner_may_choose_the_baseline(evaluations[0])
     trusted = [signing.load_public(p) for p in args.trusted_key]
-    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    now = dt.datetime.now(dt.UTC)  # the runner's clock: recorded, and a floor only
+    today = now.strftime("%Y-%m-%d")
     as_of = args.as_of or today
     if not is_date(as_of):
         raise UsageError(f"--as-of wants a calendar date YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
@@ -134,10 +135,12 @@ def run(args: argparse.Namespace) -> int:
         evaluation.judge_overridden = bool(shards.rubrics(evaluation)) and \
             _judge_changed(declared, evaluation.judge)
         # A release is judged on the real date: --as-of may look ahead, never back (a
-        # back-dated run would revive expired waivers and sign the PASS).
+        # back-dated run would revive expired waivers and sign the PASS); the run moves it
+        # on to the signed times it rests on, since the clock is the runner's (run/clock.py)
         evaluation.as_of = max(as_of, today) if evaluation.policy.purpose == "release" \
             else as_of
-        evaluation.as_of_requested = as_of
+        evaluation.as_of_requested = args.as_of or ""
+        evaluation.as_of_clock = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     cache = None if args.no_judge_cache else args.judge_cache
     progress = judge_progress if sys.stderr.isatty() else None
     executor = _executor(args)

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         late = runs.single(result, run_id, earliest) or _expected(result, args.expect)
         if late is not None:
             raise late
-        proven = pinned.check(args.scorecard)
+        proven = pinned.check(args.scorecard, result.generated_at)
     except VerifyError as exc:
         print(f"INVALID {exc.code}: {exc}")
         return 1
@@ -106,7 +106,7 @@ def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[
         proven: list[str] = []
         if one.verified is not None and pinned is not None:
             try:
-                proven = pinned.check(one.path)
+                proven = pinned.check(one.path, one.verified.generated_at)
             except VerifyError as exc:
                 result.found[i] = one = replace(one, verified=None, error=exc)
         if one.verified is None:
@@ -162,11 +162,12 @@ class _Pinned:
                  harness: list[Ed25519PublicKey]) -> None:
         self.governance, self.harness = governance, harness
 
-    def check(self, scorecard: Path) -> list[str]:
-        """The provenance lines of a scorecard that verified, or VerifyError."""
+    def check(self, scorecard: Path, signed_at: str) -> list[str]:
+        """The provenance lines of a scorecard that verified (signed at ``signed_at``, as
+        its statement says), or VerifyError."""
         if not self.governance and not self.harness:
             return []
-        return provenance.verify_card(scorecard, self.governance, self.harness)
+        return provenance.verify_card(scorecard, self.governance, self.harness, signed_at)
 
 
 def _expected(result: Verified, expect: list[str]) -> VerifyError | None:

@@ -155,8 +155,8 @@ def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | No
     if evaluation.as_of_requested and evaluation.as_of_requested != evaluation.as_of:
         block["requested_as_of"] = evaluation.as_of_requested
         block["note"] = (f"--as-of {evaluation.as_of_requested} was asked for; a release is "
-                         "judged on the real date, so waivers were judged as of "
-                         f"{evaluation.as_of}")
+                         "judged on the real date, never before the signed times it rests "
+                         f"on (as_of.set_by), so waivers were judged as of {evaluation.as_of}")
     return block
 
 

@@ -69,7 +69,8 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
               inputs: dict[str, dict[str, Any]], agent_card: dict[str, Any] | None = None,
               report: dict[str, Any] | None = None,
               label: str | None = None,
-              provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+              provenance: dict[str, Any] | None = None,
+              as_of: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scorecard value (see schemas/scorecard.schema.json): the one place a Decision
     becomes the scorecard's JSON."""
     policy, suite = evaluation.policy, evaluation.suite
@@ -93,7 +94,8 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
         judge_sha256=outcome.judge["judge_sha256"] if outcome.judge else None,
         comparison=outcome.comparison, rows_sha256=rows_sha256, report=report,
         label=label, calibration=outcome.calibration, caveats=policy.caveats,
-        provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}}).as_json()
+        provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}},
+        as_of=as_of).as_json()
 
 
 def _coverage(evaluation: Evaluation, tally: Tally) -> Coverage:

@@ -2209,10 +2209,16 @@ def _e313(x):
 
 
 def _e314(x):
+    if not isinstance(x, str): return False
+    if not re.search('^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e315(x):
+    return True
+
+
+def _e316(x):
     if not isinstance(x, str): return False
     return True
 
@@ -2224,12 +2230,13 @@ def _e310(x):
     if 'trusted_keys' in x and not _e312(x['trusted_keys']): return False
     if 'attestation_sha256' in x and not _e313(x['attestation_sha256']): return False
     if 'signer' in x and not _e5(x['signer']): return False
+    if 'signed_at' in x and not _e314(x['signed_at']): return False
     if 'predicate_type' in x and not _e3(x['predicate_type']): return False
-    if 'predicate' in x and not _e314(x['predicate']): return False
+    if 'predicate' in x and not _e315(x['predicate']): return False
     if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
     if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
-    if 'problem' in x and not _e315(x['problem']): return False
-    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
+    if 'problem' in x and not _e316(x['problem']): return False
+    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signed_at', 'signer', 'status', 'trusted_keys'} for k in x): return False
     return True
 
 
@@ -2248,7 +2255,47 @@ def _e301(x):
     return True
 
 
-def _e316(x):
+def _e318(x):
+    if not isinstance(x, str): return False
+    if not re.search('^\\d{4}-\\d\\d-\\d\\d$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e319(x):
+    if not isinstance(x, str): return False
+    if not re.search('^(clock|requested|specs|baseline|calibration|attestation:.+)$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e320(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e321(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e322(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e26(x[k]) for k in x): return False
+    return True
+
+
+def _e317(x):
+    if not isinstance(x, dict): return False
+    if 'date' not in x or 'set_by' not in x or 'clock' not in x or 'requested' not in x or 'signed' not in x: return False
+    if 'date' in x and not _e318(x['date']): return False
+    if 'set_by' in x and not _e319(x['set_by']): return False
+    if 'clock' in x and not _e320(x['clock']): return False
+    if 'requested' in x and not _e321(x['requested']): return False
+    if 'signed' in x and not _e322(x['signed']): return False
+    if any(k not in {'clock', 'date', 'requested', 'set_by', 'signed'} for k in x): return False
+    return True
+
+
+def _e323(x):
     if not isinstance(x, list): return False
     if not all(map(_e10, x)): return False
     return True
@@ -2296,42 +2343,14 @@ def _e176(x):
     if 'agent_card' in x and not _e288(x['agent_card']): return False
     if 'calibration' in x and not _e289(x['calibration']): return False
     if 'provenance' in x and not _e301(x['provenance']): return False
-    if 'caveats' in x and not _e316(x['caveats']): return False
-    if any(k not in {'agent_card', 'calibration', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
-    return True
-
-
-def _e318(x):
-    if x != 'Suite': return False
-    return True
-
-
-def _e320(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
-    if x > 1000: return False
-    return True
-
-
-def _e323(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    if len(x) > 200: return False
-    return True
-
-
-def _e324(x):
-    if not isinstance(x, list): return False
-    if not unique_items(x): return False
-    if not all(map(_e3, x)): return False
+    if 'as_of' in x and not _e317(x['as_of']): return False
+    if 'caveats' in x and not _e323(x['caveats']): return False
+    if any(k not in {'agent_card', 'as_of', 'calibration', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
     return True
 
 
 def _e325(x):
-    return True
-
-
-def _e326(x):
+    if x != 'Suite': return False
     return True
 
 
@@ -2342,42 +2361,71 @@ def _e327(x):
     return True
 
 
-def _e322(x):
+def _e330(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    if len(x) > 200: return False
+    return True
+
+
+def _e331(x):
+    if not isinstance(x, list): return False
+    if not unique_items(x): return False
+    if not all(map(_e3, x)): return False
+    return True
+
+
+def _e332(x):
+    return True
+
+
+def _e333(x):
+    return True
+
+
+def _e334(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
+    if x > 1000: return False
+    return True
+
+
+def _e329(x):
     if not isinstance(x, dict): return False
     if 'id' not in x: return False
-    if 'id' in x and not _e323(x['id']): return False
+    if 'id' in x and not _e330(x['id']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'tags' in x and not _e324(x['tags']): return False
-    if 'input' in x and not _e325(x['input']): return False
-    if 'expected' in x and not _e326(x['expected']): return False
-    if 'trials' in x and not _e327(x['trials']): return False
+    if 'tags' in x and not _e331(x['tags']): return False
+    if 'input' in x and not _e332(x['input']): return False
+    if 'expected' in x and not _e333(x['expected']): return False
+    if 'trials' in x and not _e334(x['trials']): return False
     if any(k not in {'description', 'expected', 'id', 'input', 'tags', 'trials'} for k in x): return False
     return True
 
 
-def _e321(x):
+def _e328(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e322, x)): return False
+    if not all(map(_e329, x)): return False
     return True
 
 
-def _e319(x):
+def _e326(x):
     if not isinstance(x, dict): return False
     if 'cases' not in x: return False
-    if 'trials' in x and not _e320(x['trials']): return False
-    if 'cases' in x and not _e321(x['cases']): return False
+    if 'trials' in x and not _e327(x['trials']): return False
+    if 'cases' in x and not _e328(x['cases']): return False
     if any(k not in {'cases', 'trials'} for k in x): return False
     return True
 
 
-def _e317(x):
+def _e324(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e318(x['kind']): return False
+    if 'kind' in x and not _e325(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e319(x['spec']): return False
+    if 'spec' in x and not _e326(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
@@ -3721,8 +3769,8 @@ SHIPPED = {
     'evaluation': ('fb3e7197ae29111e35540ea2a2435a68f8c758e0faa89e826c2af82fc74b3187', _e27),
     'policy': ('1f8e39b7f458574b7b0e043082f6d2fd1240db7cc0e45de325584d7680d33f73', _e80),
     'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e162),
-    'scorecard': ('c01948bece5d47eea190d9ef3a017f4a85e2640d8b95e007848dfb4c9c77dd34', _e176),
-    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e317),
+    'scorecard': ('5a10389e4b86bc585761f0063f34056af8e4e391ec88880fff9b92152f8022fc', _e176),
+    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e324),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {
