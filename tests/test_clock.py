@@ -140,23 +140,23 @@ def release(tmp_path: Path) -> Release:
 
 def test_a_clock_set_back_60_days_revives_no_expired_waiver(release: Release,
                                                            shim: Path) -> None:
-    specs_at = release.signed_at("specs.intoto.jsonl")
-    attested_at = release.signed_at("data/runs.jsonl.intoto.jsonl")
     done = engine(shim, -60, *release.run("back"))
     card = release.card("back")
+    [waiver] = card["waivers"]["entries"]  # expired 30 days ago; the clock says 60 ago
+    assert waiver["status"] == "expired" and waiver["rows_waived"] == 0
+    assert done.returncode == 1 and card["decision"] == "FAIL", done.stdout + done.stderr
+    assert card["categories"]["resolution"]["passed"] == 41
     clock = card["as_of"]["clock"]
     assert clock[:10] in (day(-60), day(-61))  # the shim did set the child's clock back
     # judged as of the day governance signed (the harness attested the same day or later)
+    specs_at = release.signed_at("specs.intoto.jsonl")
+    attested_at = release.signed_at("data/runs.jsonl.intoto.jsonl")
     assert card["as_of"]["date"] == max(specs_at, attested_at)[:10] >= day(-1)
     assert card["as_of"]["set_by"] == ("specs" if specs_at[:10] == attested_at[:10]
                                        else "attestation:runs")
     assert card["as_of"]["signed"] == {"specs": specs_at, "attestation:runs": attested_at}
     assert card["as_of"]["requested"] is None
     assert card["waivers"]["as_of"] == card["as_of"]["date"]
-    [waiver] = card["waivers"]["entries"]
-    assert waiver["status"] == "expired" and waiver["rows_waived"] == 0
-    assert done.returncode == 1 and card["decision"] == "FAIL", done.stdout + done.stderr
-    assert card["categories"]["resolution"]["passed"] == 41
 
 
 def test_verify_refuses_a_scorecard_signed_before_the_specs_it_binds(release: Release,
