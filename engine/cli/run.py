@@ -124,8 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline or history:
         _runner_may_choose_the_baseline(evaluations[0])
     trusted = [signing.load_public(p) for p in args.trusted_key]
-    now = dt.datetime.now(dt.UTC)  # the runner's clock: recorded, and a floor only
-    today = now.strftime("%Y-%m-%d")
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")  # the runner's: a floor, recorded
     as_of = args.as_of or today
     if not is_date(as_of):
         raise UsageError(f"--as-of wants a calendar date YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
@@ -140,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         evaluation.as_of = max(as_of, today) if evaluation.policy.purpose == "release" \
             else as_of
         evaluation.as_of_requested = args.as_of or ""
-        evaluation.as_of_clock = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        evaluation.as_of_clock = today
     cache = None if args.no_judge_cache else args.judge_cache
     progress = judge_progress if sys.stderr.isatty() else None
     executor = _executor(args)

@@ -198,7 +198,8 @@ class Scorecard(_Block):
     as_of: dict[str, Any] | None = None
     """The date waivers were judged on and what set it (docs/provenance.md#time): ``date``;
     ``set_by`` (clock, requested, specs, attestation:NAME, baseline or calibration);
-    ``clock``, the runner's clock as read (UTC, to the second); ``requested``, the
+    ``clock``, the runner's clock as read (its UTC date; the statement's ``generated_at``
+    has it to the second); ``requested``, the
     ``--as-of`` given or null; ``signed``, every verified signed time the run rests on by
     source. A release is never judged before the latest of them (engine, over the
     signers' times)."""

@@ -51,7 +51,7 @@ def judged_on(purpose: str, base: str, clock: str, requested: str,
     it to the date of a later signed time. On a tie the clock, then ``--as-of``, is named:
     a signed source is named only when it overruled them."""
     date = base
-    set_by = "requested" if requested and date == requested and date != clock[:10] else "clock"
+    set_by = "requested" if requested and date == requested and date != clock else "clock"
     if purpose == "release":
         for source, time in signed.items():
             if time[:10] > date:

@@ -3769,7 +3769,7 @@ SHIPPED = {
     'evaluation': ('fb3e7197ae29111e35540ea2a2435a68f8c758e0faa89e826c2af82fc74b3187', _e27),
     'policy': ('1f8e39b7f458574b7b0e043082f6d2fd1240db7cc0e45de325584d7680d33f73', _e80),
     'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e162),
-    'scorecard': ('5a10389e4b86bc585761f0063f34056af8e4e391ec88880fff9b92152f8022fc', _e176),
+    'scorecard': ('ee226d1a1bc86b1c670c2b1098ebeab7827bfba5488ce180dae4234f2d64f3e0', _e176),
     'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e324),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check

@@ -100,7 +100,7 @@ class Evaluation:
     """The date asked for with ``--as-of`` ("" when none was: a release never goes back
     before today, nor before the signed times it rests on: engine/run/clock.py)."""
     as_of_clock: str = ""
-    """The runner's clock as read when the run began (UTC, to the second), recorded as is."""
+    """The runner's clock as read when the run began (its UTC date), recorded as is."""
     suite_pin: str | None = None
     """``spec.suite_sha256``: the suite governance approved, or None."""
     baseline_pin: str | None = None
