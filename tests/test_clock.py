@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from engine.cli import main
+from engine.run import clock
 
 from .conftest import Spec
 from .test_trust import failing, waive
@@ -166,6 +167,12 @@ def test_verify_refuses_a_scorecard_signed_before_the_specs_it_binds(release: Re
     assert said.returncode == 1, said.stdout
     assert "INVALID SIGNED_BEFORE_INPUTS" in said.stdout
     assert "runner's clock was behind" in said.stdout
+    # the harness key alone: the attestation it binds was signed after it too
+    alone = engine(shim, 0, "verify", str(release.root / "back"), "--trusted-key",
+                   release.key("runner"), "--harness-key", release.key("harness"))
+    assert alone.returncode == 1
+    assert "INVALID SIGNED_BEFORE_INPUTS" in alone.stdout
+    assert "before the attestation of input runs it binds" in alone.stdout
     # the same run on the real clock: the same FAIL, and it verifies with the three keys
     honest = engine(shim, 0, *release.run("honest"))
     assert honest.returncode == 1 and release.card("honest")["as_of"]["set_by"] == "clock"
@@ -256,3 +263,43 @@ def test_engine_attest_writes_its_time_and_keeps_it_its_own(release: Release,
                  '{"signed_at": "2020-01-01T00:00:00Z"}']) == 2
     assert "BAD_PREDICATE" in capsys.readouterr().err
     assert not (release.root / "x.intoto.jsonl").exists()
+
+
+T1, T2, T3 = "2026-03-01T10:00:00Z", "2026-04-01T00:00:00Z", "2026-05-01T23:59:59Z"
+
+
+@pytest.mark.parametrize(("blocks", "want"), [
+    # only verified signatures' times count; a malformed time is no time
+    ({"provenance": {"specs": {"status": "verified", "signed_at": T1}}}, {"specs": T1}),
+    ({"provenance": {"specs": {"status": "changed", "signed_at": T1}}}, {}),
+    ({"provenance": {"specs": {"status": "verified", "signed_at": "2026-03-01"}}}, {}),
+    ({"provenance": {"specs": {}, "inputs": {
+        "a": {"status": "attested", "signed_at": T2},
+        "b": {"status": "invalid", "signed_at": T3}, "c": {"status": "attested"}}}},
+     {"attestation:a": T2}),
+    ({"provenance": {}, "comparison": {"status": "comparable",
+                                       "baseline": {"generated_at": T3}}}, {"baseline": T3}),
+    ({"provenance": {}, "comparison": {"status": "untrusted", "baseline": None}}, {}),
+    ({"provenance": {}, "calibration": {"status": "mismatch", "artifact": {
+        "generated_at": T2}}}, {"calibration": T2}),  # the signature held; the judge differs
+    ({"provenance": {}, "calibration": {"status": "untrusted", "artifact": None}}, {}),
+])
+def test_the_signed_times_counted(blocks: dict[str, Any], want: dict[str, str]) -> None:
+    assert clock.signed_times(blocks["provenance"], blocks.get("calibration"),
+                              blocks.get("comparison")) == want
+
+
+@pytest.mark.parametrize(("purpose", "base", "requested", "signed", "date", "set_by"), [
+    ("release", "2026-01-01", "", {}, "2026-01-01", "clock"),
+    ("release", "2026-01-01", "", {"specs": T1, "calibration": T3}, "2026-05-01",
+     "calibration"),
+    ("release", "2026-03-01", "", {"specs": T1}, "2026-03-01", "clock"),  # a tie: the clock
+    ("release", "2026-06-01", "2026-06-01", {"specs": T1}, "2026-06-01", "requested"),
+    ("release", "2026-01-01", "2025-01-01", {"specs": T1}, "2026-03-01", "specs"),
+    ("triage", "2025-01-01", "2025-01-01", {"specs": T1}, "2025-01-01", "requested"),
+])
+def test_the_date_and_what_set_it(purpose: str, base: str, requested: str,
+                                  signed: dict[str, str], date: str, set_by: str) -> None:
+    block = clock.judged_on(purpose, base, "2026-01-01", requested, signed)
+    assert (block["date"], block["set_by"]) == (date, set_by)
+    assert block["clock"] == "2026-01-01" and block["signed"] == signed

@@ -76,7 +76,8 @@ def add(sub: Any) -> None:
     parser.add_argument("--history", type=Path, metavar="DIR",
                      help="folder of earlier runs searched by --baseline-label")
     parser.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
-                     "default today; a release is never judged before today")
+                     "default today; a release is never judged before today, nor before "
+                     "the signed times it rests on (docs/provenance.md#time)")
     judge_options(parser)
     parser.add_argument("--judge-replay", type=Path, metavar="SCORECARD",
                      help="replay the judgements of a signed scorecard.json (or its folder); "
