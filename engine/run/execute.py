@@ -14,7 +14,7 @@ from engine import protocols, reports
 from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
 from engine.decide.aggregate import suite_digest
-from engine.decide.decision import decide, with_comparison
+from engine.decide.decision import decide, waiver_block, with_comparison
 from engine.decide.labelled import compare as labelled_compare
 from engine.decide.lattice import Decision, Reason, settle
 from engine.decide.reasons import INCOMPLETE
@@ -159,18 +159,19 @@ def _dated(run: _Run, outcome: Decision) -> Decision:
     """The date again with every signed time the decision rests on, the baseline's and
     the calibration's too, read only after the records were scored. Moved past a waiver's
     expiry, the rows that waiver took out were judged too early: INCOMPLETE (AS_OF_MOVED)."""
-    evaluation = run.evaluation
-    run.as_of = _judged_on(run, clock.signed_times(run.provenance, outcome.calibration,
-                                                   outcome.comparison))
+    evaluation, before = run.evaluation, (run.as_of or {}).get("signed", {})
+    signed = clock.signed_times(run.provenance, outcome.calibration, outcome.comparison)
+    # a time read before scoring stands even if its file changed since (an attestation
+    # swapped for an older one of the same bytes): the date never goes back
+    signed |= {k: v for k, v in before.items() if v > signed.get(k, "")}
+    run.as_of = _judged_on(run, signed)
     date = run.as_of["date"]
     if date <= evaluation.as_of:
         return outcome
     expired = clock.expired_since(evaluation, date)
     if not expired:  # no waiver's status changes: the rows stand as judged
         evaluation.as_of = date
-        if outcome.waivers is not None:
-            outcome.waivers["as_of"] = date
-        return outcome
+        return replace(outcome, waivers=waiver_block(evaluation, run.tally))
     blocker = Reason(INCOMPLETE, "AS_OF_MOVED", "evaluation:spec", (
         f"the records were judged as of {evaluation.as_of}, but the {run.as_of['set_by']} "
         f"was signed on {date}, after waiver {', '.join(expired)} expired; run again")
