@@ -24,7 +24,7 @@ import pytest
 from engine.cli import main
 from engine.run import clock
 
-from .conftest import Spec
+from .conftest import Spec, need_tool
 from .test_trust import failing, waive
 
 DAY = 86400
@@ -69,9 +69,9 @@ time_t time(time_t *out) {
 @pytest.fixture(scope="module")
 def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The clock shim as a shared library (LD_PRELOAD)."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None or sys.platform != "linux":
-        pytest.skip("needs a C compiler on Linux to build the LD_PRELOAD clock shim")
+    if sys.platform != "linux":
+        pytest.skip("the LD_PRELOAD clock shim is built for Linux (glibc)")
+    compiler = need_tool("cc", "gcc", install="apt-get install gcc")
     folder = tmp_path_factory.mktemp("shim")
     (folder / "shift.c").write_text(SHIM)
     subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(folder / "shift.so"),
