@@ -273,6 +273,10 @@ JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evalua
 CALIBRATION_MISSING: a judged category a required, verified judge calibration does not cover
 """)
 
+_block("run", "3", "INCOMPLETE under purpose: release (a blocker: never hides a FAIL)", """
+AS_OF_MOVED: a baseline or calibration signed after a waiver expired: rows were judged too early
+""")
+
 _block("run, verify", "3", "INCOMPLETE under purpose: release (a blocker: never hides a FAIL); "
        "engine verify with a pinned governance or harness key: invalid (exit 1)", """
 SPECS_UNSIGNED: no bundle (specs.intoto.jsonl) signs this Evaluation, or the run checked none
@@ -322,6 +326,7 @@ WRONG_PREDICATE: a signed statement of another kind (a calibration is not a scor
 UNEXPECTED_EVALUATION: a scorecard of an evaluation --expect does not name
 MISSING_EVALUATION: an evaluation --expect or the run names has no verified scorecard there
 RUN_MISMATCH: a scorecard or seal of another run than the folder's, or than --run-id states
+SIGNED_BEFORE_INPUTS: the scorecard was signed before the specs bundle or an attestation it binds
 RUN_UNBOUND: a scorecard naming no run, beside others: nothing shows it is of their run
 STALE: a scorecard or seal signed before the time --not-before states
 CANDIDATE_MISMATCH: a scorecard that does not name the build --subject gives as its candidate

@@ -133,7 +133,7 @@ def test_the_vsa_verifies_with_an_independent_dsse_library(
             assert vsa["policy"]["digest"] == {"sha256": card["policy_sha256"]}
             assert vsa["inputAttestations"] == [{"uri": "scorecard.json",
                                                  "digest": {"sha256": sha}}]
-            assert vsa["verifiedLevels"] == (["SPECGATE_RELEASE_GATE"] if fixed else [])
+            assert vsa["verifiedLevels"] == (["SPECGATE_GATE_PASSED"] if fixed else [])
             assert len(vsa["timeVerified"]) == 20 and vsa["timeVerified"].endswith("Z")
         assert seen == {BUILD: DIGEST, f"{BUILD}-tools": OTHER}
         if fixed:

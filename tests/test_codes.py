@@ -41,7 +41,7 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "OFFLINE",  # engine.spec.schema's lazily made registry
              "PLAIN", "SHIPPED", "STRICT",  # tables of the generated schema checks (_checks.py)
              # an SLSA Verification Summary's verificationResult and verifiedLevels values
-             "PASSED", "FAILED", "SPECGATE_RELEASE_GATE"}
+             "PASSED", "FAILED", "SPECGATE_GATE_PASSED"}
 
 
 CODES = table()

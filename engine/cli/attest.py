@@ -15,6 +15,7 @@ from engine.cli.common import (
 )
 from engine.errors import UsageError
 from engine.evidence import provenance, signing
+from engine.evidence.scorecard import signed_now
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
     pass
@@ -63,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--predicate has a value RFC 8785 cannot write ({exc})",
                          "BAD_PREDICATE") from None
     kind = args.predicate_type or provenance.ATTESTATION_PREDICATE
+    if kind == provenance.ATTESTATION_PREDICATE:  # when it was attested: a release is
+        # judged no earlier (docs/provenance.md#time); another type's predicate is its own
+        if "signed_at" in predicate:
+            raise UsageError("--predicate: signed_at is written by engine attest (this "
+                             "machine's clock, UTC); leave it out", "BAD_PREDICATE")
+        predicate["signed_at"] = signed_now()
     out, count = provenance.attest(args.path, key, kind, predicate, args.out)
     print(f"attested {count} file(s) of {args.path}: {out} (keyid "
           f"{signing.keyid(key.public_key())[:16]})")

@@ -79,7 +79,8 @@ def add(sub: Any) -> None:
     parser.add_argument("--history", type=Path, metavar="DIR",
                      help="folder of earlier runs searched by --baseline-label")
     parser.add_argument("--as-of", help="UTC date (YYYY-MM-DD) waivers are judged on; "
-                     "default today; a release is never judged before today")
+                     "default today; a release is never judged before today, nor before "
+                     "the signed times it rests on (docs/provenance.md#time)")
     judge_options(parser)
     parser.add_argument("--judge-replay", type=Path, metavar="SCORECARD",
                      help="replay the judgements of a signed scorecard.json (or its folder); "
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline or history:
         _runner_may_choose_the_baseline(evaluations[0])
     trusted = [signing.load_public(p) for p in args.trusted_key]
-    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")  # the runner's: a floor, recorded
     as_of = args.as_of or today
     if not is_date(as_of):
         raise UsageError(f"--as-of wants a calendar date YYYY-MM-DD, got '{as_of}'", "BAD_DATE")
@@ -141,10 +142,12 @@ def run(args: argparse.Namespace) -> int:
         evaluation.judge_overridden = bool(shards.rubrics(evaluation)) and \
             _judge_changed(declared, evaluation.judge)
         # A release is judged on the real date: --as-of may look ahead, never back (a
-        # back-dated run would revive expired waivers and sign the PASS).
+        # back-dated run would revive expired waivers and sign the PASS); the run moves it
+        # on to the signed times it rests on, since the clock is the runner's (run/clock.py)
         evaluation.as_of = max(as_of, today) if evaluation.policy.purpose == "release" \
             else as_of
-        evaluation.as_of_requested = as_of
+        evaluation.as_of_requested = args.as_of or ""
+        evaluation.as_of_clock = today
     cache = None if args.no_judge_cache else args.judge_cache
     progress = judge_progress if sys.stderr.isatty() else None
     executor = _executor(args)

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             pinned.demanded(result)
         if late is not None:
             raise late
-        proven = pinned.check(args.scorecard)
+        proven = pinned.check(args.scorecard, result.generated_at)
     except VerifyError as exc:
         _say(f"INVALID {exc.code}: {exc}")
         return 1
@@ -129,7 +129,7 @@ def _verify_folder(folder: Path, trusted: Ed25519PublicKey | None, expect: list[
                 refused = pinned.demanded(one.verified)
                 if refused is not None:
                     raise refused
-                proven = pinned.check(one.path)
+                proven = pinned.check(one.path, one.verified.generated_at)
             except VerifyError as exc:
                 result.found[i] = one = replace(one, verified=None, error=exc)
         if one.verified is None:
@@ -203,11 +203,12 @@ class _Pinned:
                                "(--require-decision)", "DECISION_REFUSED")
         return None
 
-    def check(self, scorecard: Path) -> list[str]:
-        """The provenance lines of a scorecard that verified, or VerifyError."""
+    def check(self, scorecard: Path, signed_at: str) -> list[str]:
+        """The provenance lines of a scorecard that verified (signed at ``signed_at``, as
+        its statement says), or VerifyError."""
         if not self.governance and not self.harness:
             return []
-        return provenance.verify_card(scorecard, self.governance, self.harness)
+        return provenance.verify_card(scorecard, self.governance, self.harness, signed_at)
 
 
 def _expected(result: Verified, expect: list[str]) -> VerifyError | None:

@@ -83,7 +83,7 @@ def _result(evaluation: Evaluation, reasons: list[Reason], **parts: Any) -> Deci
     return Decision.of([r.published(names) for r in reasons],
                        [r.published(names) for r in _pass_blockers(evaluation)],
                        required_categories=required, missing_categories=missing,
-                       waivers=_waivers(evaluation, tally), findings=found, **parts)
+                       waivers=waiver_block(evaluation, tally), findings=found, **parts)
 
 
 def _pass_blockers(evaluation: Evaluation) -> list[Reason]:
@@ -139,7 +139,7 @@ def _comparison_reasons(block: dict[str, Any]) -> list[Reason]:
                    (f": {', '.join(worse)}" if worse else " (it was PASS)"))]
 
 
-def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:
+def waiver_block(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:
     """Every waiver of the policy, active or expired, with the FAIL rows it took out."""
     waivers = evaluation.policy.waivers
     if not waivers:
@@ -155,8 +155,8 @@ def _waivers(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | No
     if evaluation.as_of_requested and evaluation.as_of_requested != evaluation.as_of:
         block["requested_as_of"] = evaluation.as_of_requested
         block["note"] = (f"--as-of {evaluation.as_of_requested} was asked for; a release is "
-                         "judged on the real date, so waivers were judged as of "
-                         f"{evaluation.as_of}")
+                         "judged on the real date, never before the signed times it rests "
+                         f"on (as_of.set_by), so waivers were judged as of {evaluation.as_of}")
     return block
 
 

@@ -21,7 +21,7 @@ from engine.canonical import canonical
 SCORECARD_VERSION = "specgate.scorecard/v1"
 FINDINGS_LISTED = 100  # findings kept in the scorecard; findings.jsonl holds them all
 # names absent (not null) from the JSON when they have no value
-OMIT_WHEN_NONE = {"report", "label", "calibration", "caveats", "candidates"}
+OMIT_WHEN_NONE = {"report", "label", "calibration", "caveats", "candidates", "as_of"}
 
 
 def findings_jsonl(found: list[dict[str, Any]]) -> bytes:
@@ -195,6 +195,14 @@ class Scorecard(_Block):
     SHA-256; the bundle's digest and signer) and ``inputs`` (per input the Evaluation
     requires attested: status attested, unattested or invalid; the attestation's digest,
     signer and predicate) (engine, over governance's and the harness's signatures)."""
+    as_of: dict[str, Any] | None = None
+    """The date waivers were judged on and what set it (docs/provenance.md#time): ``date``;
+    ``set_by`` (clock, requested, specs, attestation:NAME, baseline or calibration);
+    ``clock``, the runner's clock as read (its UTC date; the statement's ``generated_at``
+    has it to the second); ``requested``, the
+    ``--as-of`` given or null; ``signed``, every verified signed time the run rests on by
+    source. A release is never judged before the latest of them (engine, over the
+    signers' times)."""
     caveats: list[str] | None = None
     """What the measurements cannot show, as the policy's caveats file words it; the reports
     print them; absent when the policy names none (governance, presentation data)."""

@@ -32,7 +32,7 @@ from engine.canonical import file_digests, manifest_digest
 from engine.errors import UsageError, VerifyError
 from engine.evidence import signing
 from engine.evidence.scorecard import publish, signed_now
-from engine.evidence.verify import MAX_ENVELOPE_BYTES, read_file
+from engine.evidence.verify import MAX_ENVELOPE_BYTES, SIGNED_TIME, read_file
 from engine.spec import opened
 from engine.spec.yaml import parse as parse_yaml
 
@@ -433,7 +433,8 @@ def _check_input(source: Attested, where: Path, refused: frozenset[str]) -> Chec
         signed = _subjects(statement)
         if signed is not None and _names(source, signed):
             return Check({"status": "attested", **block, "signer": signer,
-                          **_predicate(statement)}, copy=copy, spec_path=spec_path)
+                          **_signed_at(statement), **_predicate(statement)},
+                         copy=copy, spec_path=spec_path)
     what = f"the bytes read (sha256 {source.sha256})"
     if source.manifest is not None:
         named = [d for s, _ in found if (d := _subjects(s)) is not None]
@@ -450,6 +451,15 @@ def _names(source: Attested, signed: dict[str, str]) -> bool:
         return source.sha256 in signed.values()
     return signed == dict(source.manifest) and \
         manifest_digest(signed.items()) == source.sha256
+
+
+def _signed_at(statement: dict[str, Any]) -> dict[str, str]:
+    """When the harness says it attested (``predicate.signed_at``, UTC to the second, as
+    engine attest writes it), for the date a release is judged on; {} when it says not."""
+    predicate = statement.get("predicate")
+    value = predicate.get("signed_at") if isinstance(predicate, dict) else None
+    return {"signed_at": value} if isinstance(value, str) and SIGNED_TIME.fullmatch(value) \
+        else {}
 
 
 def _predicate(statement: dict[str, Any]) -> dict[str, Any]:
@@ -473,22 +483,38 @@ _SPECS_CODES = {"not_checked": "SPECS_UNSIGNED", "unsigned": "SPECS_UNSIGNED",
 
 
 def verify_card(scorecard: Path, governance: list[Ed25519PublicKey],
-                harness: list[Ed25519PublicKey]) -> list[str]:
+                harness: list[Ed25519PublicKey], signed_at: str = "") -> list[str]:
     """Check, offline, the provenance a verified scorecard records against the pinned
-    governance and harness keys, with the bundle and attestations copied beside it; the
+    governance and harness keys, with the bundle and attestations copied beside it, and
+    that the scorecard (its statement's ``signed_at``) was not signed before them; the
     lines to print, or VerifyError. Call only after the scorecard itself verified."""
     card = json.loads(read_file(scorecard))
     recorded = card.get("provenance")
     if not isinstance(recorded, dict):
         raise VerifyError("the scorecard records no provenance (written before specgate "
                           "checked specs and inputs)", "SPECS_UNSIGNED")
-    lines = []
+    lines: list[str] = []
+    times: dict[str, str] = {}
     if governance:
         lines.append(_verify_specs(scorecard.parent, card, recorded.get("specs") or {},
-                                   governance))
+                                   governance, times))
     if harness:
-        lines += _verify_inputs(scorecard.parent, card, recorded.get("inputs") or {}, harness)
+        lines += _verify_inputs(scorecard.parent, card, recorded.get("inputs") or {}, harness,
+                                times)
+    _not_before(signed_at, times)
     return lines
+
+
+def _not_before(signed_at: str, times: dict[str, str]) -> None:
+    """A scorecard signed before the specs or an attestation it binds was signed: its
+    runner's clock was behind theirs (set back to revive a waiver, or unsynchronised).
+    Times are UTC to the second, so they compare as text."""
+    later = {what: t for what, t in times.items() if not signed_at or t > signed_at}
+    if later:
+        what, when = max(later.items(), key=lambda item: item[1])
+        raise VerifyError(f"the scorecard was signed {signed_at or 'at no stated time'}, "
+                          f"before the {what} it binds ({when}): the runner's clock was "
+                          "behind (docs/provenance.md#time)", "SIGNED_BEFORE_INPUTS")
 
 
 def _copied(folder: Path, name: str, sha: Any, code: str) -> bytes:
@@ -499,7 +525,7 @@ def _copied(folder: Path, name: str, sha: Any, code: str) -> bytes:
 
 
 def _verify_specs(folder: Path, card: dict[str, Any], specs: dict[str, Any],
-                  keys: list[Ed25519PublicKey]) -> str:
+                  keys: list[Ed25519PublicKey], times: dict[str, str]) -> str:
     status = specs.get("status")
     if status != "verified":
         why = "made without --governance-key: nobody checked whose specs these are" \
@@ -524,13 +550,16 @@ def _verify_specs(folder: Path, card: dict[str, Any], specs: dict[str, Any],
         differences.append("the signed Evaluation is not the one the scorecard names")
     if differences:
         raise VerifyError("; ".join(differences), "SPECS_CHANGED")
+    when = statement["predicate"].get("signed_at")
+    if isinstance(when, str) and SIGNED_TIME.fullmatch(when):
+        times["specs bundle"] = when
     return (f"specs: {len(signed)} file(s) of {name}, exactly as loaded, signed by the pinned "
             f"governance key (keyid {signer[:16]}) at "
             f"{statement['predicate'].get('signed_at') or 'no stated time'}")
 
 
 def _verify_inputs(folder: Path, card: dict[str, Any], inputs: dict[str, Any],
-                   keys: list[Ed25519PublicKey]) -> list[str]:
+                   keys: list[Ed25519PublicKey], times: dict[str, str]) -> list[str]:
     if not inputs:
         raise VerifyError("the scorecard has no attested input (the Evaluation requires "
                           "none: inputs.NAME.attestation)", "INPUT_UNATTESTED")
@@ -543,14 +572,18 @@ def _verify_inputs(folder: Path, card: dict[str, Any], inputs: dict[str, Any],
         data = _copied(folder, attestation_copy(name), block.get("attestation_sha256"),
                        "INPUT_ATTESTATION_INVALID")
         recorded = (card.get("inputs") or {}).get(name, {}).get("sha256")
-        signer = next((k for s, k in _statements(data, keys)[0]
-                       if (signed := _subjects(s)) is not None and recorded is not None
-                       and (recorded in signed.values()
-                            or manifest_digest(signed.items()) == recorded)), None)
-        if signer is None:
+        signer, statement = next(((k, s) for s, k in _statements(data, keys)[0]
+                                  if (signed := _subjects(s)) is not None
+                                  and recorded is not None
+                                  and (recorded in signed.values()
+                                       or manifest_digest(signed.items()) == recorded)),
+                                 ("", {}))
+        if not signer:
             raise VerifyError(f"input {name}: no statement a --harness-key signed names the "
                               f"bytes the scorecard records (sha256 {recorded})",
                               "INPUT_ATTESTATION_INVALID")
+        if "signed_at" in _signed_at(statement):
+            times[f"attestation of input {name}"] = _signed_at(statement)["signed_at"]
         lines.append(f"input {name}: sha256 {str(recorded)[:16]}... attested by the pinned "
                      f"harness key (keyid {signer[:16]})")
     return lines

@@ -70,7 +70,8 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
               report: dict[str, Any] | None = None,
               label: str | None = None,
               provenance: dict[str, Any] | None = None,
-              candidates: dict[str, str] | None = None) -> dict[str, Any]:
+              candidates: dict[str, str] | None = None,
+              as_of: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scorecard value (see schemas/scorecard.schema.json): the one place a Decision
     becomes the scorecard's JSON."""
     policy, suite = evaluation.policy, evaluation.suite
@@ -96,7 +97,7 @@ def scorecard(evaluation: Evaluation, tally: Tally, outcome: Decision, rows_sha2
         label=label, calibration=outcome.calibration, caveats=policy.caveats,
         provenance=provenance or {"specs": {"status": "not_checked"}, "inputs": {}},
         candidates=[{"name": n, "sha256": h} for n, h in candidates.items()]
-        if candidates else None).as_json()
+        if candidates else None, as_of=as_of).as_json()
 
 
 def _coverage(evaluation: Evaluation, tally: Tally) -> Coverage:

@@ -14,7 +14,7 @@ from engine import protocols, reports
 from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
 from engine.decide.aggregate import suite_digest
-from engine.decide.decision import decide, with_comparison
+from engine.decide.decision import decide, waiver_block, with_comparison
 from engine.decide.labelled import compare as labelled_compare
 from engine.decide.lattice import Decision, Reason, settle
 from engine.decide.reasons import INCOMPLETE
@@ -23,8 +23,8 @@ from engine.evidence import scorecard as evidence
 from engine.judge import Runtime
 from engine.judge._replay import bind as bind_replay
 from engine.reports import agentcard
+from engine.run import clock, shards
 from engine.run import rows as runner
-from engine.run import shards
 from engine.spec.evaluation import Evaluation, display
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
@@ -91,6 +91,8 @@ class _Run:
     held: dict[str, provenance.Held] = field(default_factory=dict)  # attested inputs
     provenance: dict[str, Any] = field(default_factory=dict)
     copies: list[tuple[str, bytes]] = field(default_factory=list)
+    base_as_of: str = ""  # the date the command line set, before any signed time moved it
+    as_of: dict[str, Any] | None = None  # the scorecard's as_of block (run/clock.py)
 
 
 def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = None) -> Result:
@@ -101,8 +103,9 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
     inputs, overrides = dict(evaluation.inputs), dict(evaluation.overrides)
     try:
         _hold(run)
+        _date(run)
         _score(run)
-        _write(run, _decide(run))
+        _write(run, _dated(run, _decide(run)))
         shutil.rmtree(run.staging.path / HELD)
         sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects,
                             run.options.run, run.options.candidates)
@@ -134,11 +137,54 @@ def _hold(run: _Run) -> None:
             evaluation.overrides[name] = held.path
 
 
+def _date(run: _Run) -> None:
+    """Judge a release no earlier than its specs bundle and input attestations were
+    signed: both are checked here, before any record is scored, so that their times count
+    for every row whatever the runner's clock says (docs/provenance.md#time)."""
+    evaluation = run.evaluation
+    assert run.specs is not None
+    inputs = {name: _attestation(run, name, scored=False).block for name in sorted(run.held)}
+    run.base_as_of = evaluation.as_of
+    run.as_of = _judged_on(run, clock.signed_times({"specs": run.specs.block,
+                                                    "inputs": inputs}))
+    evaluation.as_of = run.as_of["date"]
+
+
+def _judged_on(run: _Run, signed: dict[str, str]) -> dict[str, Any]:
+    evaluation = run.evaluation
+    return clock.judged_on(evaluation.policy.purpose, run.base_as_of, evaluation.as_of_clock,
+                           evaluation.as_of_requested, signed)
+
+
+def _dated(run: _Run, outcome: Decision) -> Decision:
+    """The date again with every signed time the decision rests on, the baseline's and
+    the calibration's too, read only after the records were scored. Moved past a waiver's
+    expiry, the rows that waiver took out were judged too early: INCOMPLETE (AS_OF_MOVED)."""
+    evaluation, before = run.evaluation, (run.as_of or {}).get("signed", {})
+    signed = clock.signed_times(run.provenance, outcome.calibration, outcome.comparison)
+    # a time read before scoring stands even if its file changed since (an attestation
+    # swapped for an older one of the same bytes): the date never goes back
+    signed |= {k: v for k, v in before.items() if v > signed.get(k, "")}
+    run.as_of = _judged_on(run, signed)
+    date = run.as_of["date"]
+    if date <= evaluation.as_of:
+        return outcome
+    expired = clock.expired_since(evaluation, date)
+    if not expired:  # no waiver's status changes: the rows stand as judged
+        evaluation.as_of = date
+        return replace(outcome, waivers=waiver_block(evaluation, run.tally))
+    blocker = Reason(INCOMPLETE, "AS_OF_MOVED", "evaluation:spec", (
+        f"the records were judged as of {evaluation.as_of}, but the {run.as_of['set_by']} "
+        f"was signed on {date}, after waiver {', '.join(expired)} expired; run again")
+                     ).published(evaluation.policy.reason_codes)
+    every = outcome.blockers + (blocker,)
+    return replace(outcome, blockers=every, metrics_decision=settle(outcome.held, every)[0])
+
+
 def _score(run: _Run) -> None:
     """Judge prompts first (all asked at once), then every record into rows.jsonl."""
     evaluation, staging = run.evaluation, run.staging
-    run.keys = [_key(evaluation, k) for k in evaluation.trusted_keys] + \
-        list(run.options.trusted)
+    run.keys = _run_keys(run)
     run.runtime = _judge_runtime(evaluation, _cache_of(evaluation, run.options),
                                  run.options.progress,
                                  run.keys, (run.options.run or {}).get("id"))
@@ -215,24 +261,15 @@ def _provenance(run: _Run, outcome: Decision) -> Decision:
     """The specs checked again (they may have changed while the run read the records)
     and each input the Evaluation requires attested; under ``purpose: release`` what
     fails is a blocker: INCOMPLETE instead of a PASS, never hiding a FAIL."""
-    evaluation, own = run.evaluation, run.options.key
+    evaluation = run.evaluation
     assert run.specs is not None
     checks = [provenance.recheck_specs(evaluation, run.specs)
               if run.options.governance else run.specs]
-    refused = frozenset(signing.keyid(k) for k in
-                        run.keys + ([own.public_key()] if own else []))
     attested: dict[str, Any] = {}
     for name, source in sorted(evaluation.inputs.items()):
         if source.attestation_keys is None:
             continue
-        held = run.held[name]
-        moved = held.moved()
-        if name == evaluation.unit_input and run.unit_sha != held.sha256:
-            moved.append(held.path.name)  # read other bytes than were copied: not possible
-        where = run.options.attestations.get(name) or provenance.beside(held.source)
-        check = provenance.check_input(provenance.Attested(
-            name, held.sha256, held.manifest,
-            [_key(evaluation, k) for k in source.attestation_keys], moved), where, refused)
+        check = _attestation(run, name)
         attested[name] = check.block
         checks.append(check)
     run.provenance = {"specs": checks[0].block, "inputs": attested}
@@ -248,6 +285,29 @@ def _provenance(run: _Run, outcome: Decision) -> Decision:
         return outcome
     every = outcome.blockers + tuple(blockers)
     return replace(outcome, blockers=every, metrics_decision=settle(outcome.held, every)[0])
+
+
+def _attestation(run: _Run, name: str, scored: bool = True) -> provenance.Check:
+    """The check of input ``name``'s attestation against the held copy (never vouched for
+    by a key that signs runs: this run's, or one trusted for baselines); once ``scored``,
+    the bytes the records were read from must be the copy's too."""
+    evaluation, own, held = run.evaluation, run.options.key, run.held[name]
+    refused = frozenset(signing.keyid(k) for k in
+                        _run_keys(run) + ([own.public_key()] if own else []))
+    moved = held.moved()
+    if scored and name == evaluation.unit_input and run.unit_sha != held.sha256:
+        moved.append(held.path.name)  # read other bytes than were copied: not possible
+    where = run.options.attestations.get(name) or provenance.beside(held.source)
+    keys = evaluation.inputs[name].attestation_keys or []
+    return provenance.check_input(provenance.Attested(
+        name, held.sha256, held.manifest, [_key(evaluation, k) for k in keys], moved),
+        where, refused)
+
+
+def _run_keys(run: _Run) -> list[Ed25519PublicKey]:
+    """The keys trusted for baselines: they sign runs, so they vouch for no input."""
+    return [_key(run.evaluation, k) for k in run.evaluation.trusted_keys] + \
+        list(run.options.trusted)
 
 
 NOT_THE_RUNNERS = ("a release trusts baselines signed by a key of the Evaluation's "
@@ -299,7 +359,7 @@ def _write(run: _Run, outcome: Decision) -> None:
                            run.options.key is not None) if policy.catalogues else None
     card = evidence.scorecard(evaluation, run.tally, outcome, run.rows_sha, run.inputs, agent,
                               report[0] if report else None, run.options.label, run.provenance,
-                              run.options.candidates)
+                              run.options.candidates, run.as_of)
     staging.write("findings.jsonl", evidence.findings_jsonl(outcome.findings))
     subjects = {"rows.jsonl": run.rows_sha, "findings.jsonl": card["findings_sha256"]}
     for name, data in run.copies:  # the bundle and attestations the decision rests on

@@ -2271,10 +2271,16 @@ def _e322(x):
 
 
 def _e323(x):
+    if not isinstance(x, str): return False
+    if not re.search('^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e324(x):
+    return True
+
+
+def _e325(x):
     if not isinstance(x, str): return False
     return True
 
@@ -2286,12 +2292,13 @@ def _e319(x):
     if 'trusted_keys' in x and not _e321(x['trusted_keys']): return False
     if 'attestation_sha256' in x and not _e322(x['attestation_sha256']): return False
     if 'signer' in x and not _e5(x['signer']): return False
+    if 'signed_at' in x and not _e323(x['signed_at']): return False
     if 'predicate_type' in x and not _e3(x['predicate_type']): return False
-    if 'predicate' in x and not _e323(x['predicate']): return False
+    if 'predicate' in x and not _e324(x['predicate']): return False
     if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
     if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
-    if 'problem' in x and not _e324(x['problem']): return False
-    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signer', 'status', 'trusted_keys'} for k in x): return False
+    if 'problem' in x and not _e325(x['problem']): return False
+    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signed_at', 'signer', 'status', 'trusted_keys'} for k in x): return False
     return True
 
 
@@ -2310,7 +2317,47 @@ def _e310(x):
     return True
 
 
-def _e325(x):
+def _e327(x):
+    if not isinstance(x, str): return False
+    if not re.search('^\\d{4}-\\d\\d-\\d\\d$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e328(x):
+    if not isinstance(x, str): return False
+    if not re.search('^(clock|requested|specs|baseline|calibration|attestation:.+)$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e329(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e330(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e331(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e26(x[k]) for k in x): return False
+    return True
+
+
+def _e326(x):
+    if not isinstance(x, dict): return False
+    if 'date' not in x or 'set_by' not in x or 'clock' not in x or 'requested' not in x or 'signed' not in x: return False
+    if 'date' in x and not _e327(x['date']): return False
+    if 'set_by' in x and not _e328(x['set_by']): return False
+    if 'clock' in x and not _e329(x['clock']): return False
+    if 'requested' in x and not _e330(x['requested']): return False
+    if 'signed' in x and not _e331(x['signed']): return False
+    if any(k not in {'clock', 'date', 'requested', 'set_by', 'signed'} for k in x): return False
+    return True
+
+
+def _e332(x):
     if not isinstance(x, list): return False
     if not all(map(_e10, x)): return False
     return True
@@ -2359,42 +2406,14 @@ def _e178(x):
     if 'agent_card' in x and not _e297(x['agent_card']): return False
     if 'calibration' in x and not _e298(x['calibration']): return False
     if 'provenance' in x and not _e310(x['provenance']): return False
-    if 'caveats' in x and not _e325(x['caveats']): return False
-    if any(k not in {'agent_card', 'calibration', 'candidates', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
-    return True
-
-
-def _e327(x):
-    if x != 'Suite': return False
-    return True
-
-
-def _e329(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
-    if x > 1000: return False
-    return True
-
-
-def _e332(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    if len(x) > 200: return False
-    return True
-
-
-def _e333(x):
-    if not isinstance(x, list): return False
-    if not unique_items(x): return False
-    if not all(map(_e3, x)): return False
+    if 'as_of' in x and not _e326(x['as_of']): return False
+    if 'caveats' in x and not _e332(x['caveats']): return False
+    if any(k not in {'agent_card', 'as_of', 'calibration', 'candidates', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
     return True
 
 
 def _e334(x):
-    return True
-
-
-def _e335(x):
+    if x != 'Suite': return False
     return True
 
 
@@ -2405,42 +2424,71 @@ def _e336(x):
     return True
 
 
-def _e331(x):
+def _e339(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    if len(x) > 200: return False
+    return True
+
+
+def _e340(x):
+    if not isinstance(x, list): return False
+    if not unique_items(x): return False
+    if not all(map(_e3, x)): return False
+    return True
+
+
+def _e341(x):
+    return True
+
+
+def _e342(x):
+    return True
+
+
+def _e343(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
+    if x > 1000: return False
+    return True
+
+
+def _e338(x):
     if not isinstance(x, dict): return False
     if 'id' not in x: return False
-    if 'id' in x and not _e332(x['id']): return False
+    if 'id' in x and not _e339(x['id']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'tags' in x and not _e333(x['tags']): return False
-    if 'input' in x and not _e334(x['input']): return False
-    if 'expected' in x and not _e335(x['expected']): return False
-    if 'trials' in x and not _e336(x['trials']): return False
+    if 'tags' in x and not _e340(x['tags']): return False
+    if 'input' in x and not _e341(x['input']): return False
+    if 'expected' in x and not _e342(x['expected']): return False
+    if 'trials' in x and not _e343(x['trials']): return False
     if any(k not in {'description', 'expected', 'id', 'input', 'tags', 'trials'} for k in x): return False
     return True
 
 
-def _e330(x):
+def _e337(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e331, x)): return False
+    if not all(map(_e338, x)): return False
     return True
 
 
-def _e328(x):
+def _e335(x):
     if not isinstance(x, dict): return False
     if 'cases' not in x: return False
-    if 'trials' in x and not _e329(x['trials']): return False
-    if 'cases' in x and not _e330(x['cases']): return False
+    if 'trials' in x and not _e336(x['trials']): return False
+    if 'cases' in x and not _e337(x['cases']): return False
     if any(k not in {'cases', 'trials'} for k in x): return False
     return True
 
 
-def _e326(x):
+def _e333(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
     if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e327(x['kind']): return False
+    if 'kind' in x and not _e334(x['kind']): return False
     if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e328(x['spec']): return False
+    if 'spec' in x and not _e335(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
@@ -3801,8 +3849,8 @@ SHIPPED = {
     'evaluation': ('d53b187b346c6230e4bf39698409572e91e71ee69c56a5fdb1dada2b973bcf84', _e27),
     'policy': ('6b85f4430052bc33581ce17445b5bb36329995dfd1b47293aea4068d3bc23d6e', _e81),
     'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e164),
-    'scorecard': ('4e1968f15d1db9168fa2d75840a9e409f112130b9d9d8ac29bdc7bea6936a07c', _e178),
-    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e326),
+    'scorecard': ('81d15fe54504d785ddc6217e8c374054f64069f03309fa74137e904688a94c68', _e178),
+    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e333),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {

@@ -99,7 +99,10 @@ class Evaluation:
     as_of: str = ""
     """The UTC date waivers are judged on (set by the command line)."""
     as_of_requested: str = ""
-    """The date asked for (a release never goes back before today)."""
+    """The date asked for with ``--as-of`` ("" when none was: a release never goes back
+    before today, nor before the signed times it rests on: engine/run/clock.py)."""
+    as_of_clock: str = ""
+    """The runner's clock as read when the run began (its UTC date), recorded as is."""
     suite_pin: str | None = None
     """``spec.suite_sha256``: the suite governance approved, or None."""
     baseline_pin: str | None = None
