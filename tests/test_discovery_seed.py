@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,10 +27,27 @@ from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.task import load_package
 
 from .judge_server import Judge
-from .test_discovery_review import GROUP, evaluate, judge, review, spec  # noqa: F401
+from .test_discovery_review import GROUP, SPEC, evaluate, honest, review
 
 TEMPORAL = "amazon_beauty_temporal_change_toy"
 CHOSEN = "c" * 64  # the seed the gated team settled on offline
+
+
+@pytest.fixture
+def judge() -> Iterator[Judge]:
+    server = Judge()
+    server.responder = honest
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    """The shipped package with no recorded reviews (test_discovery_review's fixture)."""
+    folder = tmp_path / "finding-quality-discovery"
+    shutil.copytree(SPEC, folder)
+    shutil.rmtree(folder / "demo" / "reviews")
+    return folder
 
 
 def _submission(spec: Path, task_id: str = GROUP) -> Path:
@@ -204,3 +223,32 @@ def test_a_seed_of_too_few_bytes_is_a_spec_error(spec: Path, capsys: Any) -> Non
     err = capsys.readouterr()
     text = err.out + err.err
     assert re.search(r"audit\.yaml:\d+:\d+: OUT_OF_RANGE: seed_bytes", text), text
+
+
+def test_the_shipped_demo_is_pinned_for_its_own_submission_only() -> None:
+    # the pin names the demo's seed, the digest of its tasks.json (as loaded) and the sha256
+    # of the one scored task's submission file, worked out here from the shipped files
+    import rfc8785
+    import yaml
+
+    root = Path("specs/finding-quality-discovery")
+    [pin] = yaml.safe_load((root / "audit.yaml").read_text())["pinned_seeds"]
+    config = json.loads((root / "demo" / "reviews" / "judge_config.json").read_text())
+    tasks = json.loads((root / "demo" / "tasks.json").read_text())
+    assert pin["seed"] == config["audit_seed"] == "0" * 63 + "1"
+    assert pin["tasks_sha256"] == hashlib.sha256(rfc8785.dumps(tasks)).hexdigest()
+    assert pin["submissions"] == {GROUP: hashlib.sha256(
+        (root / "demo" / "submissions" / f"{GROUP}.json").read_bytes()).hexdigest()}
+
+
+def test_a_pinned_seed_chooses_no_sample_for_another_submission(tmp_path: Path,
+                                                                capsys: Any) -> None:
+    # the gated team copies the demo's pinned seed and its review into a folder for its own
+    # (reformatted, so other bytes) submission: the pin names the shipped bytes only
+    folder = tmp_path / "fqd"
+    shutil.copytree(Path("specs/finding-quality-discovery"), folder)
+    path = _submission(folder)
+    path.write_text(json.dumps(json.loads(path.read_text())))
+    assert main(["run", str(folder), "--out", str(tmp_path / "out")]) == 2
+    assert "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

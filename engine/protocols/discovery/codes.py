@@ -69,7 +69,7 @@ JUDGE_CONFIG_MISMATCH: the review folder was made with another judge configurati
 """)
 
 block(CODES, _FQD, "2", "nothing reviewed (engine review); the report is refused (engine run)", """
-REVIEW_CONFIG_FOREIGN: judge_config.json (or a file beside it) was not written by this review job: no valid seal
+REVIEW_CONFIG_FOREIGN: judge_config.json (or a file beside it) was not written by this review job
 AUDIT_SEED_ORIGIN: the audit seed is not recorded as drawn by the review, of audit.yaml's seed_bytes
 SEED_BEFORE_SUBMISSIONS: the submissions changed after the audit seed was drawn
 """)

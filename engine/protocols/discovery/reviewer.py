@@ -29,6 +29,12 @@ from engine.protocols.discovery.corpus import Corpus, LoadError, load_corpus
 from engine.protocols.discovery.gates import Gates
 from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.names import task_file
+from engine.protocols.discovery.review import (
+    IntegrityError,
+    check_judge_rows,
+    evidence_gate,
+    verify_blind,
+)
 from engine.protocols.discovery.seal import (
     SEALED_KEYS,
     draw,
@@ -37,12 +43,6 @@ from engine.protocols.discovery.seal import (
     seal,
     sealed,
     submission_digests,
-)
-from engine.protocols.discovery.review import (
-    IntegrityError,
-    check_judge_rows,
-    evidence_gate,
-    verify_blind,
 )
 from engine.protocols.discovery.stats import audit_details
 from engine.protocols.discovery.task import Package, _corpus_file, reference_sha256
@@ -82,7 +82,12 @@ def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], 
         seed, origin = draw(seed_bytes, after)
         stored = seal({**current, "audit_seed": seed, "audit_seed_origin": origin}, key)
         data = json.dumps(stored, indent=1, ensure_ascii=False).encode() + b"\n"
-        if not write_whole(path, data):  # whole or not at all, never over a file put there
+        try:  # whole or not at all, never over a file put there meanwhile
+            written = write_whole(path, data)
+        except OSError:  # no hard links on this file system: created exclusively instead
+            _write_new(path, stored)
+            written = True
+        if not written:
             raise ReviewError("REVIEW_CONFIG_FOREIGN", "judge_config.json appeared while the "
                               "review was drawing its seed; start a fresh review directory")
         return stored

@@ -4,11 +4,12 @@ the submissions exist, and sealed into the ``judge_config.json`` it writes.
 The review directory is a folder the evaluated party may write before the review job runs.
 A seed read from a file there would let it choose the audit sample (seeds can be tried
 offline until the sample misses the documents that disprove a finding). So the review never
-takes a seed it did not draw: the configuration it writes carries ``audit_seed_origin`` (how,
-when, how many bytes, and the sha256 of each submission that existed when it was drawn) and ``seal``, an
-HMAC-SHA256 over the rest, keyed with the job's local key (the judge cache's key file,
-``engine.judge.key_path``: outside the review directory and the evidence), under a domain of
-its own. A configuration without a seal that verifies was not written by this job.
+takes a seed it did not draw: the configuration it writes carries ``audit_seed_origin``
+(how, when, how many bytes, and the sha256 of each submission that existed when it was
+drawn) and ``seal``, an HMAC-SHA256 over the rest, keyed with the job's local key (the
+judge cache's key file, ``engine.judge.key_path``: outside the review directory and the
+evidence), under a domain of its own. A configuration without a seal that verifies was not
+written by this job.
 
 At evaluation a seed is also accepted when governance pinned it in ``audit.yaml``
 (``pinned_seeds``) for exactly these tasks and submissions: the shipped demo's scripted
