@@ -284,11 +284,12 @@ def test_a_blind_cache_for_other_inputs_is_refused(spec: Path, judge: Judge, tmp
     reviews = tmp_path / "reviews"
     review(spec, judge, reviews, capsys=capsys)
     cache = reviews / f"{GROUP}.blind.json"
+    # a cache bound to another submission (a submission changed after the seed was drawn is
+    # refused first, SEED_BEFORE_SUBMISSIONS): the binding is edited instead
+    stored = json.loads(cache.read_text())
+    stored["binding"]["submission_sha256"] = "0" * 64
+    cache.write_text(json.dumps(stored))
     kept = cache.read_bytes()
-    path = spec / "demo" / "submissions" / f"{GROUP}.json"
-    sub = json.loads(path.read_text())
-    sub["findings"][0]["claim"] = "A different claim."  # a new submission digest
-    path.write_text(json.dumps(sub, ensure_ascii=False))
     judge.responder = honest
     before = judge.calls()
     code, out = review(spec, judge, reviews, capsys=capsys)
@@ -318,7 +319,7 @@ def test_a_fresh_review_directory_evaluates_with_its_reviewer_named(spec: Path, 
     review(spec, judge, reviews, model="m7", capsys=capsys)
     code, card = evaluate(spec, reviews, "named")
     # what `engine review` was given: the model, --audit-documents 60 and judge.yaml's
-    # max_input_chars 800000
+    # max_input_chars 800000; a seed the review drew itself
     assert code == 0 and card["report"]["reviewer"] == {
         "model": "m7", "base_url": f"{judge.url}/v1", "max_input_chars": 800000,
-        "max_output_tokens": 6000, "audit_documents": 60}
+        "max_output_tokens": 6000, "audit_documents": 60, "audit_seed_origin": "drawn"}

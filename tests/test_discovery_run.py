@@ -73,17 +73,19 @@ def test_the_demo_scores_with_the_hand_worked_numbers(demo: Path) -> None:
                             "scoring_version", "benchmark_version", "tasks_sha256",
                             "reference_sha256", "reviewer_methods", "run", "reviewer"]
     # the demo's review directory: judge_config.json of the scripted reviewer, budget 60,
-    # judge.yaml's max_input_chars 800000 and max_output_tokens 6000; no run.json
+    # judge.yaml's max_input_chars 800000 and max_output_tokens 6000; no run.json; its fixed
+    # seed is accepted only as audit.yaml pins it, for the shipped submission
     assert report["reviewer"] == {"model": "recorded", "base_url": "scripted-demo-reviewer",
                                   "max_input_chars": 800000, "max_output_tokens": 6000,
-                                  "audit_documents": 60}
+                                  "audit_documents": 60, "audit_seed_origin": "pinned"}
     assert report["run"] is None
     markdown = (out / "report.md").read_text()
     assert "| conditional_quality_mean | 83.5 |" in markdown and "| quality_mean | null |" in \
         markdown
     assert "neither causal nor held-out" in markdown
     assert ("Reviewer: `scripted-demo-reviewer / recorded`; input budget 800000 characters; "
-            "audit size 60 documents") in markdown
+            "audit size 60 documents; audit seed pinned by audit.yaml for these submissions") \
+        in markdown
 
 
 def test_without_reviews_the_answered_task_is_pending_and_the_run_incomplete(demo: Path) -> None:
@@ -389,7 +391,8 @@ def _config(demo: Path, **change: Any) -> None:
 
 @pytest.mark.parametrize("tamper, code", [
     (lambda d: _config(d, model="another-model"), "JUDGE_CONFIG_MISMATCH"),  # not the method
-    (lambda d: _config(d, audit_seed="f" * 64), "JUDGE_CONFIG_MISMATCH"),    # not the seed
+    # a seed chosen in the review directory: neither sealed by this job nor pinned
+    (lambda d: _config(d, audit_seed="f" * 64), "REVIEW_CONFIG_FOREIGN"),
     (lambda d: _config(d, audit_documents=61), "JUDGE_CONFIG_MISMATCH"),     # not the budget
     (lambda d: _config(d, max_output_tokens=12000), "JUDGE_CONFIG_MISMATCH"),
     (lambda d: (d / "judge.yaml").write_text((d / "judge.yaml").read_text().replace(

@@ -12,6 +12,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.judge._cache import key_path, load_key
     from engine.judge._panel import DEFAULT_KEYS, DEFAULT_URLS, Member, parse_member
     from engine.judge._rubrics import Rubric, RubricError, load_rubric
     from engine.judge._runtime import (
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 # Each public name -> the private module that defines it.
 _WHERE = {
+    **dict.fromkeys(("key_path", "load_key"), "_cache"),
     **dict.fromkeys(("Rubric", "RubricError", "load_rubric"), "_rubrics"),
     **dict.fromkeys(("DEFAULT_KEYS", "DEFAULT_URLS", "Member", "parse_member"), "_panel"),
     **dict.fromkeys(("PROVIDERS", "JudgeConfig", "Runtime", "combine"), "_runtime"),
@@ -51,4 +53,5 @@ def __getattr__(name: str) -> Any:
 
 __all__ = ["DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "CallFailed", "Client", "Endpoint",
            "JudgeConfig", "Member", "Reply", "Rubric", "RubricError", "Runtime", "call",
-           "check_key", "combine", "load_rubric", "open_client", "parse_member"]
+           "check_key", "combine", "key_path", "load_key", "load_rubric", "open_client",
+           "parse_member"]

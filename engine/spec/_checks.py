@@ -3161,6 +3161,49 @@ def _p96(x):
     return True
 
 
+def _p98(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 32: return False
+    if x > 1024: return False
+    return True
+
+
+def _p101(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64,2048}$', x): return False
+    return True
+
+
+def _p102(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x): return False
+    return True
+
+
+def _p103(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _p102(x[k]) for k in x): return False
+    return True
+
+
+def _p100(x):
+    if not isinstance(x, dict): return False
+    if 'seed' not in x or 'tasks_sha256' not in x or 'submissions' not in x or 'reason' not in x: return False
+    if 'seed' in x and not _p101(x['seed']): return False
+    if 'tasks_sha256' in x and not _p102(x['tasks_sha256']): return False
+    if 'submissions' in x and not _p103(x['submissions']): return False
+    if 'reason' in x and not _p2(x['reason']): return False
+    if any(k not in {'reason', 'seed', 'submissions', 'tasks_sha256'} for k in x): return False
+    return True
+
+
+def _p99(x):
+    if not isinstance(x, list): return False
+    if not all(map(_p100, x)): return False
+    return True
+
+
 def _p92(x):
     if not isinstance(x, dict): return False
     if 'budget' not in x or 'budget_range' not in x or 'evidence_cap_numerator' not in x or 'evidence_cap_denominator' not in x or 'quota_divisor' not in x or 'quota_floor' not in x or 'cell_states' not in x or 'seed_bytes' not in x: return False
@@ -3171,17 +3214,18 @@ def _p92(x):
     if 'quota_divisor' in x and not _p93(x['quota_divisor']): return False
     if 'quota_floor' in x and not _p95(x['quota_floor']): return False
     if 'cell_states' in x and not _p96(x['cell_states']): return False
-    if 'seed_bytes' in x and not _p93(x['seed_bytes']): return False
-    if any(k not in {'budget', 'budget_range', 'cell_states', 'evidence_cap_denominator', 'evidence_cap_numerator', 'quota_divisor', 'quota_floor', 'seed_bytes'} for k in x): return False
+    if 'seed_bytes' in x and not _p98(x['seed_bytes']): return False
+    if 'pinned_seeds' in x and not _p99(x['pinned_seeds']): return False
+    if any(k not in {'budget', 'budget_range', 'cell_states', 'evidence_cap_denominator', 'evidence_cap_numerator', 'pinned_seeds', 'quota_divisor', 'quota_floor', 'seed_bytes'} for k in x): return False
     return True
 
 
-def _p100(x):
+def _p106(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, str)): return False
     return True
 
 
-def _p99(x):
+def _p105(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'prompt_file' not in x or 'batch_documents' not in x or 'batch_characters' not in x or 'segment_max_characters' not in x or 'segment_split_min_characters' not in x: return False
     if 'name' in x and not _p2(x['name']): return False
@@ -3190,18 +3234,18 @@ def _p99(x):
     if 'batch_characters' in x and not _p93(x['batch_characters']): return False
     if 'segment_max_characters' in x and not _p93(x['segment_max_characters']): return False
     if 'segment_split_min_characters' in x and not _p95(x['segment_split_min_characters']): return False
-    if any(k not in {'batch_characters', 'batch_documents', 'name', 'prompt_file', 'segment_max_characters', 'segment_split_min_characters'} and not _p100(x[k]) for k in x): return False
+    if any(k not in {'batch_characters', 'batch_documents', 'name', 'prompt_file', 'segment_max_characters', 'segment_split_min_characters'} and not _p106(x[k]) for k in x): return False
     return True
 
 
-def _p101(x):
+def _p107(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
     if any(True and not _p2(x[k]) for k in x): return False
     return True
 
 
-def _p102(x):
+def _p108(x):
     if not isinstance(x, dict): return False
     if 'min_confirmed' not in x or 'all_contradicted' not in x or 'otherwise' not in x: return False
     if 'min_confirmed' in x and not _p95(x['min_confirmed']): return False
@@ -3211,27 +3255,27 @@ def _p102(x):
     return True
 
 
-def _p104(x):
+def _p110(x):
     if x not in ('supported', 'partial', 'unsupported', 'uncertain'): return False
     return True
 
 
-def _p103(x):
+def _p109(x):
     if not isinstance(x, list): return False
     if len(x) < 4: return False
     if len(x) > 4: return False
     if not unique_items(x): return False
-    if not all(map(_p104, x)): return False
+    if not all(map(_p110, x)): return False
     return True
 
 
-def _p105(x):
+def _p111(x):
     if not isinstance(x, dict): return False
-    if any(True and not _p104(x[k]) for k in x): return False
+    if any(True and not _p110(x[k]) for k in x): return False
     return True
 
 
-def _p106(x):
+def _p112(x):
     if not isinstance(x, dict): return False
     if 'supported' not in x or 'partial' not in x or 'unsupported' not in x or 'uncertain' not in x: return False
     if 'supported' in x and not _p2(x['supported']): return False
@@ -3242,38 +3286,38 @@ def _p106(x):
     return True
 
 
-def _p98(x):
+def _p104(x):
     if not isinstance(x, dict): return False
     if 'record' not in x or 'flags' not in x or 'evidence' not in x or 'precedence' not in x or 'cap_for_flag' not in x or 'interpretations' not in x: return False
-    if 'record' in x and not _p99(x['record']): return False
-    if 'flags' in x and not _p101(x['flags']): return False
-    if 'evidence' in x and not _p102(x['evidence']): return False
-    if 'precedence' in x and not _p103(x['precedence']): return False
-    if 'cap_for_flag' in x and not _p105(x['cap_for_flag']): return False
-    if 'interpretations' in x and not _p106(x['interpretations']): return False
+    if 'record' in x and not _p105(x['record']): return False
+    if 'flags' in x and not _p107(x['flags']): return False
+    if 'evidence' in x and not _p108(x['evidence']): return False
+    if 'precedence' in x and not _p109(x['precedence']): return False
+    if 'cap_for_flag' in x and not _p111(x['cap_for_flag']): return False
+    if 'interpretations' in x and not _p112(x['interpretations']): return False
     if any(k not in {'cap_for_flag', 'evidence', 'flags', 'interpretations', 'precedence', 'record'} for k in x): return False
     return True
 
 
-def _p110(x):
+def _p116(x):
     if x not in ('submission', 'A', 'B'): return False
     return True
 
 
-def _p111(x):
+def _p117(x):
     if not isinstance(x, str): return False
     if not re.search('^[A-Z][A-Z0-9_]*$', x): return False
     return True
 
 
-def _p112(x):
+def _p118(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if any(True and not _p111(x[k]) for k in x): return False
+    if any(True and not _p117(x[k]) for k in x): return False
     return True
 
 
-def _p113(x):
+def _p119(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not unique_items(x): return False
@@ -3281,145 +3325,145 @@ def _p113(x):
     return True
 
 
-def _p114(x):
+def _p120(x):
     if isinstance(x, dict) and ('code' not in x): return False
     return True
 
 
-def _p115(x):
+def _p121(x):
     if isinstance(x, dict) and ('codes' not in x): return False
     return True
 
 
-def _p109(x):
+def _p115(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'phase' not in x or 'check' not in x or 'message' not in x: return False
     if 'id' in x and not _p2(x['id']): return False
-    if 'phase' in x and not _p110(x['phase']): return False
+    if 'phase' in x and not _p116(x['phase']): return False
     if 'check' in x and not _p2(x['check']): return False
-    if 'code' in x and not _p111(x['code']): return False
-    if 'codes' in x and not _p112(x['codes']): return False
-    if 'kinds' in x and not _p113(x['kinds']): return False
+    if 'code' in x and not _p117(x['code']): return False
+    if 'codes' in x and not _p118(x['codes']): return False
+    if 'kinds' in x and not _p119(x['kinds']): return False
     if 'message' in x and not _p2(x['message']): return False
     if any(k not in {'check', 'code', 'codes', 'id', 'kinds', 'message', 'phase'} for k in x): return False
-    if (_p114(x) + _p115(x)) != 1: return False
+    if (_p120(x) + _p121(x)) != 1: return False
     return True
 
 
-def _p108(x):
+def _p114(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_p109, x)): return False
+    if not all(map(_p115, x)): return False
     return True
 
 
-def _p107(x):
+def _p113(x):
     if not isinstance(x, dict): return False
     if 'message_limit' not in x or 'gates' not in x: return False
     if 'message_limit' in x and not _p93(x['message_limit']): return False
-    if 'gates' in x and not _p108(x['gates']): return False
+    if 'gates' in x and not _p114(x['gates']): return False
     if any(k not in {'gates', 'message_limit'} for k in x): return False
     return True
 
 
-def _p117(x):
+def _p123(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p118(x):
+def _p124(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x <= 0: return False
     return True
 
 
-def _p119(x):
+def _p125(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     if x > 10: return False
     return True
 
 
-def _p120(x):
+def _p126(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     return True
 
 
-def _p116(x):
+def _p122(x):
     if not isinstance(x, dict): return False
     if 'system_prompt' not in x or 'blind_repair' not in x or 'max_input_chars' not in x or 'max_output_tokens' not in x or 'blind_concurrency' not in x or 'timeout_s' not in x: return False
-    if 'system_prompt' in x and not _p117(x['system_prompt']): return False
+    if 'system_prompt' in x and not _p123(x['system_prompt']): return False
     if 'blind_repair' in x and not _p2(x['blind_repair']): return False
     if 'max_input_chars' in x and not _p93(x['max_input_chars']): return False
     if 'max_output_tokens' in x and not _p93(x['max_output_tokens']): return False
     if 'blind_concurrency' in x and not _p93(x['blind_concurrency']): return False
-    if 'timeout_s' in x and not _p118(x['timeout_s']): return False
-    if 'retries' in x and not _p119(x['retries']): return False
-    if 'backoff_s' in x and not _p120(x['backoff_s']): return False
-    if 'max_backoff_s' in x and not _p120(x['max_backoff_s']): return False
+    if 'timeout_s' in x and not _p124(x['timeout_s']): return False
+    if 'retries' in x and not _p125(x['retries']): return False
+    if 'backoff_s' in x and not _p126(x['backoff_s']): return False
+    if 'max_backoff_s' in x and not _p126(x['max_backoff_s']): return False
     if any(k not in {'backoff_s', 'blind_concurrency', 'blind_repair', 'max_backoff_s', 'max_input_chars', 'max_output_tokens', 'retries', 'system_prompt', 'timeout_s'} for k in x): return False
     return True
 
 
-def _p123(x):
+def _p129(x):
     if x not in ('comparison_groups', 'cutoff', 'conditions'): return False
     return True
 
 
-def _p124(x):
+def _p130(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p125(x):
+def _p131(x):
     if x not in ('negative', 'discordant'): return False
     return True
 
 
-def _p122(x):
+def _p128(x):
     if not isinstance(x, dict): return False
     if 'arms' not in x or 'conditions' not in x or 'sets' not in x or 'counter_pool' not in x: return False
-    if 'arms' in x and not _p123(x['arms']): return False
+    if 'arms' in x and not _p129(x['arms']): return False
     if 'conditions' in x and not _p93(x['conditions']): return False
-    if 'sets' in x and not _p124(x['sets']): return False
-    if 'counter_pool' in x and not _p125(x['counter_pool']): return False
+    if 'sets' in x and not _p130(x['sets']): return False
+    if 'counter_pool' in x and not _p131(x['counter_pool']): return False
     if any(k not in {'arms', 'conditions', 'counter_pool', 'sets'} for k in x): return False
     return True
 
 
-def _p121(x):
+def _p127(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if any(True and not _p122(x[k]) for k in x): return False
+    if any(True and not _p128(x[k]) for k in x): return False
     return True
 
 
-def _p128(x):
+def _p134(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
     if any(True and not _p93(x[k]) for k in x): return False
     return True
 
 
-def _p130(x):
+def _p136(x):
     if x not in ('eq', 'in', 'gte', 'lte'): return False
     return True
 
 
-def _p129(x):
+def _p135(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not unique_items(x): return False
-    if not all(map(_p130, x)): return False
+    if not all(map(_p136, x)): return False
     return True
 
 
-def _p131(x):
+def _p137(x):
     if not isinstance(x, dict): return False
     if 'min' not in x or 'max' not in x: return False
     if 'min' in x and not _p95(x['min']): return False
@@ -3428,159 +3472,81 @@ def _p131(x):
     return True
 
 
-def _p132(x):
+def _p138(x):
     if not json_equal(x, 2): return False
     return True
 
 
-def _p135(x):
+def _p141(x):
     if x != 'supporting': return False
     return True
 
 
-def _p134(x):
-    if isinstance(x, list) and (not any(map(_p135, x))): return False
-    return True
-
-
-def _p133(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not unique_items(x): return False
-    if not all(map(_p2, x)): return False
-    if not _p134(x): return False
-    return True
-
-
-def _p127(x):
-    if not isinstance(x, dict): return False
-    if 'conditions_per_kind' in x and not _p128(x['conditions_per_kind']): return False
-    if 'max_evidence_spans' in x and not _p93(x['max_evidence_spans']): return False
-    if 'max_filters' in x and not _p95(x['max_filters']): return False
-    if 'operators' in x and not _p129(x['operators']): return False
-    if 'in_values' in x and not _p131(x['in_values']): return False
-    if 'group_values' in x and not _p131(x['group_values']): return False
-    if 'groups' in x and not _p132(x['groups']): return False
-    if 'temporal_field' in x and not _p2(x['temporal_field']): return False
-    if 'evidence_roles' in x and not _p133(x['evidence_roles']): return False
-    if 'min_supporting_documents' in x and not _p95(x['min_supporting_documents']): return False
-    if any(k not in {'conditions_per_kind', 'evidence_roles', 'group_values', 'groups', 'in_values', 'max_evidence_spans', 'max_filters', 'min_supporting_documents', 'operators', 'temporal_field'} for k in x): return False
-    return True
-
-
-def _p126(x):
-    if not isinstance(x, dict): return False
-    if 'scoring_version' not in x or 'difficulty' not in x or 'benchmark_version' not in x or 'gates' not in x: return False
-    if 'scoring_version' in x and not _p2(x['scoring_version']): return False
-    if 'difficulty' in x and not _p2(x['difficulty']): return False
-    if 'benchmark_version' in x and not _p2(x['benchmark_version']): return False
-    if 'gates' in x and not _p127(x['gates']): return False
-    if any(k not in {'benchmark_version', 'difficulty', 'gates', 'scoring_version'} for k in x): return False
-    return True
-
-
-def _p138(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    return True
-
-
-def _p137(x):
-    if not isinstance(x, dict): return False
-    if 'supported' not in x or 'partial' not in x or 'unsupported' not in x or 'uncertain' not in x: return False
-    if 'supported' in x and not _p138(x['supported']): return False
-    if 'partial' in x and not _p138(x['partial']): return False
-    if 'unsupported' in x and not _p138(x['unsupported']): return False
-    if 'uncertain' in x and not _p138(x['uncertain']): return False
-    if any(k not in {'partial', 'supported', 'uncertain', 'unsupported'} for k in x): return False
+def _p140(x):
+    if isinstance(x, list) and (not any(map(_p141, x))): return False
     return True
 
 
 def _p139(x):
     if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not unique_items(x): return False
     if not all(map(_p2, x)): return False
+    if not _p140(x): return False
     return True
 
 
-def _p141(x):
-    if x not in ('statistical_validity', 'evidence_entailment', 'analytical_depth', 'calibration'): return False
-    return True
-
-
-def _p140(x):
+def _p133(x):
     if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _p141(x[k]) for k in x): return False
+    if 'conditions_per_kind' in x and not _p134(x['conditions_per_kind']): return False
+    if 'max_evidence_spans' in x and not _p93(x['max_evidence_spans']): return False
+    if 'max_filters' in x and not _p95(x['max_filters']): return False
+    if 'operators' in x and not _p135(x['operators']): return False
+    if 'in_values' in x and not _p137(x['in_values']): return False
+    if 'group_values' in x and not _p137(x['group_values']): return False
+    if 'groups' in x and not _p138(x['groups']): return False
+    if 'temporal_field' in x and not _p2(x['temporal_field']): return False
+    if 'evidence_roles' in x and not _p139(x['evidence_roles']): return False
+    if 'min_supporting_documents' in x and not _p95(x['min_supporting_documents']): return False
+    if any(k not in {'conditions_per_kind', 'evidence_roles', 'group_values', 'groups', 'in_values', 'max_evidence_spans', 'max_filters', 'min_supporting_documents', 'operators', 'temporal_field'} for k in x): return False
     return True
 
 
-def _p143(x):
-    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool))): return False
-    return True
-
-
-def _p142(x):
+def _p132(x):
     if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _p143(x[k]) for k in x): return False
+    if 'scoring_version' not in x or 'difficulty' not in x or 'benchmark_version' not in x or 'gates' not in x: return False
+    if 'scoring_version' in x and not _p2(x['scoring_version']): return False
+    if 'difficulty' in x and not _p2(x['difficulty']): return False
+    if 'benchmark_version' in x and not _p2(x['benchmark_version']): return False
+    if 'gates' in x and not _p133(x['gates']): return False
+    if any(k not in {'benchmark_version', 'difficulty', 'gates', 'scoring_version'} for k in x): return False
     return True
 
 
 def _p144(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _p143(x):
+    if not isinstance(x, dict): return False
+    if 'supported' not in x or 'partial' not in x or 'unsupported' not in x or 'uncertain' not in x: return False
+    if 'supported' in x and not _p144(x['supported']): return False
+    if 'partial' in x and not _p144(x['partial']): return False
+    if 'unsupported' in x and not _p144(x['unsupported']): return False
+    if 'uncertain' in x and not _p144(x['uncertain']): return False
+    if any(k not in {'partial', 'supported', 'uncertain', 'unsupported'} for k in x): return False
+    return True
+
+
+def _p145(x):
     if not isinstance(x, list): return False
-    if len(x) < 1: return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p136(x):
-    if not isinstance(x, dict): return False
-    if 'support_factor' not in x or 'zero_if' not in x or 'formula' not in x or 'dimensions' not in x or 'summary' not in x or 'disclaimer' not in x: return False
-    if 'support_factor' in x and not _p137(x['support_factor']): return False
-    if 'zero_if' in x and not _p139(x['zero_if']): return False
-    if 'formula' in x and not _p2(x['formula']): return False
-    if 'dimensions' in x and not _p140(x['dimensions']): return False
-    if 'summary' in x and not _p142(x['summary']): return False
-    if 'disclaimer' in x and not _p2(x['disclaimer']): return False
-    if 'caveats' in x and not _p144(x['caveats']): return False
-    if any(k not in {'caveats', 'dimensions', 'disclaimer', 'formula', 'summary', 'support_factor', 'zero_if'} for k in x): return False
-    return True
-
-
-def _p148(x):
-    if not isinstance(x, dict): return False
-    if 'same_as' not in x: return False
-    if 'same_as' in x and not _p2(x['same_as']): return False
-    if any(k not in {'same_as'} for k in x): return False
-    return True
-
-
-def _p151(x):
-    if not isinstance(x, dict): return False
-    if 'key' not in x or 'expr' not in x: return False
-    if 'key' in x and not _p2(x['key']): return False
-    if 'expr' in x and not _p143(x['expr']): return False
-    if any(k not in {'expr', 'key'} for k in x): return False
-    return True
-
-
-def _p150(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not all(map(_p151, x)): return False
-    return True
-
-
-def _p149(x):
-    if not isinstance(x, dict): return False
-    if 'counts' not in x or 'keys' not in x: return False
-    if 'counts' in x and not _p101(x['counts']): return False
-    if 'keys' in x and not _p150(x['keys']): return False
-    if any(k not in {'counts', 'keys'} for k in x): return False
-    return True
-
-
 def _p147(x):
-    if (_p148(x) + _p149(x)) != 1: return False
+    if x not in ('statistical_validity', 'evidence_entailment', 'analytical_depth', 'calibration'): return False
     return True
 
 
@@ -3591,111 +3557,189 @@ def _p146(x):
     return True
 
 
-def _p152(x):
+def _p149(x):
+    if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool))): return False
+    return True
+
+
+def _p148(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _p149(x[k]) for k in x): return False
+    return True
+
+
+def _p150(x):
     if not isinstance(x, list): return False
-    if not all(map(_p151, x)): return False
+    if len(x) < 1: return False
+    if not all(map(_p2, x)): return False
+    return True
+
+
+def _p142(x):
+    if not isinstance(x, dict): return False
+    if 'support_factor' not in x or 'zero_if' not in x or 'formula' not in x or 'dimensions' not in x or 'summary' not in x or 'disclaimer' not in x: return False
+    if 'support_factor' in x and not _p143(x['support_factor']): return False
+    if 'zero_if' in x and not _p145(x['zero_if']): return False
+    if 'formula' in x and not _p2(x['formula']): return False
+    if 'dimensions' in x and not _p146(x['dimensions']): return False
+    if 'summary' in x and not _p148(x['summary']): return False
+    if 'disclaimer' in x and not _p2(x['disclaimer']): return False
+    if 'caveats' in x and not _p150(x['caveats']): return False
+    if any(k not in {'caveats', 'dimensions', 'disclaimer', 'formula', 'summary', 'support_factor', 'zero_if'} for k in x): return False
     return True
 
 
 def _p154(x):
+    if not isinstance(x, dict): return False
+    if 'same_as' not in x: return False
+    if 'same_as' in x and not _p2(x['same_as']): return False
+    if any(k not in {'same_as'} for k in x): return False
+    return True
+
+
+def _p157(x):
+    if not isinstance(x, dict): return False
+    if 'key' not in x or 'expr' not in x: return False
+    if 'key' in x and not _p2(x['key']): return False
+    if 'expr' in x and not _p149(x['expr']): return False
+    if any(k not in {'expr', 'key'} for k in x): return False
+    return True
+
+
+def _p156(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_p157, x)): return False
+    return True
+
+
+def _p155(x):
+    if not isinstance(x, dict): return False
+    if 'counts' not in x or 'keys' not in x: return False
+    if 'counts' in x and not _p107(x['counts']): return False
+    if 'keys' in x and not _p156(x['keys']): return False
+    if any(k not in {'counts', 'keys'} for k in x): return False
+    return True
+
+
+def _p153(x):
+    if (_p154(x) + _p155(x)) != 1: return False
+    return True
+
+
+def _p152(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _p153(x[k]) for k in x): return False
+    return True
+
+
+def _p158(x):
+    if not isinstance(x, list): return False
+    if not all(map(_p157, x)): return False
+    return True
+
+
+def _p160(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_p2, x)): return False
     return True
 
 
-def _p156(x):
+def _p162(x):
     if x not in ('strata_n', 'missing_metadata_n', 'eligible_strata_n', 'covered_known_n', 'excluded_known_n', 'standardized_delta_pp', 'covered_crude_delta_pp', 'min_stratum_delta_pp', 'max_stratum_delta_pp', 'drop_largest_n', 'drop_largest_arm0_n', 'drop_largest_arm1_n', 'drop_largest_delta_pp', 'support_missing_metadata_n', 'max_support_share'): return False
     return True
 
 
-def _p155(x):
+def _p161(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
-    if not all(map(_p156, x)): return False
+    if not all(map(_p162, x)): return False
     return True
 
 
-def _p153(x):
+def _p159(x):
     if not isinstance(x, dict): return False
     if 'axes' not in x or 'min_known_per_arm' not in x or 'fields' not in x: return False
-    if 'axes' in x and not _p154(x['axes']): return False
+    if 'axes' in x and not _p160(x['axes']): return False
     if 'min_known_per_arm' in x and not _p93(x['min_known_per_arm']): return False
-    if 'fields' in x and not _p155(x['fields']): return False
+    if 'fields' in x and not _p161(x['fields']): return False
     if any(k not in {'axes', 'fields', 'min_known_per_arm'} for k in x): return False
     return True
 
 
-def _p145(x):
+def _p151(x):
     if not isinstance(x, dict): return False
     if 'tolerance' not in x or 'kinds' not in x or 'population_keys' not in x or 'robustness' not in x: return False
-    if 'tolerance' in x and not _p120(x['tolerance']): return False
-    if 'kinds' in x and not _p146(x['kinds']): return False
-    if 'population_keys' in x and not _p152(x['population_keys']): return False
-    if 'robustness' in x and not _p153(x['robustness']): return False
+    if 'tolerance' in x and not _p126(x['tolerance']): return False
+    if 'kinds' in x and not _p152(x['kinds']): return False
+    if 'population_keys' in x and not _p158(x['population_keys']): return False
+    if 'robustness' in x and not _p159(x['robustness']): return False
     if any(k not in {'kinds', 'population_keys', 'robustness', 'tolerance'} for k in x): return False
     return True
 
 
-def _p158(x):
+def _p164(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 4000: return False
     return True
 
 
-def _p159(x):
+def _p165(x):
     if not isinstance(x, list): return False
     if not all(map(_p20, x)): return False
     return True
 
 
-def _p160(x):
+def _p166(x):
     if not isinstance(x, bool): return False
     return True
 
 
-def _p157(x):
+def _p163(x):
     if not isinstance(x, dict): return False
     if 'reply' not in x or 'actions' not in x or 'resolved' not in x: return False
-    if 'reply' in x and not _p158(x['reply']): return False
-    if 'actions' in x and not _p159(x['actions']): return False
-    if 'resolved' in x and not _p160(x['resolved']): return False
+    if 'reply' in x and not _p164(x['reply']): return False
+    if 'actions' in x and not _p165(x['actions']): return False
+    if 'resolved' in x and not _p166(x['resolved']): return False
     return True
 
 
-def _p167(x):
+def _p173(x):
     if not (isinstance(x, str) or (isinstance(x, Number) and not isinstance(x, bool)) or isinstance(x, list)): return False
     return True
 
 
-def _p166(x):
+def _p172(x):
     if not isinstance(x, dict): return False
     if 'field' in x and not _p20(x['field']): return False
-    if 'op' in x and not _p130(x['op']): return False
-    if 'value' in x and not _p167(x['value']): return False
+    if 'op' in x and not _p136(x['op']): return False
+    if 'value' in x and not _p173(x['value']): return False
     return True
 
 
-def _p165(x):
+def _p171(x):
     if not isinstance(x, list): return False
     if len(x) > 3: return False
-    if not all(map(_p166, x)): return False
-    return True
-
-
-def _p164(x):
-    if not isinstance(x, dict): return False
-    if 'filters' in x and not _p165(x['filters']): return False
-    return True
-
-
-def _p168(x):
-    if not (isinstance(x, dict) or x is None): return False
+    if not all(map(_p172, x)): return False
     return True
 
 
 def _p170(x):
+    if not isinstance(x, dict): return False
+    if 'filters' in x and not _p171(x['filters']): return False
+    return True
+
+
+def _p174(x):
+    if not (isinstance(x, dict) or x is None): return False
+    return True
+
+
+def _p176(x):
     if not isinstance(x, dict): return False
     if 'condition_id' not in x or 'inclusion' not in x or 'exclusion' not in x: return False
     if 'condition_id' in x and not _p2(x['condition_id']): return False
@@ -3705,47 +3749,47 @@ def _p170(x):
     return True
 
 
-def _p169(x):
+def _p175(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if len(x) > 2: return False
-    if not all(map(_p170, x)): return False
+    if not all(map(_p176, x)): return False
     return True
 
 
-def _p173(x):
+def _p179(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_p20, x)): return False
     return True
 
 
-def _p172(x):
+def _p178(x):
     if not isinstance(x, dict): return False
     if 'condition_id' not in x or 'positive_doc_ids' not in x or 'negative_doc_ids' not in x or 'unknown_doc_ids' not in x: return False
     if 'condition_id' in x and not _p20(x['condition_id']): return False
-    if 'positive_doc_ids' in x and not _p173(x['positive_doc_ids']): return False
-    if 'negative_doc_ids' in x and not _p173(x['negative_doc_ids']): return False
-    if 'unknown_doc_ids' in x and not _p173(x['unknown_doc_ids']): return False
+    if 'positive_doc_ids' in x and not _p179(x['positive_doc_ids']): return False
+    if 'negative_doc_ids' in x and not _p179(x['negative_doc_ids']): return False
+    if 'unknown_doc_ids' in x and not _p179(x['unknown_doc_ids']): return False
     if any(k not in {'condition_id', 'negative_doc_ids', 'positive_doc_ids', 'unknown_doc_ids'} for k in x): return False
     return True
 
 
-def _p171(x):
+def _p177(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if len(x) > 2: return False
-    if not all(map(_p172, x)): return False
+    if not all(map(_p178, x)): return False
     return True
 
 
-def _p174(x):
+def _p180(x):
     if not isinstance(x, dict): return False
-    if any(True and not _p138(x[k]) for k in x): return False
+    if any(True and not _p144(x[k]) for k in x): return False
     return True
 
 
-def _p176(x):
+def _p182(x):
     if not isinstance(x, dict): return False
     if 'doc_id' not in x or 'start' not in x or 'end' not in x or 'quote' not in x or 'role' not in x: return False
     if 'doc_id' in x and not _p20(x['doc_id']): return False
@@ -3757,44 +3801,44 @@ def _p176(x):
     return True
 
 
-def _p175(x):
+def _p181(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_p176, x)): return False
+    if not all(map(_p182, x)): return False
     return True
 
 
-def _p163(x):
+def _p169(x):
     if not isinstance(x, dict): return False
     if 'finding_id' not in x or 'claim' not in x or 'kind' not in x or 'scope' not in x or 'definitions' not in x or 'assignments' not in x or 'statistics' not in x or 'evidence' not in x or 'limitations' not in x: return False
     if 'finding_id' in x and not _p20(x['finding_id']): return False
     if 'claim' in x and not _p20(x['claim']): return False
     if 'scope' in x and not _p20(x['scope']): return False
     if 'kind' in x and not _p20(x['kind']): return False
-    if 'population' in x and not _p164(x['population']): return False
-    if 'comparison' in x and not _p168(x['comparison']): return False
-    if 'definitions' in x and not _p169(x['definitions']): return False
-    if 'assignments' in x and not _p171(x['assignments']): return False
-    if 'statistics' in x and not _p174(x['statistics']): return False
-    if 'evidence' in x and not _p175(x['evidence']): return False
-    if 'limitations' in x and not _p113(x['limitations']): return False
+    if 'population' in x and not _p170(x['population']): return False
+    if 'comparison' in x and not _p174(x['comparison']): return False
+    if 'definitions' in x and not _p175(x['definitions']): return False
+    if 'assignments' in x and not _p177(x['assignments']): return False
+    if 'statistics' in x and not _p180(x['statistics']): return False
+    if 'evidence' in x and not _p181(x['evidence']): return False
+    if 'limitations' in x and not _p119(x['limitations']): return False
     if any(k not in {'assignments', 'claim', 'comparison', 'definitions', 'evidence', 'finding_id', 'kind', 'limitations', 'population', 'scope', 'statistics'} for k in x): return False
     return True
 
 
-def _p162(x):
+def _p168(x):
     if not isinstance(x, list): return False
     if len(x) > 5: return False
-    if not all(map(_p163, x)): return False
+    if not all(map(_p169, x)): return False
     return True
 
 
-def _p161(x):
+def _p167(x):
     if not isinstance(x, dict): return False
     if 'task_id' not in x or 'findings' not in x or 'abstention_reason' not in x: return False
     if 'task_id' in x and not _p20(x['task_id']): return False
     if 'abstention_reason' in x and not _p20(x['abstention_reason']): return False
-    if 'findings' in x and not _p162(x['findings']): return False
+    if 'findings' in x and not _p168(x['findings']): return False
     if any(k not in {'abstention_reason', 'findings', 'task_id'} for k in x): return False
     return True
 
@@ -3874,16 +3918,16 @@ PLAIN = {
     'a4559c894a20136702f4132fa4a92143e29a0f183b5d44719db6a6d07fae852e': _p82,  # inspection regex_absent, inspection regex_present
     '39b93338a1c3b94fea217486effd3901deb92da8fca30c02fb33bb886de478b1': _p86,  # inspection state_match
     '04b372adc32175b32704db6b4c7b12106d78db448cf93fbee01ac2392bc7650f': _p87,  # inspection tool_call
-    'cb2872f42dbaf3ce68302cc1401ed013fb618a68e99cd2b370fb9119aa5f18c6': _p92,  # protocols/discovery/schemas/audit.schema.json
-    'e544fd8569149a323d0160bae05290e98718aaad3edd7d90f8fc95b3cc89a3c5': _p98,  # protocols/discovery/schemas/blind_check.schema.json
-    'd0a677c8c80806c50a64f4a3a26839f2f92cfc621cd841c8a030569342c1ef02': _p107,  # protocols/discovery/schemas/gates.schema.json
-    'ba134fb0ed8b74b0e5dd2b98c5cc6165d41c19577000035e0d0589a1919fc7c9': _p116,  # protocols/discovery/schemas/judge.schema.json
-    '9f5c40fc9392724bc28596b8536e34a72caf34cd3ea189f305765cfd8a74a5a3': _p121,  # protocols/discovery/schemas/kinds.schema.json
-    '6ea1c7d7e55468e1f9dbb2c58de60359710b9be1ab69b9ff571ad497b8bc5411': _p126,  # protocols/discovery/schemas/protocol.schema.json
-    'd41b9c7f3f15cdf6b368ad756fa45a47354616a2eb1e47431cd288624bc978ff': _p136,  # protocols/discovery/schemas/scoring.schema.json
-    '68aea0330b4d7975a51731fdeb53ba92b54f6ec8995e954dfb93b34483cf251d': _p145,  # protocols/discovery/schemas/statistics.schema.json
-    '087553869c09c6b00a57893fd82d2b1e76833bd33ea6343ada085abf6edfba61': _p157,  # specs/example/schemas/reply.schema.json
-    '7cd4804a59cebbe52a23e4349a7048f3a0c4c113006db1afd19e71a900deaa75': _p161,  # specs/finding-quality-discovery/schema/submission.schema.json
+    'd56c784f6ad405c03e4561145d5bf869511e9bac3ae319febf716868a490df29': _p92,  # protocols/discovery/schemas/audit.schema.json
+    'e544fd8569149a323d0160bae05290e98718aaad3edd7d90f8fc95b3cc89a3c5': _p104,  # protocols/discovery/schemas/blind_check.schema.json
+    'd0a677c8c80806c50a64f4a3a26839f2f92cfc621cd841c8a030569342c1ef02': _p113,  # protocols/discovery/schemas/gates.schema.json
+    'ba134fb0ed8b74b0e5dd2b98c5cc6165d41c19577000035e0d0589a1919fc7c9': _p122,  # protocols/discovery/schemas/judge.schema.json
+    '9f5c40fc9392724bc28596b8536e34a72caf34cd3ea189f305765cfd8a74a5a3': _p127,  # protocols/discovery/schemas/kinds.schema.json
+    '6ea1c7d7e55468e1f9dbb2c58de60359710b9be1ab69b9ff571ad497b8bc5411': _p132,  # protocols/discovery/schemas/protocol.schema.json
+    'd41b9c7f3f15cdf6b368ad756fa45a47354616a2eb1e47431cd288624bc978ff': _p142,  # protocols/discovery/schemas/scoring.schema.json
+    '68aea0330b4d7975a51731fdeb53ba92b54f6ec8995e954dfb93b34483cf251d': _p151,  # protocols/discovery/schemas/statistics.schema.json
+    '087553869c09c6b00a57893fd82d2b1e76833bd33ea6343ada085abf6edfba61': _p163,  # specs/example/schemas/reply.schema.json
+    '7cd4804a59cebbe52a23e4349a7048f3a0c4c113006db1afd19e71a900deaa75': _p167,  # specs/finding-quality-discovery/schema/submission.schema.json
 }
 # the shipped rubrics' verdict schemas (strict integers): digest -> check
 STRICT = {

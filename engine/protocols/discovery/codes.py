@@ -68,6 +68,12 @@ block(CODES, _FQD, "2", "nothing reviewed", """
 JUDGE_CONFIG_MISMATCH: the review folder was made with another judge configuration
 """)
 
+block(CODES, _FQD, "2", "nothing reviewed (engine review); the report is refused (engine run)", """
+REVIEW_CONFIG_FOREIGN: judge_config.json (or a file beside it) was not written by this review job
+AUDIT_SEED_ORIGIN: the audit seed is not recorded as drawn by the review, of audit.yaml's seed_bytes
+SEED_BEFORE_SUBMISSIONS: the submissions changed after the audit seed was drawn
+""")
+
 block(CODES, _FQD, "- or 2", "ERROR row; the report is refused", """
 STALE_REVIEW: a stored review no longer matches the task, submission or scoring version
 BLIND_PROTOCOL_MISMATCH: the stored blind check was made under another protocol record

@@ -16,6 +16,14 @@ from engine.canonical import digest
 from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.names import task_file
 from engine.protocols.discovery.report import ReviewIntegrityError
+from engine.protocols.discovery.seal import (
+    SEALED_KEYS,
+    drawn_after,
+    origin_problem,
+    pinned,
+    sealed,
+    submission_digests,
+)
 from engine.protocols.discovery.task import Package
 from engine.records.strict_json import JsonError, is_integer, loads
 
@@ -36,9 +44,11 @@ def _object(path: Path, code: str) -> dict[str, Any]:
 
 
 def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | None,
-                      records: list[dict[str, Any]]) -> dict[str, Any] | None:
+                      records: list[dict[str, Any]], submissions: Path
+                      ) -> dict[str, Any] | None:
     """The verified judge configuration's reviewer, budget and audit size, or None when no
-    review directory was given; ReviewIntegrityError when it does not match."""
+    review directory was given; ReviewIntegrityError when it does not match, or when its
+    seed is not one the review job drew after these submissions (seal.py)."""
     path = folder / "judge_config.json" if folder is not None else None
     reviewed = [r for r in records if r.get("reviewer_method")]
     if path is None or not path.exists():
@@ -54,19 +64,52 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
         raise ReviewIntegrityError(f"{path}: model, base_url and audit_documents are missing "
                                    "or of the wrong type", "JUDGE_CONFIG_MISMATCH")
     current = config_fields(pkg, model, base_url, tasks, budget)
-    kept = {k: v for k, v in stored.items() if k != "audit_seed"}
+    kept = {k: v for k, v in stored.items() if k not in SEALED_KEYS}
     changed = sorted(k for k in set(kept) | set(current) if kept.get(k) != current.get(k))
     if changed:
         raise ReviewIntegrityError(f"{path}: {', '.join(changed)} differ(s) from this "
                                    "package and inventory", "JUDGE_CONFIG_MISMATCH")
-    _check_reviews(folder, stored, records)
+    origin = _check_seed(pkg, tasks, path, stored, submissions, reviewed) if reviewed else None
+    _check_reviews(folder, stored, records, origin)
     return {"model": model, "base_url": base_url,
             "max_input_chars": current["max_input_chars"],
-            "max_output_tokens": current["max_output_tokens"], "audit_documents": budget}
+            "max_output_tokens": current["max_output_tokens"], "audit_documents": budget,
+            "audit_seed_origin": origin}
 
 
-def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """Each scored review was made under this configuration (method, seed and budget)."""
+def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: dict[str, Any],
+                submissions: Path, reviewed: list[dict[str, Any]]) -> str:
+    """How the scored reviews' seed is known not to be the evaluated party's choice:
+    ``drawn`` (sealed by a review job holding this job's key, of audit.yaml's seed_bytes,
+    before which each scored task's submission existed as it is now) or ``pinned``
+    (audit.yaml pins it for these tasks and those submissions). Anything else is refused:
+    whoever writes the review directory could otherwise choose the audit sample."""
+    from engine.judge import key_path, load_key  # its key file only when reviews are scored
+
+    now = submission_digests(tasks, submissions)
+    ids = [r["task_id"] for r in reviewed]
+    if sealed(stored, load_key(key_path(), path.parent)):
+        problem = origin_problem(stored, pkg.discovery.audit["seed_bytes"])
+        if problem:
+            raise ReviewIntegrityError(f"{path}: {problem}", "AUDIT_SEED_ORIGIN")
+        late = [t for t in ids if not drawn_after(stored["audit_seed_origin"], t, now.get(t))]
+        if late:
+            raise ReviewIntegrityError(f"{', '.join(late)}: the submission did not exist, as "
+                                       "it is now, when the audit seed was drawn",
+                                       "SEED_BEFORE_SUBMISSIONS")
+        return "drawn"
+    if pinned(pkg.discovery.audit, stored, ids, now):
+        return "pinned"
+    raise ReviewIntegrityError(f"{path}: not written by a review job holding this job's key "
+                               "(its seal is missing or does not verify), and audit.yaml "
+                               "pins no such seed for these submissions",
+                               "REVIEW_CONFIG_FOREIGN")
+
+
+def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, Any]],
+                   origin: str | None) -> None:
+    """Each scored review was made under this configuration (method, seed and budget), and
+    one whose seed was drawn records the configuration's seed origin."""
     method = f"{stored['base_url']} / {stored['model']}"
     for record in records:
         if not record.get("reviewer_method"):
@@ -78,6 +121,10 @@ def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, 
             raise ReviewIntegrityError(f"{record['task_id']}: the review's reviewer method, "
                                        "seed or budget is not the judge configuration's",
                                        "JUDGE_CONFIG_MISMATCH")
+        if origin == "drawn" and review.get("audit_seed_origin") != stored["audit_seed_origin"]:
+            raise ReviewIntegrityError(f"{record['task_id']}: the review does not record the "
+                                       "judge configuration's seed origin",
+                                       "AUDIT_SEED_ORIGIN")
 
 
 def effective(tasks: list[Any], task_id: Any, limit: Any) -> list[Any] | None:

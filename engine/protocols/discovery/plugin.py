@@ -92,7 +92,8 @@ def build_report(evaluation: Any, tally: Any) -> tuple[Any, list[tuple[str, byte
     everything = inventory(evaluation.inputs[params["tasks"]].path, tasks)
     reviews = evaluation.inputs.get(params.get("reviews") or "")
     value["reviewer"] = reviewer_identity(package, everything,
-                                          reviews.path if reviews else None, records)
+                                          reviews.path if reviews else None, records,
+                                          evaluation.inputs[params["submissions"]].path)
     value["run"] = run_manifest(package, everything,
                                 evaluation.inputs[params["submissions"]].path)
     return value, [("report.json", (json.dumps(value, indent=2, ensure_ascii=False)

@@ -58,7 +58,12 @@ def _reviewer(reviewer: dict[str, Any] | None) -> list[str]:
         return ["Reviewer: none (no review directory)", ""]
     return [f"Reviewer: `{reviewer['base_url']} / {reviewer['model']}`; input budget "
             f"{reviewer['max_input_chars']} characters; audit size "
-            f"{reviewer['audit_documents']} documents", ""]
+            f"{reviewer['audit_documents']} documents; audit seed "
+            f"{_SEED_ORIGIN.get(str(reviewer.get('audit_seed_origin')), 'not used')}", ""]
+
+
+_SEED_ORIGIN = {"drawn": "drawn by the review job after the submissions",
+                "pinned": "pinned by audit.yaml for these submissions"}
 
 
 def markdown(pkg: Package, report: dict[str, Any]) -> str:

@@ -9,16 +9,19 @@ created exclusively and never overwritten; a stale review needs a fresh review d
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from engine.canonical import digest
-from engine.judge import Client, check_key, open_client
+from engine.errors import VerifyError
+from engine.evidence.verify import read_file, write_whole
+from engine.judge import Client, check_key, key_path, load_key, open_client
 from engine.protocols.discovery import check_submission, sample
 from engine.protocols.discovery.ask import Reviewer, ReviewError, ask, load_reviewer, replace_system
-from engine.protocols.discovery.audit import AuditError, new_seed
+from engine.protocols.discovery.audit import AuditError
 from engine.protocols.discovery.blind import batches, definitions, payload, segments, validate
 from engine.protocols.discovery.checks import Finding
 from engine.protocols.discovery.checks_content import ARMS, FORMED_BY
@@ -32,12 +35,23 @@ from engine.protocols.discovery.review import (
     evidence_gate,
     verify_blind,
 )
+from engine.protocols.discovery.seal import (
+    SEALED_KEYS,
+    draw,
+    drawn_after,
+    origin_problem,
+    seal,
+    sealed,
+    submission_digests,
+)
 from engine.protocols.discovery.stats import audit_details
 from engine.protocols.discovery.task import Package, _corpus_file, reference_sha256
-from engine.records.strict_json import loads
+from engine.records.strict_json import JsonError, loads
 
 __all__ = ["ReviewError", "Reviewer", "judge_config", "load_reviewer",
            "review_all", "review_task"]
+
+MAX_CONFIG = 1 << 20  # judge_config.json is under 2 KB; a larger file is refused unread
 
 
 def _write_new(path: Path, value: Any) -> None:
@@ -51,16 +65,46 @@ def _write_new(path: Path, value: Any) -> None:
 
 
 def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], budget: int,
-                 folder: Path) -> dict[str, Any]:
-    """judge_config.json: created once (with a fresh seed), then compared on every run."""
+                 folder: Path, submissions: Path) -> dict[str, Any]:
+    """judge_config.json: created once, sealed, with a seed the review draws itself after
+    reading the submissions (seal.py); on every later run, its own seal and the submissions
+    it was drawn after are checked, then every other field is compared."""
     current = config_fields(pkg, reviewer.model, reviewer.base_url, tasks, budget)
+    seed_bytes = pkg.discovery.audit["seed_bytes"]
+    key = load_key(key_path(), folder)
+    after = submission_digests(tasks, submissions)  # the submissions as they now stand
     path = folder / "judge_config.json"
-    if not path.exists():
-        stored = {**current, "audit_seed": new_seed()}  # after the submissions exist
-        _write_new(path, stored)
+    if not os.path.lexists(path):
+        if any(folder.iterdir()):  # reviews or blind caches someone else put there
+            raise ReviewError("REVIEW_CONFIG_FOREIGN", "the review directory holds files but "
+                              "no judge_config.json: this review did not write them; start a "
+                              "fresh review directory")
+        seed, origin = draw(seed_bytes, after)
+        stored = seal({**current, "audit_seed": seed, "audit_seed_origin": origin}, key)
+        data = json.dumps(stored, indent=1, ensure_ascii=False).encode() + b"\n"
+        try:  # whole or not at all, never over a file put there meanwhile
+            written = write_whole(path, data)
+        except OSError:  # no hard links on this file system: created exclusively instead
+            _write_new(path, stored)
+            written = True
+        if not written:
+            raise ReviewError("REVIEW_CONFIG_FOREIGN", "judge_config.json appeared while the "
+                              "review was drawing its seed; start a fresh review directory")
         return stored
-    stored = loads(path.read_bytes())
-    if {k: v for k, v in stored.items() if k != "audit_seed"} != current:
+    try:
+        stored = loads(read_file(path, MAX_CONFIG))
+    except (JsonError, VerifyError) as exc:
+        raise ReviewError("REVIEW_CONFIG_FOREIGN", f"judge_config.json is not one this "
+                          f"review wrote ({exc}); start a fresh review directory") from None
+    if not sealed(stored, key):  # planted, edited, or sealed by another job's key
+        raise ReviewError("REVIEW_CONFIG_FOREIGN", "judge_config.json was not written by this "
+                          "review job (its seal is missing or does not verify); the review "
+                          "never takes a seed it did not draw: start a fresh review directory")
+    problem = origin_problem(stored, seed_bytes)
+    if problem:
+        raise ReviewError("AUDIT_SEED_ORIGIN", f"judge_config.json: {problem}; start a fresh "
+                          "review directory")
+    if {k: v for k, v in stored.items() if k not in SEALED_KEYS} != current:
         raise ReviewError("JUDGE_CONFIG_MISMATCH", "the review directory was made with another "
                           "judge configuration; start a fresh review directory")
     return dict(stored)
@@ -144,7 +188,8 @@ async def review_task(client: Client, pkg: Package, reviewer: Reviewer,
     try:
         corpus = load_corpus(_corpus_file(corpora, task), task["corpus_sha256"],
                              task["n_documents"])
-        result = check_submission(pkg.discovery, task, corpus, path.read_bytes())
+        raw = path.read_bytes()
+        result = check_submission(pkg.discovery, task, corpus, raw)
         if not result["valid"]:
             raise ReviewError(result["error"]["code"], result["error"]["message"])
         submission = result["submission"]
@@ -161,6 +206,11 @@ async def review_task(client: Client, pkg: Package, reviewer: Reviewer,
                 raise ReviewError("STALE_REVIEW", "the stored review no longer matches; use a "
                                   "fresh review directory")
             return {"task_id": task["task_id"], "outcome": "reused"}
+        if not drawn_after(config["audit_seed_origin"], task["task_id"],
+                           hashlib.sha256(raw).hexdigest()):
+            raise ReviewError("SEED_BEFORE_SUBMISSIONS", "this submission did not exist, as it "
+                              "is now, when the audit seed was drawn (the seed could be read "
+                              "before it was written); use a fresh review directory")
         review = await _review(client, pkg, reviewer, config, task, corpus, submission,
                                binding, folder)
         _write_new(review_path, review)
@@ -215,6 +265,7 @@ async def _review(client: Client, pkg: Package, reviewer: Reviewer,
     except IntegrityError as exc:
         raise ReviewError("JUDGE_OUTPUT_INVALID", str(exc)) from None
     return {**binding, "reviewer_method": f"{reviewer.base_url} / {reviewer.model}",
+            "audit_seed_origin": config["audit_seed_origin"],
             "findings": answer["findings"], "provider_receipts": [*receipts, receipt],
             "blind_check": check,
             "semantic_audit": {**packet["semantic_audit"], "document_ids": doc_ids}}
@@ -242,7 +293,7 @@ def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], co
     lo, hi = pkg.discovery.audit["budget_range"]
     if not isinstance(budget, int) or not lo <= budget <= hi:
         raise ReviewError("AUDIT_BUDGET_RANGE", f"audit budget {budget} is not in [{lo}, {hi}]")
-    config = judge_config(pkg, reviewer, tasks, budget, folder)
+    config = judge_config(pkg, reviewer, tasks, budget, folder, submissions)
 
     async def everything() -> list[dict[str, Any]]:
         async with open_client(reviewer.concurrency, reviewer.timeout_s) as client:

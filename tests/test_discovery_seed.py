@@ -1,0 +1,254 @@
+"""Where `engine review`'s audit seed comes from (issue 36, lever 4): the review draws it
+itself after the submissions exist, seals the judge configuration it writes, and refuses
+one it did not write; evaluation accepts only a sealed drawn seed (or one audit.yaml pins).
+
+Each attack is mounted as the gated team would: it writes the reviews folder (and the
+submissions) before the protected review job runs, or runs `engine review` itself with its
+own key, but never holds the protected job's key file. The names issue 36 added are
+imported inside the tests that use them, so each attack also runs against the old engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+from engine.protocols.discovery import sample
+from engine.protocols.discovery.judge_settings import config_fields
+from engine.protocols.discovery.task import load_package
+
+from .judge_server import Judge
+from .test_discovery_review import GROUP, SPEC, evaluate, honest, review
+
+TEMPORAL = "amazon_beauty_temporal_change_toy"
+CHOSEN = "c" * 64  # the seed the gated team settled on offline
+
+
+@pytest.fixture
+def judge() -> Iterator[Judge]:
+    server = Judge()
+    server.responder = honest
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    """The shipped package with no recorded reviews (test_discovery_review's fixture)."""
+    folder = tmp_path / "finding-quality-discovery"
+    shutil.copytree(SPEC, folder)
+    shutil.rmtree(folder / "demo" / "reviews")
+    return folder
+
+
+def _submission(spec: Path, task_id: str = GROUP) -> Path:
+    return spec / "demo" / "submissions" / f"{task_id}.json"
+
+
+def _plant(spec: Path, judge: Judge, reviews: Path, **extra: Any) -> dict[str, Any]:
+    """A judge_config.json the gated team writes before the review job: every field the
+    review works out (all public: the package, the inventory, the workflow's model, URL and
+    budget), plus the seed it chose."""
+    pkg = load_package(spec)
+    tasks = json.loads((spec / "demo" / "tasks.json").read_text())
+    planted = {**config_fields(pkg, "m1", f"{judge.url}/v1", tasks, 60),
+               "audit_seed": CHOSEN, **extra}
+    reviews.mkdir()
+    (reviews / "judge_config.json").write_text(json.dumps(planted))
+    return planted
+
+
+def test_offline_seeds_choose_which_documents_the_audit_reads() -> None:
+    # why the seed matters: over a corpus larger than the budget, trying seeds offline finds
+    # one whose sample leaves out the document that would disprove a finding
+    ids = [f"d{i:03}" for i in range(300)]
+    params = load_package(Path("specs/finding-quality-discovery")).discovery.audit
+    first = sample("0" * 64, 60, "t", ids, [], params)["document_ids"]
+    target = first[0]  # a document the first seed audits
+    misses = next(s for s in (f"{n:064x}" for n in range(1, 200))
+                  if target not in sample(s, 60, "t", ids, [], params)["document_ids"])
+    assert len(first) == 60 and misses  # 60 of 300: most seeds leave any one document out
+
+
+def test_a_planted_judge_config_is_refused_and_nothing_is_asked(spec: Path, judge: Judge,
+                                                               tmp_path: Path,
+                                                               capsys: Any) -> None:
+    reviews = tmp_path / "reviews"
+    planted = _plant(spec, judge, reviews)
+    code, _ = review(spec, judge, reviews)
+    err = capsys.readouterr().err
+    # before issue 36 the review took the planted seed: its blind check was made with CHOSEN
+    review_file = reviews / f"{GROUP}.json"
+    used = json.loads(review_file.read_text())["blind_check"]["seed"] \
+        if review_file.exists() else None
+    assert used != CHOSEN
+    assert code == 2 and "REVIEW_CONFIG_FOREIGN" in err, err
+    assert judge.calls() == 0 and sorted(p.name for p in reviews.iterdir()) == \
+        ["judge_config.json"]
+    assert json.loads((reviews / "judge_config.json").read_text()) == planted  # left as is
+
+
+def test_a_config_sealed_with_another_key_is_refused(spec: Path, judge: Judge, tmp_path: Path,
+                                                     capsys: Any, monkeypatch: Any) -> None:
+    # the gated team runs engine review itself, with its own key, until the drawn seed
+    # suits it, then hands over the folder: the protected job's key did not seal it
+    reviews = tmp_path / "reviews"
+    monkeypatch.setenv("SPECGATE_CACHE_KEY", str(tmp_path / "attacker.key"))
+    assert review(spec, judge, reviews)[0] == 0
+    code, card = evaluate(spec, reviews, "theirs")  # with the attacker's key: their seal holds
+    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+    monkeypatch.delenv("SPECGATE_CACHE_KEY")
+    capsys.readouterr()
+    code, _ = review(spec, judge, reviews)
+    assert code == 2 and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+    code, card = evaluate(spec, reviews, "ours")
+    assert code == 2 and card == {} and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+
+
+def test_a_clean_review_draws_a_seed_of_seed_bytes_after_the_submissions(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    from engine.judge import key_path, load_key
+    from engine.protocols.discovery.seal import sealed
+
+    audit = spec / "audit.yaml"
+    audit.write_text(audit.read_text().replace("seed_bytes: 32", "seed_bytes: 48"))
+    reviews = tmp_path / "reviews"
+    before = datetime.now().astimezone()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 0, out
+    config = json.loads((reviews / "judge_config.json").read_text())
+    assert re.fullmatch(r"[0-9a-f]{96}", config["audit_seed"])  # 48 bytes, not 32
+    origin = config["audit_seed_origin"]
+    assert origin["how"] == "drawn" and origin["seed_bytes"] == 48
+    assert datetime.fromisoformat(origin["drawn_at"]) >= before.replace(microsecond=0)
+    assert origin["submissions"] == {  # worked out here from the files' bytes
+        t: hashlib.sha256(_submission(spec, t).read_bytes()).hexdigest()
+        for t in (GROUP, TEMPORAL)}
+    assert sealed(config, load_key(key_path(), reviews))
+    stored = json.loads((reviews / f"{GROUP}.json").read_text())
+    assert stored["audit_seed_origin"] == origin  # recorded in the review too
+    assert stored["blind_check"]["seed"] == config["audit_seed"]
+    code, card = evaluate(spec, reviews, "out")
+    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+
+
+@pytest.mark.parametrize("edit", [
+    lambda c: c | {"audit_seed": CHOSEN},  # the seed swapped, the seal kept
+    lambda c: c | {"seal": "0" * 64},  # the seal itself edited
+    lambda c: {k: v for k, v in c.items() if k != "seal"},  # the seal removed
+])
+def test_an_edited_config_is_refused_on_resume_and_at_evaluation(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any, edit: Any) -> None:
+    reviews = tmp_path / "reviews"
+    assert review(spec, judge, reviews)[0] == 0
+    path = reviews / "judge_config.json"
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    calls = judge.calls()
+    capsys.readouterr()
+    code, card = evaluate(spec, reviews, "out")
+    assert code == 2 and card == {} and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+    (reviews / f"{GROUP}.json").unlink()  # a review to redo under the edited seed
+    code, _ = review(spec, judge, reviews)
+    assert code == 2 and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+    assert judge.calls() == calls and not (reviews / f"{GROUP}.json").exists()
+
+
+def test_a_submission_written_after_the_seed_was_drawn_is_refused(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    # the gated team lets a first review run without its answer, reads the drawn seed from
+    # the folder, then writes a submission fitted to that sample and has the review resumed
+    reviews = tmp_path / "reviews"
+    answer = _submission(spec).read_bytes()
+    _submission(spec).unlink()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 0 and f"{GROUP}: missing" in out
+    _submission(spec).write_bytes(answer)
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error SEED_BEFORE_SUBMISSIONS" in out
+    assert judge.calls() == 0 and not (reviews / f"{GROUP}.json").exists()
+
+
+def test_the_evaluation_refuses_a_review_whose_seed_origin_is_not_recorded(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    from engine.judge import key_path, load_key
+    from engine.protocols.discovery.seal import seal
+
+    reviews = tmp_path / "reviews"
+    assert review(spec, judge, reviews)[0] == 0
+    path = reviews / f"{GROUP}.json"
+    kept = path.read_text()
+    path.write_text(json.dumps({k: v for k, v in json.loads(kept).items()
+                                if k != "audit_seed_origin"}))
+    capsys.readouterr()
+    code, card = evaluate(spec, reviews, "no-origin-in-review")
+    assert code == 2 and card == {} and "AUDIT_SEED_ORIGIN" in capsys.readouterr().err
+    path.write_text(kept)
+    # a configuration this job sealed but whose origin says nothing of a draw (a key holder's
+    # mistake, not the gated team's: it cannot seal) is refused all the same
+    config_path = reviews / "judge_config.json"
+    config = json.loads(config_path.read_text())
+    key = load_key(key_path(), reviews)
+    for origin in (None, {**config["audit_seed_origin"], "how": "fixed"}):
+        bare = {k: v for k, v in config.items() if k not in ("seal", "audit_seed_origin")}
+        config_path.write_text(json.dumps(seal(bare | ({"audit_seed_origin": origin}
+                                                       if origin else {}), key)))
+        code, card = evaluate(spec, reviews, f"origin-{bool(origin)}")
+        assert code == 2 and card == {} and "AUDIT_SEED_ORIGIN" in capsys.readouterr().err
+
+
+def test_the_evaluation_refuses_a_submission_changed_after_the_seed(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    reviews = tmp_path / "reviews"
+    assert review(spec, judge, reviews)[0] == 0
+    path = _submission(spec)
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=3))  # same value, new bytes
+    capsys.readouterr()
+    code, card = evaluate(spec, reviews, "out")
+    assert code == 2 and card == {} and "SEED_BEFORE_SUBMISSIONS" in capsys.readouterr().err
+
+
+def test_a_seed_of_too_few_bytes_is_a_spec_error(spec: Path, capsys: Any) -> None:
+    audit = spec / "audit.yaml"
+    audit.write_text(audit.read_text().replace("seed_bytes: 32", "seed_bytes: 8"))
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert re.search(r"audit\.yaml:\d+:\d+: OUT_OF_RANGE: seed_bytes", text), text
+
+
+def test_the_shipped_demo_is_pinned_for_its_own_submission_only() -> None:
+    # the pin names the demo's seed, the digest of its tasks.json (as loaded) and the sha256
+    # of the one scored task's submission file, worked out here from the shipped files
+    import rfc8785
+    import yaml
+
+    root = Path("specs/finding-quality-discovery")
+    [pin] = yaml.safe_load((root / "audit.yaml").read_text())["pinned_seeds"]
+    config = json.loads((root / "demo" / "reviews" / "judge_config.json").read_text())
+    tasks = json.loads((root / "demo" / "tasks.json").read_text())
+    assert pin["seed"] == config["audit_seed"] == "0" * 63 + "1"
+    assert pin["tasks_sha256"] == hashlib.sha256(rfc8785.dumps(tasks)).hexdigest()
+    assert pin["submissions"] == {GROUP: hashlib.sha256(
+        (root / "demo" / "submissions" / f"{GROUP}.json").read_bytes()).hexdigest()}
+
+
+def test_a_pinned_seed_chooses_no_sample_for_another_submission(tmp_path: Path,
+                                                                capsys: Any) -> None:
+    # the gated team copies the demo's pinned seed and its review into a folder for its own
+    # (reformatted, so other bytes) submission: the pin names the shipped bytes only
+    folder = tmp_path / "fqd"
+    shutil.copytree(Path("specs/finding-quality-discovery"), folder)
+    path = _submission(folder)
+    path.write_text(json.dumps(json.loads(path.read_text())))
+    assert main(["run", str(folder), "--out", str(tmp_path / "out")]) == 2
+    assert "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
