@@ -158,6 +158,12 @@ def test_a_clock_set_back_60_days_revives_no_expired_waiver(release: Release,
     assert card["as_of"]["signed"] == {"specs": specs_at, "attestation:runs": attested_at}
     assert card["as_of"]["requested"] is None
     assert card["waivers"]["as_of"] == card["as_of"]["date"]
+    # and the run says so on its terminal
+    source = "specs bundle" if card["as_of"]["set_by"] == "specs" else \
+        "harness attestation of input runs"
+    assert f"judged as of {card['as_of']['date']}, the date of the {source} (signed " \
+        f"{max(specs_at, attested_at) if source != 'specs bundle' else specs_at}); the clock " \
+        f"read {clock}" in done.stdout
 
 
 def test_verify_refuses_a_scorecard_signed_before_the_specs_it_binds(release: Release,

@@ -342,6 +342,10 @@ def _judge_changed(declared: JudgeConfig, used: JudgeConfig) -> bool:
         (declared.provider, declared.base_url, declared.models)
 
 
+_SIGNED = {"specs": "specs bundle", "attestation": "harness attestation",
+           "baseline": "baseline", "calibration": "calibration"}  # as_of.set_by, in words
+
+
 def _summary(result: Result) -> dict[str, Any]:
     return {"evaluation": result.evaluation, "decision": result.decision,
             "overall_pass": result.decision == "PASS", "exit_code": result.exit_code,
@@ -362,6 +366,12 @@ def _print_result(result: Result, signed: bool) -> None:
     print(f"  evidence: {spec.display(result.out.resolve())}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")
+    dated = result.as_of
+    if dated.get("set_by") not in (None, "clock", "requested"):
+        source, _, name = dated["set_by"].partition(":")
+        what = _SIGNED[source] + (f" of input {name}" if name else "")
+        print(f"  judged as of {dated['date']}, the date of the {what} (signed "
+              f"{dated['signed'][dated['set_by']]}); the clock read {dated['clock']}")
     specs = result.provenance.get("specs", {})
     if specs.get("status") == "verified":
         print(f"  specs: {len(specs['files'])} file(s), as governance signed them (keyid "
