@@ -137,7 +137,7 @@ def verdict(ok: bool, expected: Any, observed: Any, message: str = "") -> Outcom
     return Outcome(PASS if ok else FAIL, expected, observed, message)
 
 
-# Every parameter is one of two classes (``x-class`` in its schema; DESIGN.md §1b): an
+# Every parameter is one of two classes (``x-class`` in its schema; docs/security.md): an
 # observation is what the agent did, read from the records; an expectation is what it
 # should have done, which governance supplies (a policy literal, the suite's
 # ``case.expected``, or records whose cases the Evaluation pins). engine/spec/expectations.py

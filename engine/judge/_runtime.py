@@ -10,7 +10,7 @@ it (``obtained_by_run``); a replay keeps the lines it replays as they were recor
 Under ``cache_reuse: all_or_none`` (a release's default) an Evaluation takes its live answers
 from the cache only when all of them are there and of one draw, else it asks every prompt
 again: whoever deletes the cache entries whose answers it dislikes must not get those
-answers re-drawn alone (DESIGN.md §8).
+answers re-drawn alone (docs/judges.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The date a run judges waivers on (DESIGN §1b, time; docs/provenance.md#time).
+"""The date a run judges waivers on (docs/provenance.md#time).
 
 A release is judged no earlier than the latest signed time it rests on: governance's specs
 bundle, each harness attestation of an input, the pinned baseline, the calibration. The

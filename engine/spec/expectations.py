@@ -1,4 +1,4 @@
-"""Expectations come from governance (DESIGN.md §1b), never from the evidence.
+"""Expectations come from governance (docs/security.md), never from the evidence.
 
 Every inspection parameter is classed in its schema (``x-class``) as an *observation* (what
 the agent did, read from the records) or an *expectation* (what it should have done). An

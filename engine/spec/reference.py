@@ -68,7 +68,7 @@ def _table(schema: Mapping[str, Any], prefix: str) -> list[str]:
 
 def _parameters(schema: Mapping[str, Any]) -> list[str]:
     """An inspection's parameters, each with its class (``x-class``): observation or
-    expectation (DESIGN.md §1b)."""
+    expectation (docs/security.md, the trust boundary)."""
     required = set(schema.get("required", []))
     rows = []
     for key, sub in schema.get("properties", {}).items():
