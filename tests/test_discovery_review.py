@@ -48,8 +48,7 @@ def judge() -> Iterator[Judge]:
     server.close()
 
 
-@pytest.fixture(autouse=True)
-def protected_key(tmp_path: Path, monkeypatch: Any) -> Path:
+def signing_env(tmp_path: Path, monkeypatch: Any) -> Path:
     """The protected job's signing key, in $SPECGATE_SIGNING_KEY as CI hands it over: the
     shipped package is a release, which takes a drawn audit seed only when the key derived
     from the run's signing key sealed it (so `engine review` and `engine run` share it)."""
@@ -57,6 +56,11 @@ def protected_key(tmp_path: Path, monkeypatch: Any) -> Path:
     key = tmp_path / "protected" / "private.pem"
     monkeypatch.setenv("SPECGATE_SIGNING_KEY", str(key))
     return key
+
+
+@pytest.fixture(autouse=True)
+def protected_key(tmp_path: Path, monkeypatch: Any) -> Path:
+    return signing_env(tmp_path, monkeypatch)
 
 
 @pytest.fixture

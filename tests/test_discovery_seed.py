@@ -27,8 +27,7 @@ from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.task import load_package
 
 from .judge_server import Judge
-# protected_key: autouse, the protected job's signing key in $SPECGATE_SIGNING_KEY
-from .test_discovery_review import GROUP, SPEC, evaluate, honest, protected_key, review  # noqa: F401
+from .test_discovery_review import GROUP, SPEC, evaluate, honest, review, signing_env
 
 TEMPORAL = "amazon_beauty_temporal_change_toy"
 CHOSEN = "c" * 64  # the seed the gated team settled on offline
@@ -40,6 +39,12 @@ def judge() -> Iterator[Judge]:
     server.responder = honest
     yield server
     server.close()
+
+
+@pytest.fixture(autouse=True)
+def protected_key(tmp_path: Path, monkeypatch: Any) -> Path:
+    """The protected job's signing key, in $SPECGATE_SIGNING_KEY (test_discovery_review)."""
+    return signing_env(tmp_path, monkeypatch)
 
 
 @pytest.fixture
