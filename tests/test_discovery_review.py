@@ -48,6 +48,21 @@ def judge() -> Iterator[Judge]:
     server.close()
 
 
+def signing_env(tmp_path: Path, monkeypatch: Any) -> Path:
+    """The protected job's signing key, in $SPECGATE_SIGNING_KEY as CI hands it over: the
+    shipped package is a release, which takes a drawn audit seed only when the key derived
+    from the run's signing key sealed it (so `engine review` and `engine run` share it)."""
+    assert main(["keygen", "--out-dir", str(tmp_path / "protected")]) == 0
+    key = tmp_path / "protected" / "private.pem"
+    monkeypatch.setenv("SPECGATE_SIGNING_KEY", str(key))
+    return key
+
+
+@pytest.fixture(autouse=True)
+def protected_key(tmp_path: Path, monkeypatch: Any) -> Path:
+    return signing_env(tmp_path, monkeypatch)
+
+
 @pytest.fixture
 def spec(tmp_path: Path) -> Path:
     folder = tmp_path / "finding-quality-discovery"
@@ -60,15 +75,15 @@ def spec(tmp_path: Path) -> Path:
 
 
 def review(spec: Path, judge: Judge, reviews: Path, model: str = "m1",
-           capsys: Any = None) -> tuple[int, str]:
+           capsys: Any = None, *extra: str) -> tuple[int, str]:
     code = main(["review", str(spec), "--reviews-dir", str(reviews), "--judge-base-url",
-                 f"{judge.url}/v1", "--judge-model", model, "--audit-documents", "60"])
+                 f"{judge.url}/v1", "--judge-model", model, "--audit-documents", "60", *extra])
     return code, capsys.readouterr().out if capsys else ""
 
 
-def evaluate(spec: Path, reviews: Path, out: str) -> tuple[int, dict[str, Any]]:
+def evaluate(spec: Path, reviews: Path, out: str, *extra: str) -> tuple[int, dict[str, Any]]:
     dest = spec.parent / out
-    code = main(["run", str(spec), "--input", f"reviews={reviews}", "--out", str(dest)])
+    code = main(["run", str(spec), "--input", f"reviews={reviews}", "--out", str(dest), *extra])
     card = json.loads((dest / "scorecard.json").read_bytes()) if dest.exists() else {}
     return code, card
 

@@ -27,7 +27,7 @@ from engine.protocols.discovery.judge_settings import config_fields
 from engine.protocols.discovery.task import load_package
 
 from .judge_server import Judge
-from .test_discovery_review import GROUP, SPEC, evaluate, honest, review
+from .test_discovery_review import GROUP, SPEC, evaluate, honest, review, signing_env
 
 TEMPORAL = "amazon_beauty_temporal_change_toy"
 CHOSEN = "c" * 64  # the seed the gated team settled on offline
@@ -39,6 +39,12 @@ def judge() -> Iterator[Judge]:
     server.responder = honest
     yield server
     server.close()
+
+
+@pytest.fixture(autouse=True)
+def protected_key(tmp_path: Path, monkeypatch: Any) -> Path:
+    """The protected job's signing key, in $SPECGATE_SIGNING_KEY (test_discovery_review)."""
+    return signing_env(tmp_path, monkeypatch)
 
 
 @pytest.fixture
@@ -97,14 +103,44 @@ def test_a_planted_judge_config_is_refused_and_nothing_is_asked(spec: Path, judg
     assert json.loads((reviews / "judge_config.json").read_text()) == planted  # left as is
 
 
+def _keygen(tmp_path: Path, name: str) -> Path:
+    assert main(["keygen", "--out-dir", str(tmp_path / f"keys-{name}")]) == 0
+    return tmp_path / f"keys-{name}" / "private.pem"
+
+
+def _derived(key: Path) -> bytes:
+    """The seal's key as the protected job derives it from its signing key, worked out here
+    from the raw private key: HMAC-SHA256(raw key, the review seed's domain)."""
+    import hmac
+
+    from cryptography.hazmat.primitives import serialization
+
+    from engine.evidence.signing import load_private
+    raw = load_private(key).private_bytes(serialization.Encoding.Raw,
+                                          serialization.PrivateFormat.Raw,
+                                          serialization.NoEncryption())
+    return hmac.new(raw, b"specgate.review-seed-seal/v1", "sha256").digest()
+
+
+def _runner_key(tmp_path: Path, monkeypatch: Any) -> bytes:
+    """The gated team writes the runner's judge cache key file and points
+    $SPECGATE_CACHE_KEY at it: it knows the key (its bytes, as the engine reads them)."""
+    path = tmp_path / "runner.key"
+    path.write_text("ab" * 32 + "\n")
+    path.chmod(0o600)
+    monkeypatch.setenv("SPECGATE_CACHE_KEY", str(path))
+    return bytes.fromhex("ab" * 32)
+
+
 def test_a_config_sealed_with_another_key_is_refused(spec: Path, judge: Judge, tmp_path: Path,
                                                      capsys: Any, monkeypatch: Any) -> None:
-    # the gated team runs engine review itself, with its own key, until the drawn seed
+    # the gated team runs engine review itself, with keys of its own, until the drawn seed
     # suits it, then hands over the folder: the protected job's key did not seal it
     reviews = tmp_path / "reviews"
+    theirs = _keygen(tmp_path, "theirs")
     monkeypatch.setenv("SPECGATE_CACHE_KEY", str(tmp_path / "attacker.key"))
-    assert review(spec, judge, reviews)[0] == 0
-    code, card = evaluate(spec, reviews, "theirs")  # with the attacker's key: their seal holds
+    assert review(spec, judge, reviews, "m1", None, "--key", str(theirs))[0] == 0
+    code, card = evaluate(spec, reviews, "theirs", "--key", str(theirs))  # their seal holds
     assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
     monkeypatch.delenv("SPECGATE_CACHE_KEY")
     capsys.readouterr()
@@ -114,9 +150,101 @@ def test_a_config_sealed_with_another_key_is_refused(spec: Path, judge: Judge, t
     assert code == 2 and card == {} and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("how", ["--key", "env"])
+def test_a_seed_sealed_with_the_runners_key_file_is_refused_by_the_protected_job(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any, monkeypatch: Any,
+        protected_key: Path, how: str) -> None:
+    # the gated team controls the runner: it writes the judge cache's key file, seals a
+    # judge_config.json whose seed it settled on offline with that key (recording a draw
+    # after the submissions), and has the reviews made under it, all before the protected
+    # job runs with its signing key (given as --key, or in $SPECGATE_SIGNING_KEY)
+    from engine.protocols.discovery.seal import ORIGIN_KEYS, seal, submission_digests
+
+    key = _runner_key(tmp_path, monkeypatch)
+    reviews = tmp_path / "reviews"
+    planted = _plant(spec, judge, reviews)
+    tasks = json.loads((spec / "demo" / "tasks.json").read_text())
+    origin = {"how": "drawn", "seed_bytes": 32, "drawn_at": "2026-01-01T00:00:00.000000Z",
+              "submissions": submission_digests(tasks, spec / "demo" / "submissions")}
+    if "sealed_by" in ORIGIN_KEYS:  # the engine's own record of it, told truthfully
+        origin["sealed_by"] = "runner_key"
+    (reviews / "judge_config.json").write_text(
+        json.dumps(seal(planted | {"audit_seed_origin": origin}, key)))
+    monkeypatch.delenv("SPECGATE_SIGNING_KEY")  # the team's own review, without the key
+    assert review(spec, judge, reviews)[0] == 0
+    assert json.loads((reviews / f"{GROUP}.json").read_text())["blind_check"]["seed"] == CHOSEN
+    extra: tuple[str, ...] = ()
+    if how == "env":
+        monkeypatch.setenv("SPECGATE_SIGNING_KEY", str(protected_key))
+    else:
+        extra = ("--key", str(protected_key))
+    capsys.readouterr()
+    code, _ = review(spec, judge, reviews, "m1", None, *extra)
+    err = capsys.readouterr().err
+    assert code == 2 and "REVIEW_CONFIG_FOREIGN" in err and "signing key" in err, err
+    code, card = evaluate(spec, reviews, "release", *extra)
+    err = capsys.readouterr().err
+    assert code == 2 and card == {} and "REVIEW_CONFIG_FOREIGN" in err, err
+
+
+def test_an_unsigned_release_takes_no_drawn_seed(spec: Path, judge: Judge, tmp_path: Path,
+                                                 capsys: Any, monkeypatch: Any) -> None:
+    # reviewed and run without the signing key: the runner's key file sealed the seed, and
+    # the release has no key of its own to check a seal with
+    _runner_key(tmp_path, monkeypatch)
+    monkeypatch.delenv("SPECGATE_SIGNING_KEY")
+    reviews = tmp_path / "reviews"
+    assert review(spec, judge, reviews)[0] == 0
+    config = json.loads((reviews / "judge_config.json").read_text())
+    assert config["audit_seed_origin"]["sealed_by"] == "runner_key"
+    capsys.readouterr()
+    code, card = evaluate(spec, reviews, "unsigned")
+    err = capsys.readouterr().err
+    assert code == 2 and card == {} and "REVIEW_CONFIG_FOREIGN" in err
+    assert "unsigned release" in err, err
+
+
+def test_a_triage_run_takes_the_runners_key_file(spec: Path, judge: Judge, tmp_path: Path,
+                                                 capsys: Any, monkeypatch: Any) -> None:
+    # not a release: nothing ships on it, so the key file's seal is enough, as before
+    policy = spec / "policy.yaml"
+    policy.write_text(policy.read_text().replace("purpose: release", "purpose: triage"))
+    _runner_key(tmp_path, monkeypatch)
+    monkeypatch.delenv("SPECGATE_SIGNING_KEY")
+    reviews = tmp_path / "reviews"
+    assert review(spec, judge, reviews)[0] == 0
+    code, card = evaluate(spec, reviews, "triage")
+    assert code == 4 and card["decision"] == "TRIAGE", capsys.readouterr().err
+    assert card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+
+
+def test_the_signing_key_seals_the_seed_and_only_it_opens_it(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any, monkeypatch: Any,
+        protected_key: Path) -> None:
+    from engine.protocols.discovery.seal import sealed
+
+    key = _runner_key(tmp_path, monkeypatch)
+    monkeypatch.delenv("SPECGATE_SIGNING_KEY")  # --key alone, as engine run takes it
+    reviews = tmp_path / "reviews"
+    code, out = review(spec, judge, reviews, "m1", capsys, "--key", str(protected_key))
+    assert code == 0 and f"{GROUP}: reviewed" in out, out
+    config = json.loads((reviews / "judge_config.json").read_text())
+    assert config["audit_seed_origin"]["sealed_by"] == "signing_key"
+    assert sealed(config, _derived(protected_key)) and not sealed(config, key)
+    code, out = review(spec, judge, reviews, "m1", capsys, "--key", str(protected_key))
+    assert code == 0 and f"{GROUP}: reused" in out  # resumed under the same key
+    code, card = evaluate(spec, reviews, "signed", "--key", str(protected_key))
+    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+    other = _keygen(tmp_path, "other")
+    capsys.readouterr()
+    code, card = evaluate(spec, reviews, "other", "--key", str(other))
+    assert code == 2 and card == {} and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+    code, _ = review(spec, judge, reviews, "m1", None, "--key", str(other))
+    assert code == 2 and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
+
+
 def test_a_clean_review_draws_a_seed_of_seed_bytes_after_the_submissions(
-        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
-    from engine.judge import key_path, load_key
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any, protected_key: Path) -> None:
     from engine.protocols.discovery.seal import sealed
 
     audit = spec / "audit.yaml"
@@ -129,11 +257,12 @@ def test_a_clean_review_draws_a_seed_of_seed_bytes_after_the_submissions(
     assert re.fullmatch(r"[0-9a-f]{96}", config["audit_seed"])  # 48 bytes, not 32
     origin = config["audit_seed_origin"]
     assert origin["how"] == "drawn" and origin["seed_bytes"] == 48
+    assert origin["sealed_by"] == "signing_key"  # $SPECGATE_SIGNING_KEY, as engine run reads it
     assert datetime.fromisoformat(origin["drawn_at"]) >= before.replace(microsecond=0)
     assert origin["submissions"] == {  # worked out here from the files' bytes
         t: hashlib.sha256(_submission(spec, t).read_bytes()).hexdigest()
         for t in (GROUP, TEMPORAL)}
-    assert sealed(config, load_key(key_path(), reviews))
+    assert sealed(config, _derived(protected_key))
     stored = json.loads((reviews / f"{GROUP}.json").read_text())
     assert stored["audit_seed_origin"] == origin  # recorded in the review too
     assert stored["blind_check"]["seed"] == config["audit_seed"]
@@ -178,8 +307,7 @@ def test_a_submission_written_after_the_seed_was_drawn_is_refused(
 
 
 def test_the_evaluation_refuses_a_review_whose_seed_origin_is_not_recorded(
-        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
-    from engine.judge import key_path, load_key
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any, protected_key: Path) -> None:
     from engine.protocols.discovery.seal import seal
 
     reviews = tmp_path / "reviews"
@@ -196,8 +324,9 @@ def test_the_evaluation_refuses_a_review_whose_seed_origin_is_not_recorded(
     # mistake, not the gated team's: it cannot seal) is refused all the same
     config_path = reviews / "judge_config.json"
     config = json.loads(config_path.read_text())
-    key = load_key(key_path(), reviews)
-    for origin in (None, {**config["audit_seed_origin"], "how": "fixed"}):
+    key = _derived(protected_key)
+    for origin in (None, {**config["audit_seed_origin"], "how": "fixed"},
+                   {**config["audit_seed_origin"], "sealed_by": "runner_key"}):
         bare = {k: v for k, v in config.items() if k not in ("seal", "audit_seed_origin")}
         config_path.write_text(json.dumps(seal(bare | ({"audit_seed_origin": origin}
                                                        if origin else {}), key)))

@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from engine import protocols
 from engine.cli.common import (
+    KEY_VARIABLE,
     PATHS_HELP,
     USAGE_EXIT,
     described,
     overrides,
+    signing_key,
 )
+from engine.evidence import signing
 from engine.spec import evaluation as spec
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
@@ -28,6 +31,10 @@ def add(sub: Any) -> None:
         added.add_argument("paths", nargs="+", type=Path, help=PATHS_HELP)
         added.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
                            help="rebind an input declared by an Evaluation")
+        if command.key_domain is not None:
+            added.add_argument("--key", type=Path,
+                               help=f"Ed25519 private key of the protected job (or "
+                                    f"${KEY_VARIABLE}), as engine run takes it")
         command.add(added)
         added.set_defaults(handler=run)
 
@@ -35,6 +42,9 @@ def add(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """A subcommand a protocol adds, over the Evaluations under the paths."""
     command = protocols.commands()[args.command]
+    if command.key_domain is not None:  # the command sees a derived key, never the key
+        key = signing_key(args)
+        args.derived_key = signing.derived_key(key, command.key_domain) if key else None
     code, lines = command.run(args, spec.load(args.paths, overrides(args.input)))
     for line in lines:
         print(line)

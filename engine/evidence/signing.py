@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import os
 from pathlib import Path
@@ -62,6 +63,17 @@ def load_private(path: Path) -> Ed25519PrivateKey:
     if not isinstance(key, Ed25519PrivateKey):
         raise UsageError(f"{path}: not an Ed25519 key", "BAD_KEY")
     return key
+
+
+def derived_key(key: Ed25519PrivateKey, domain: bytes) -> bytes:
+    """A 32-byte MAC key derived from a signing key for one use, named by ``domain``:
+    HMAC-SHA256(raw private key, domain). Only a holder of the signing key can make it, so
+    what it seals on a runner the evaluated party controls was sealed by the protected job;
+    each use has its own domain, so a MAC made for one is never taken for another."""
+    from cryptography.hazmat.primitives import serialization
+    raw = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                            serialization.NoEncryption())
+    return hmac.new(raw, domain, "sha256").digest()
 
 
 def load_public(path: Path) -> Ed25519PublicKey:

@@ -43,8 +43,11 @@ class Report:
     member, then each file to write beside the scorecard as ``(name, bytes)``)."""
 
     name: str  # the value of Policy ``spec.report`` that asks for it
-    build: Callable[[Any, Any], tuple[Any, list[tuple[str, bytes]]]]
+    build: Callable[..., tuple[Any, list[tuple[str, bytes]]]]
     needs: frozenset[str] = frozenset()  # inspection types the policy must use (any one)
+    # when set, build gets a third argument: the run's signing key derived under this
+    # domain (signing.derived_key), or None when the run is unsigned
+    key_domain: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ class Command:
     run: Callable[[argparse.Namespace, list[Any]], tuple[int, list[str]]]
     exits: str = "0 done"  # what its exit codes mean (its --help; 2 is always a usage error)
     examples: tuple[str, ...] = ()  # command lines its --help shows, each one parsed by a test
+    # when set, the command takes --key FILE (else $SPECGATE_SIGNING_KEY) as engine run does,
+    # and ``args.derived_key`` is that key derived under this domain (None without a key)
+    key_domain: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -220,7 +219,7 @@ def _key(evaluation: Evaluation, path: Path) -> Ed25519PublicKey:
 def _decide(run: _Run) -> Decision:
     """The protocol report, the decision, and the comparison with a baseline."""
     evaluation, tally, judge = run.evaluation, run.tally, run.judge
-    run.report = _protocol_report(evaluation, tally)
+    run.report = _protocol_report(evaluation, tally, run.options.key)
     # governance's calibration is vouched for only by the keys the Evaluation declares for
     # calibration, and never by a key that signs runs (this run's, or one trusted for
     # baselines): whoever runs CI holds those, signed run or not
@@ -396,13 +395,18 @@ def _result(run: _Run, out: Path, sha: str) -> Result:
                   card["provenance"], card.get("as_of") or {})
 
 
-def _protocol_report(evaluation: Evaluation,
-                     tally: Any) -> tuple[Any, list[tuple[str, bytes]]] | None:
+def _protocol_report(evaluation: Evaluation, tally: Any, key: Ed25519PrivateKey | None
+                     ) -> tuple[Any, list[tuple[str, bytes]]] | None:
     """The protocol report the policy asks for (``spec.report``): the scorecard's
-    ``report`` member and the files written beside it."""
+    ``report`` member and the files written beside it. A report with a ``key_domain`` is
+    handed this run's signing key derived under it (None when unsigned), never the key."""
     if evaluation.policy.report is None:
         return None
-    return protocols.reports()[evaluation.policy.report].build(evaluation, tally)
+    report = protocols.reports()[evaluation.policy.report]
+    if report.key_domain is None:
+        return report.build(evaluation, tally)
+    derived = signing.derived_key(key, report.key_domain) if key is not None else None
+    return report.build(evaluation, tally, derived)
 
 
 CACHE_KEY_DOMAIN = b"specgate.judgement-cache-key/v1"
@@ -418,12 +422,7 @@ def _cache_of(evaluation: Evaluation, options: RunOptions) -> tuple[Path | None,
         return options.cache, None
     if options.key is None:
         return None, None
-    from cryptography.hazmat.primitives import serialization  # a signed run has it loaded
-
-    raw = options.key.private_bytes(serialization.Encoding.Raw,
-                                    serialization.PrivateFormat.Raw,
-                                    serialization.NoEncryption())
-    return options.cache, hmac.new(raw, CACHE_KEY_DOMAIN, "sha256").digest()
+    return options.cache, signing.derived_key(options.key, CACHE_KEY_DOMAIN)
 
 
 def _judge_runtime(evaluation: Evaluation, cache: tuple[Path | None, bytes | None],

@@ -44,11 +44,12 @@ def _object(path: Path, code: str) -> dict[str, Any]:
 
 
 def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | None,
-                      records: list[dict[str, Any]], submissions: Path
-                      ) -> dict[str, Any] | None:
+                      records: list[dict[str, Any]], submissions: Path, purpose: str,
+                      derived: bytes | None) -> dict[str, Any] | None:
     """The verified judge configuration's reviewer, budget and audit size, or None when no
     review directory was given; ReviewIntegrityError when it does not match, or when its
-    seed is not one the review job drew after these submissions (seal.py)."""
+    seed is not one the review job drew after these submissions (seal.py). ``derived`` is
+    this run's signing key derived under seal.KEY_DOMAIN, None when the run is unsigned."""
     path = folder / "judge_config.json" if folder is not None else None
     reviewed = [r for r in records if r.get("reviewer_method")]
     if path is None or not path.exists():
@@ -69,7 +70,8 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
     if changed:
         raise ReviewIntegrityError(f"{path}: {', '.join(changed)} differ(s) from this "
                                    "package and inventory", "JUDGE_CONFIG_MISMATCH")
-    origin = _check_seed(pkg, tasks, path, stored, submissions, reviewed) if reviewed else None
+    origin = _check_seed(pkg, tasks, path, stored, submissions, reviewed,
+                         (purpose, derived)) if reviewed else None
     _check_reviews(folder, stored, records, origin)
     return {"model": model, "base_url": base_url,
             "max_input_chars": current["max_input_chars"],
@@ -78,18 +80,22 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
 
 
 def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: dict[str, Any],
-                submissions: Path, reviewed: list[dict[str, Any]]) -> str:
+                submissions: Path, reviewed: list[dict[str, Any]],
+                run: tuple[str, bytes | None]) -> str:
     """How the scored reviews' seed is known not to be the evaluated party's choice:
     ``drawn`` (sealed by a review job holding this job's key, of audit.yaml's seed_bytes,
     before which each scored task's submission existed as it is now) or ``pinned``
     (audit.yaml pins it for these tasks and those submissions). Anything else is refused:
-    whoever writes the review directory could otherwise choose the audit sample."""
-    from engine.judge import key_path, load_key  # its key file only when reviews are scored
+    whoever writes the review directory could otherwise choose the audit sample.
 
+    This job's key is the run's signing key derived under seal.KEY_DOMAIN; a triage or
+    self-test run also takes the runner's key file. A release never does: the key file lies
+    on a runner the evaluated party may control, so it could seal a seed it chose."""
     now = submission_digests(tasks, submissions)
     ids = [r["task_id"] for r in reviewed]
-    if sealed(stored, load_key(key_path(), path.parent)):
-        problem = origin_problem(stored, pkg.discovery.audit["seed_bytes"])
+    sealer = _sealer(stored, path, *run)
+    if sealer is not None:
+        problem = origin_problem(stored, pkg.discovery.audit["seed_bytes"], sealer)
         if problem:
             raise ReviewIntegrityError(f"{path}: {problem}", "AUDIT_SEED_ORIGIN")
         late = [t for t in ids if not drawn_after(stored["audit_seed_origin"], t, now.get(t))]
@@ -101,9 +107,29 @@ def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: d
     if pinned(pkg.discovery.audit, stored, ids, now):
         return "pinned"
     raise ReviewIntegrityError(f"{path}: not written by a review job holding this job's key "
-                               "(its seal is missing or does not verify), and audit.yaml "
-                               "pins no such seed for these submissions",
-                               "REVIEW_CONFIG_FOREIGN")
+                               f"({_keys_tried(*run)}: its seal is missing or does not "
+                               "verify), and audit.yaml pins no such seed for these "
+                               "submissions", "REVIEW_CONFIG_FOREIGN")
+
+
+def _sealer(stored: dict[str, Any], path: Path, purpose: str,
+            derived: bytes | None) -> str | None:
+    """Which of this job's keys sealed the configuration (seal.SEALERS), or None."""
+    if derived is not None and sealed(stored, derived):
+        return "signing_key"
+    if purpose == "release":  # the runner's key file is the evaluated party's to read
+        return None
+    from engine.judge import key_path, load_key  # its key file only when it may count
+
+    return "runner_key" if sealed(stored, load_key(key_path(), path.parent)) else None
+
+
+def _keys_tried(purpose: str, derived: bytes | None) -> str:
+    signed = "the key derived from this run's signing key" if derived is not None else ""
+    if purpose == "release":
+        return signed or ("an unsigned release checks no drawn seed: review and run with "
+                          "the same --key")
+    return f"{signed} or the runner's key file" if signed else "the runner's key file"
 
 
 def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, Any]],

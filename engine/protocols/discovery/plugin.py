@@ -15,6 +15,7 @@ from engine.protocols import Command, Protocol, Report
 from engine.protocols.discovery import inspection
 from engine.protocols.discovery.codes import CODES
 from engine.protocols.discovery.names import task_problem
+from engine.protocols.discovery.seal import KEY_DOMAIN
 from engine.records.formats import BadRecord, Format, Record
 from engine.records.strict_json import DEEP, JsonError, loads, too_deep
 from engine.spec.compile import Site
@@ -77,8 +78,11 @@ def _inspection(evaluation: Any) -> Any:
                 if i.type in inspection.TABLE)
 
 
-def build_report(evaluation: Any, tally: Any) -> tuple[Any, list[tuple[str, bytes]]]:
-    """The protocol report: its value for the scorecard, report.json and report.md."""
+def build_report(evaluation: Any, tally: Any,
+                 derived: bytes | None) -> tuple[Any, list[tuple[str, bytes]]]:
+    """The protocol report: its value for the scorecard, report.json and report.md.
+    ``derived`` is this run's signing key derived under seal.KEY_DOMAIN (None unsigned):
+    a release takes a drawn audit seed only when it verifies the seal."""
     from engine.protocols.discovery import usable_tasks
     from engine.protocols.discovery.manifest import inventory, reviewer_identity, run_manifest
     from engine.protocols.discovery.report import build, markdown
@@ -93,7 +97,8 @@ def build_report(evaluation: Any, tally: Any) -> tuple[Any, list[tuple[str, byte
     reviews = evaluation.inputs.get(params.get("reviews") or "")
     value["reviewer"] = reviewer_identity(package, everything,
                                           reviews.path if reviews else None, records,
-                                          evaluation.inputs[params["submissions"]].path)
+                                          evaluation.inputs[params["submissions"]].path,
+                                          evaluation.policy.purpose, derived)
     value["run"] = run_manifest(package, everything,
                                 evaluation.inputs[params["submissions"]].path)
     return value, [("report.json", (json.dumps(value, indent=2, ensure_ascii=False)
@@ -140,7 +145,8 @@ def review(args: argparse.Namespace, evaluations: list[Any]) -> tuple[int, list[
         raise UsageError(str(exc), exc.code) from None
     try:
         outcomes = review_all(package, reviewer, tasks, inputs[params["corpora"]],
-                              inputs[params["submissions"]], args.reviews_dir, budget)
+                              inputs[params["submissions"]], args.reviews_dir, budget,
+                              args.derived_key)
     except ReviewError as exc:
         raise UsageError(str(exc), exc.code) from None
     lines = []
@@ -156,12 +162,13 @@ PROTOCOL = Protocol(
     formats=(Format("discovery-tasks", read_tasks, suite="governance"),),
     primitives=inspection.TABLE,
     compilers={"x-discovery": compile_package},
-    reports=(Report(NAME, build_report, frozenset(inspection.TABLE)),),
+    reports=(Report(NAME, build_report, frozenset(inspection.TABLE), key_domain=KEY_DOMAIN),),
     codes=CODES,
     commands=(Command("review", f"make {NAME} reviews with a judge", _review_arguments,
                       review, exits="0 every review made, 1 a task's review could not be made "
                       "(its error printed; the others are kept)",
                       examples=("engine review specs/finding-quality-discovery --reviews-dir "
                                 "reviews/ --judge-base-url http://127.0.0.1:8000/v1 "
-                                "--judge-model m",)),),
+                                "--judge-model m --key keys/runner/private.pem",),
+                      key_domain=KEY_DOMAIN),),
 )

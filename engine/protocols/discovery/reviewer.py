@@ -65,13 +65,15 @@ def _write_new(path: Path, value: Any) -> None:
 
 
 def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], budget: int,
-                 folder: Path, submissions: Path) -> dict[str, Any]:
+                 folder: Path, submissions: Path, derived: bytes | None) -> dict[str, Any]:
     """judge_config.json: created once, sealed, with a seed the review draws itself after
     reading the submissions (seal.py); on every later run, its own seal and the submissions
-    it was drawn after are checked, then every other field is compared."""
+    it was drawn after are checked, then every other field is compared. ``derived`` is the
+    signing key derived under seal.KEY_DOMAIN; without one the runner's key file seals."""
     current = config_fields(pkg, reviewer.model, reviewer.base_url, tasks, budget)
     seed_bytes = pkg.discovery.audit["seed_bytes"]
-    key = load_key(key_path(), folder)
+    key, sealed_by = (derived, "signing_key") if derived is not None else \
+        (load_key(key_path(), folder), "runner_key")
     after = submission_digests(tasks, submissions)  # the submissions as they now stand
     path = folder / "judge_config.json"
     if not os.path.lexists(path):
@@ -79,7 +81,7 @@ def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], 
             raise ReviewError("REVIEW_CONFIG_FOREIGN", "the review directory holds files but "
                               "no judge_config.json: this review did not write them; start a "
                               "fresh review directory")
-        seed, origin = draw(seed_bytes, after)
+        seed, origin = draw(seed_bytes, after, sealed_by)
         stored = seal({**current, "audit_seed": seed, "audit_seed_origin": origin}, key)
         data = json.dumps(stored, indent=1, ensure_ascii=False).encode() + b"\n"
         try:  # whole or not at all, never over a file put there meanwhile
@@ -98,9 +100,10 @@ def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], 
                           f"review wrote ({exc}); start a fresh review directory") from None
     if not sealed(stored, key):  # planted, edited, or sealed by another job's key
         raise ReviewError("REVIEW_CONFIG_FOREIGN", "judge_config.json was not written by this "
-                          "review job (its seal is missing or does not verify); the review "
-                          "never takes a seed it did not draw: start a fresh review directory")
-    problem = origin_problem(stored, seed_bytes)
+                          f"review job (its seal is missing or does not verify with the "
+                          f"{sealed_by.replace('_', ' ')}); the review never takes a seed it "
+                          "did not draw: start a fresh review directory")
+    problem = origin_problem(stored, seed_bytes, sealed_by)
     if problem:
         raise ReviewError("AUDIT_SEED_ORIGIN", f"judge_config.json: {problem}; start a fresh "
                           "review directory")
@@ -286,14 +289,16 @@ def _known_arms(gates: Gates, f: dict[str, Any], sel: set[str]
 
 
 def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], corpora: Path,
-               submissions: Path, folder: Path, budget: int) -> list[dict[str, Any]]:
-    """Review every task of the inventory into ``folder``; one outcome per task."""
+               submissions: Path, folder: Path, budget: int,
+               derived: bytes | None = None) -> list[dict[str, Any]]:
+    """Review every task of the inventory into ``folder``; one outcome per task. ``derived``
+    (the signing key derived under seal.KEY_DOMAIN) seals the seed, else the key file."""
     check_key(reviewer.api_key_env)  # BAD_API_KEY before anything is asked or written
     folder.mkdir(parents=True, exist_ok=True)
     lo, hi = pkg.discovery.audit["budget_range"]
     if not isinstance(budget, int) or not lo <= budget <= hi:
         raise ReviewError("AUDIT_BUDGET_RANGE", f"audit budget {budget} is not in [{lo}, {hi}]")
-    config = judge_config(pkg, reviewer, tasks, budget, folder, submissions)
+    config = judge_config(pkg, reviewer, tasks, budget, folder, submissions, derived)
 
     async def everything() -> list[dict[str, Any]]:
         async with open_client(reviewer.concurrency, reviewer.timeout_s) as client:

@@ -6,10 +6,14 @@ A seed read from a file there would let it choose the audit sample (seeds can be
 offline until the sample misses the documents that disprove a finding). So the review never
 takes a seed it did not draw: the configuration it writes carries ``audit_seed_origin``
 (how, when, how many bytes, and the sha256 of each submission that existed when it was
-drawn) and ``seal``, an HMAC-SHA256 over the rest, keyed with the job's local key (the
-judge cache's key file, ``engine.judge.key_path``: outside the review directory and the
-evidence), under a domain of its own. A configuration without a seal that verifies was not
-written by this job.
+drawn, and which key sealed it) and ``seal``, an HMAC-SHA256 over the rest, under a MAC
+domain of its own. The key is derived from the protected job's signing key (``--key``,
+``KEY_DOMAIN``: ``sealed_by: signing_key``) when the review has one, else the judge cache's
+key file (``engine.judge.key_path``: ``sealed_by: runner_key``). The key file lies on the
+runner, which the evaluated party may control (it can read or choose that key and seal a
+seed it tried offline), so a release evaluation takes only a seal made with the key derived
+from its own signing key; triage and self-test runs also take the key file's. A
+configuration without a seal that verifies was not written by this job.
 
 At evaluation a seed is also accepted when governance pinned it in ``audit.yaml``
 (``pinned_seeds``) for exactly these tasks and submissions: the shipped demo's scripted
@@ -33,12 +37,14 @@ from engine.canonical import canonical
 from engine.protocols.discovery.corpus import LoadError
 from engine.protocols.discovery.names import task_file
 
-__all__ = ["ORIGIN_KEYS", "SEALED_KEYS", "draw", "drawn_after", "origin_problem", "pinned",
-           "seal", "sealed", "submission_digests"]
+__all__ = ["KEY_DOMAIN", "ORIGIN_KEYS", "SEALED_KEYS", "SEALERS", "draw", "drawn_after",
+           "origin_problem", "pinned", "seal", "sealed", "submission_digests"]
 
 _DOMAIN = b"specgate.discovery-judge-config/v1\n"  # this key's MACs for this use only
 SEALED_KEYS = ("audit_seed", "audit_seed_origin", "seal")  # beyond §9.6's worked-out fields
-ORIGIN_KEYS = ("how", "seed_bytes", "drawn_at", "submissions")
+ORIGIN_KEYS = ("how", "seed_bytes", "drawn_at", "submissions", "sealed_by")
+KEY_DOMAIN = b"specgate.review-seed-seal/v1"  # derives the seal's key from a signing key
+SEALERS = ("signing_key", "runner_key")  # what ``sealed_by`` may say
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
@@ -56,13 +62,14 @@ def submission_digests(tasks: list[Any], folder: Path) -> dict[str, str | None]:
     return found
 
 
-def draw(seed_bytes: int, submissions: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+def draw(seed_bytes: int, submissions: dict[str, str | None],
+         sealed_by: str) -> tuple[str, dict[str, Any]]:
     """A fresh seed of ``seed_bytes`` secure random bytes (lowercase hex) and its origin:
-    when it was drawn and the submissions that existed by then."""
+    when it was drawn, the submissions that existed by then, and the key that seals it."""
     seed = secrets.token_bytes(seed_bytes).hex()
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return seed, {"how": "drawn", "seed_bytes": seed_bytes, "drawn_at": when,
-                  "submissions": submissions}
+                  "submissions": submissions, "sealed_by": sealed_by}
 
 
 def _mac(config: dict[str, Any], key: bytes) -> str:
@@ -86,12 +93,16 @@ def sealed(config: Any, key: bytes) -> bool:
     return hmac.compare_digest(config["seal"].encode(), mac.encode())
 
 
-def origin_problem(config: dict[str, Any], seed_bytes: int) -> str | None:
+def origin_problem(config: dict[str, Any], seed_bytes: int, sealed_by: str) -> str | None:
     """Why the configuration's seed is not recorded as one the review drew, of
-    ``seed_bytes`` bytes (AUDIT_SEED_ORIGIN); None when it is."""
+    ``seed_bytes`` bytes, sealed by the kind of key whose seal verified (AUDIT_SEED_ORIGIN);
+    None when it is."""
     origin = config.get("audit_seed_origin")
     if not isinstance(origin, dict) or sorted(origin) != sorted(ORIGIN_KEYS):
         return "the seed's origin is not recorded"
+    if origin["sealed_by"] != sealed_by:
+        return (f"the origin says the seed was sealed by the {origin['sealed_by']!r}, but the "
+                f"{sealed_by} sealed it")
     if origin["how"] != "drawn":
         return f"the seed was not drawn by the review ({origin['how']!r})"
     seed = config.get("audit_seed")
