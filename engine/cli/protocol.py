@@ -12,6 +12,7 @@ from engine.cli.common import (
     USAGE_EXIT,
     described,
     overrides,
+    shown,
 )
 from engine.spec import evaluation as spec
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     """A subcommand a protocol adds, over the Evaluations under the paths."""
     command = protocols.commands()[args.command]
     code, lines = command.run(args, spec.load(args.paths, overrides(args.input)))
-    for line in lines:
-        print(line)
+    for line in lines:  # one line each, quoting names and values of the specs and records
+        print(shown(line))
     return code
 

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
                          "NO_EVALUATION")
     # on stderr (--json stays JSON), each once: Evaluations sharing a policy share its own
     for warning in dict.fromkeys(str(w) for e in evaluations for w in e.warnings):
-        print(shown(f"warning: {warning}", keep_newlines=True), file=sys.stderr)
+        print(shown(f"warning: {warning}"), file=sys.stderr)
     unknown = set(rebound) - {name for e in evaluations for name in e.inputs}
     if unknown:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
@@ -380,7 +380,7 @@ def _print_result(result: Result, signed: bool) -> None:
               f"[{shown(reason['spec_path'])}]")
     for located in result.record_problems:
         print(f"  {shown(located)}")
-    print(f"  evidence: {spec.display(result.out.resolve())}"
+    print(f"  evidence: {shown(spec.display(result.out.resolve()))}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")
     dated = result.as_of
