@@ -331,7 +331,8 @@ RUN_UNBOUND: a scorecard naming no run, beside others: nothing shows it is of th
 STALE: a scorecard or seal signed before the time --not-before states
 CANDIDATE_MISMATCH: a scorecard that does not name the build --subject gives as its candidate
 DECISION_REFUSED: a valid scorecard that decided other than --require-decision asks
-VSA_MISMATCH: vsa.intoto.jsonl says other than its scorecard (candidate, decision, digest, key)
+VSA_MISMATCH: vsa.intoto.jsonl says other than its evidence (candidate, decision, run, digests, key)
+PART_OF_RUN: --subject or --require-decision on one scorecard of a run of several: verify its folder
 """)
 
 _block("verify", "2", "nothing verified", """
@@ -346,6 +347,7 @@ NO_EVALUATION: no Evaluation under the paths (or not exactly the one the command
 AMBIGUOUS_BASELINE: --baseline or --baseline-label with more than one Evaluation
 BAD_LABEL: --label or --baseline-label is not 1-64 characters of A-Z, a-z, 0-9, '.', '_', '-'
 BAD_SUBJECT: --subject is not NAME@sha256:HEX (64 lowercase hex), NAME printable, or twice
+SUBJECT_NEEDS_OUT: --subject with several Evaluations and no --out (the run's VSA goes at its top)
 BAD_RUN_ID: --run-id is not 1-128 characters of A-Z, a-z, 0-9, '.', '_', ':', '@', '+', '-'
 BASELINE_CONFLICT: --baseline with --baseline-label, or one of --baseline-label and --history
 BASELINE_NOT_GOVERNED: --baseline or --baseline-label for a release whose comparison gates

@@ -4,6 +4,7 @@ $RUNNER_TEMP, the run id). The install step is not run: the engine under test is
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -219,3 +220,36 @@ def test_the_gitlab_template_signs_the_candidate_it_is_given(work: Path,
         assert main(["verify", str(work / "gate-out"), "--trusted-key",
                      str(tmp_path / "keys" / "public.pem"), "--subject", subject,
                      "--require-decision", "PASS"]) == 0
+
+
+# the reviewer's attack (attacks/a7): a YAML block scalar, one build per line, with a
+# leading blank line and a tab; every line's build is signed, none dropped
+LINES = f"\n{BUILD}@sha256:{DIGEST}\n\t{BUILD}-tools@sha256:{'1' * 64}\n"
+
+
+def test_the_action_signs_every_build_of_a_multi_line_subject(work: Path,
+                                                              tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    pem = (tmp_path / "keys" / "private.pem").read_text()
+    code, outputs, _ = run_step("Gate", work, {"signing-key": pem, "specs": "specs/example",
+                                               "subject": LINES}, {})
+    assert outputs == {"exit-code": "0", "signed": "true"}
+    card = json.loads((work / "gate-out" / "scorecard.json").read_bytes())
+    assert card["candidates"] == [{"name": BUILD, "sha256": DIGEST},
+                                  {"name": f"{BUILD}-tools", "sha256": "1" * 64}]
+    shutil.rmtree(work / "gate-out")  # a word is never an option nor a glob
+    (work / "specs" / "x@sha256:a").mkdir()
+    code, outputs, _ = run_step("Gate", work, {"signing-key": pem, "specs": "specs/example",
+                                               "subject": f"{LINES}--help\nspecs/*"}, {})
+    assert outputs["exit-code"] == "2" and not (work / "gate-out").exists()
+
+
+def test_the_gitlab_template_signs_every_build_of_a_multi_line_subject(
+        work: Path, tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    key = str(tmp_path / "keys" / "private.pem")
+    code, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+                            "SPECGATE_SUBJECT": LINES})
+    assert code == 0
+    card = json.loads((work / "gate-out" / "scorecard.json").read_bytes())
+    assert [c["name"] for c in card["candidates"]] == [BUILD, f"{BUILD}-tools"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,13 +128,19 @@ def test_the_vsa_verifies_with_an_independent_dsse_library(
             seen[subject_["name"]] = subject_["digest"]["sha256"]
             vsa = statement["predicate"]
             assert vsa["verificationResult"] == result
-            assert vsa["resourceUri"] == subject_["name"]
+            assert vsa["resourceUri"] == "oci://" + subject_["name"]  # a registry's name
             assert vsa["verifier"]["id"].startswith("https://")
             assert set(vsa["verifier"]["version"]) == {"specgate"}
-            assert vsa["policy"]["digest"] == {"sha256": card["policy_sha256"]}
-            assert vsa["inputAttestations"] == [{"uri": "scorecard.json",
-                                                 "digest": {"sha256": sha}}]
-            assert vsa["verifiedLevels"] == (["SPECGATE_GATE_PASSED"] if fixed else [])
+            assert vsa["policy"] == {"uri": "specgate:policy/agent-release-gate@1.0.0",
+                                     "digest": {"sha256": card["policy_sha256"]}}
+            [signed] = [ln for ln in (out / "scorecard.intoto.jsonl").read_text().splitlines()]
+            run_id = opened(signed, keys / "public.pem")["predicate"]["run"]["id"]
+            assert vsa["inputAttestations"] == [{
+                "name": f"specgate:run/{run_id}/evaluation/agent-release-gate",
+                "uri": "scorecard.json", "digest": {"sha256": sha}}]
+            # SLSA VSA v1.0: the highest level verified, or FAILED when verification failed
+            assert vsa["verifiedLevels"] == (["SPECGATE_GATE_PASSED"] if fixed else ["FAILED"])
+            assert vsa["slsaVersion"] == "1.0"
             assert len(vsa["timeVerified"]) == 20 and vsa["timeVerified"].endswith("Z")
         assert seen == {BUILD: DIGEST, f"{BUILD}-tools": OTHER}
         if fixed:
@@ -249,3 +256,142 @@ def test_verify_refuses_a_malformed_subject_as_a_usage_error(spec: Spec, keys: P
     code = main(["verify", str(out), "--trusted-key", str(keys / "public.pem"),
                  "--subject", given])
     assert code == 2 and "engine: BAD_SUBJECT: --subject" in capsys.readouterr().err
+
+
+def two_evaluations(root: Path) -> Path:
+    """The reviewer's run (attacks/a1): one build, two Evaluations under one policy;
+    ``support-agent`` PASSes, ``support-agent-b`` FAILs on records that no longer resolve."""
+    from .conftest import EXAMPLE
+
+    specs = root / "m"
+    shutil.copytree(EXAMPLE, specs / "good")
+    shutil.copytree(EXAMPLE, specs / "bad")
+    evaluation = specs / "bad" / "evaluation.yaml"
+    text = evaluation.read_text()
+    assert "\n  name: support-agent\n" in text
+    evaluation.write_text(text.replace("\n  name: support-agent\n",
+                                       "\n  name: support-agent-b\n"))
+    runs_file = specs / "bad" / "data" / "runs.jsonl"
+    rows = [json.loads(line) for line in runs_file.read_text().splitlines()]
+    for row in rows:
+        row["output"]["resolved"] = False
+        row["metrics"]["latency_ms"] = 99999
+    runs_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return specs
+
+
+def vsa_lines(path: Path, public: Path) -> list[dict[str, Any]]:
+    return [opened(line, public) for line in path.read_text().splitlines()]
+
+
+def test_a_run_that_failed_signs_no_passed_summary_for_the_build(
+        tmp_path: Path, keys: Path, capsys: Any) -> None:
+    # issue 36 review: the PASSing evaluation's own VSA said PASSED for a build whose run
+    # failed, and an admission tool reading it admitted the build
+    build = f"{BUILD}@sha256:{DIGEST}"
+    out = tmp_path / "out"
+    code = main(["run", str(two_evaluations(tmp_path)), "--out", str(out), "--key",
+                 str(keys / "private.pem"), "--run-id", "R1", "--subject", build])
+    assert code == 1
+    cards = {n: json.loads((out / n / "scorecard.json").read_bytes())
+             for n in ("support-agent", "support-agent-b")}
+    assert {n: c["decision"] for n, c in cards.items()} == {
+        "support-agent": "PASS", "support-agent-b": "FAIL"}
+    assert not list(out.glob("*/vsa.intoto.jsonl"))  # no evaluation speaks for the run
+    [statement] = vsa_lines(out / "vsa.intoto.jsonl", keys / "public.pem")
+    vsa = statement["predicate"]
+    assert statement["subject"] == [{"name": BUILD, "digest": {"sha256": DIGEST}}]
+    assert vsa["verificationResult"] == "FAILED" and vsa["verifiedLevels"] == ["FAILED"]
+    summary_sha = hashlib.sha256((out / "summary.json").read_bytes()).hexdigest()
+    assert vsa["inputAttestations"] == [
+        {"name": "specgate:run/R1", "uri": "summary.json",
+         "digest": {"sha256": summary_sha}},
+        *({"name": f"specgate:run/R1/evaluation/{n}", "uri": f"{n}/scorecard.json",
+           "digest": {"sha256": hashlib.sha256(
+               (out / n / "scorecard.json").read_bytes()).hexdigest()}}
+          for n in ("support-agent-b", "support-agent"))]  # by path: '-' sorts before '/'
+    assert vsa["policy"] == {"uri": "specgate:policy/support-agent-release@1.0.0",
+                             "digest": {"sha256": cards["support-agent"]["policy_sha256"]}}
+    # the deploy job asks one PASSing scorecard of the run: refused, told to ask the run
+    code, said = verify(out / "support-agent" / "scorecard.json", keys, capsys, "--run-id",
+                        "R1", "--subject", build, "--require-decision", "PASS")
+    assert code == 1 and said.startswith(
+        "INVALID PART_OF_RUN: the scorecard of 'support-agent' is one of run R1's 2 "
+        "evaluations (also support-agent-b)"), said
+    assert f"verify the run's folder (engine verify {out} ...)" in said
+    code, said = verify(out / "support-agent" / "scorecard.json", keys, capsys)
+    assert code == 0, said  # without the deploy's question it is valid evidence
+    code, said = verify(out, keys, capsys, "--run-id", "R1", "--subject", build,
+                        "--require-decision", "PASS")
+    assert code == 1 and "DECISION_REFUSED" in said
+    code, said = verify(out, keys, capsys, "--run-id", "R1", "--subject", build)
+    assert code == 0, said  # the run's FAILED summary is its true summary
+    assert "vsa.intoto.jsonl" in said.split("summary.json: VALID")[1].split(
+        "signed files checked:")[1].splitlines()[0]
+
+
+def test_a_run_whose_every_evaluation_passed_has_one_passed_summary(
+        tmp_path: Path, keys: Path, capsys: Any) -> None:
+    build = f"{BUILD}@sha256:{DIGEST}"
+    specs = two_evaluations(tmp_path)
+    shutil.copy(specs / "good" / "data" / "runs.jsonl", specs / "bad" / "data" / "runs.jsonl")
+    out = tmp_path / "out"
+    assert main(["run", str(specs), "--out", str(out), "--key", str(keys / "private.pem"),
+                 "--run-id", "R2", "--subject", build]) == 0
+    [statement] = vsa_lines(out / "vsa.intoto.jsonl", keys / "public.pem")
+    assert statement["predicate"]["verificationResult"] == "PASSED"
+    assert statement["predicate"]["verifiedLevels"] == ["SPECGATE_GATE_PASSED"]
+    assert [a["uri"] for a in statement["predicate"]["inputAttestations"]] == [
+        "summary.json", "support-agent-b/scorecard.json", "support-agent/scorecard.json"]
+    code, said = verify(out, keys, capsys, "--run-id", "R2", "--subject", build,
+                        "--require-decision", "PASS")
+    assert code == 0, said
+    # the FAILED run's summary (same key, same build) swapped in: caught
+    failed = tmp_path / "failed"
+    other = two_evaluations(tmp_path / "again")
+    assert main(["run", str(other), "--out", str(failed), "--key",
+                 str(keys / "private.pem"), "--run-id", "R2", "--subject", build]) == 1
+    (out / "vsa.intoto.jsonl").write_bytes((failed / "vsa.intoto.jsonl").read_bytes())
+    code, said = verify(out, keys, capsys, "--subject", build)
+    assert code == 1 and "summary.json: INVALID VSA_MISMATCH" in said, said
+    # an evaluation's own PASSED summary (a single run of it) dropped into the run: caught
+    assert main(["run", str(specs / "good"), "--out", str(tmp_path / "alone"), "--key",
+                 str(keys / "private.pem"), "--run-id", "R2", "--subject", build]) == 0
+    (out / "vsa.intoto.jsonl").unlink()
+    shutil.copy(tmp_path / "alone" / "vsa.intoto.jsonl", out / "support-agent")
+    code, said = verify(out, keys, capsys, "--subject", build)
+    assert code == 1 and "INVALID VSA_MISMATCH: vsa.intoto.jsonl beside the scorecard of " \
+        "one of run R2's 2 evaluations" in said, said
+    (out / "support-agent" / "vsa.intoto.jsonl").unlink()
+    code, said = verify(out, keys, capsys, "--subject", build)  # the run's VSA removed
+    assert code == 0 and "  not present (not checked): vsa.intoto.jsonl" in said, said
+
+
+def test_several_evaluations_with_a_subject_need_out(tmp_path: Path, keys: Path,
+                                                     capsys: Any,
+                                                     monkeypatch: Any) -> None:
+    # without --out each evaluation lands in its own folder: no top for the run's VSA
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", str(two_evaluations(tmp_path)), "--key", str(keys / "private.pem"),
+                 "--subject", f"{BUILD}@sha256:{DIGEST}"])
+    assert code == 2
+    assert "engine: SUBJECT_NEEDS_OUT: --subject with several Evaluations needs --out" in \
+        capsys.readouterr().err
+    assert not (tmp_path / ".specgate").exists() and not list(tmp_path.glob("*/*/vsa*"))
+
+
+@pytest.mark.parametrize(("name", "uri"), [
+    ("ghcr.io/acme/agent", "oci://ghcr.io/acme/agent"),
+    ("localhost:5000/agent", "oci://localhost:5000/agent"),  # a port, not a scheme
+    ("pkg:docker/acme/agent", "pkg:docker/acme/agent"),
+    ("https://example.com/agent-1.2.tar.gz", "https://example.com/agent-1.2.tar.gz"),
+    ("agent<é>", "oci://agent%3C%C3%A9%3E"),  # what a URI may not hold, percent-encoded
+])
+def test_the_resource_uri_of_a_candidate_is_a_uri(spec: Spec, keys: Path, name: str,
+                                                  uri: str) -> None:
+    code, out = spec.run("--key", str(keys / "private.pem"),
+                         "--subject", f"{name}@sha256:{DIGEST}")
+    assert code == 0
+    [statement] = vsa_lines(out / "vsa.intoto.jsonl", keys / "public.pem")
+    assert statement["predicate"]["resourceUri"] == uri
+    assert statement["subject"][0]["name"] == name

@@ -62,9 +62,10 @@ class _Stdout:
     ``>/dev/full``): what cannot be written is dropped, so the exit code stays the
     decision's. The evidence is on disk before anything is printed; a write that fails for
     another reason than a reader gone is said once on stderr. No command writes a control
-    character on stdout but the line break, so any other is escaped here, whatever a
-    record or a file name carried into the text (each command escapes its values too, line
-    breaks included)."""
+    character on stdout but the line break and the tab, so any other is escaped here,
+    whatever a record or a file name carried into the text; each command escapes its
+    values with ``shown`` as it puts them in, line breaks included, so only its own lines
+    break."""
 
     def __init__(self, stream: Any) -> None:
         self.stream, self.closed_by_reader = stream, stream is None
@@ -72,7 +73,7 @@ class _Stdout:
     def write(self, text: str) -> int:
         if not self.closed_by_reader:
             try:
-                self.stream.write(shown(text, keep_newlines=True))
+                self.stream.write(shown(text, keep_layout=True))
             except OSError as exc:
                 self._closed(exc)
         return len(text)
@@ -122,14 +123,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except SpecErrors as exc:
-        for problem in exc.problems:  # may quote a spec's or a record's values
-            print(shown(problem, keep_newlines=True), file=sys.stderr)
+        for problem in exc.problems:  # one line each; may quote a file name or a value
+            print(shown(problem), file=sys.stderr)
         print(f"{len(exc.problems)} problem(s); nothing was run", file=sys.stderr)
         return EXIT_SPEC
     except EngineError as exc:
         if args.debug:
             traceback.print_exc()
-        print(shown(f"engine: {exc.code}: {exc}", keep_newlines=True), file=sys.stderr)
+        print(shown(f"engine: {exc.code}: {exc}"), file=sys.stderr)  # one line
         return EXIT_SPEC
     except KeyboardInterrupt:
         print("engine: interrupted; no partial evidence was kept", file=sys.stderr)
@@ -141,13 +142,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.debug:
             traceback.print_exc()
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"engine: IO_ERROR: {where}{exc.strerror or exc}; evaluations already written "
+        print(f"engine: IO_ERROR: {shown(where)}{shown(exc.strerror or exc)}; evaluations "
+              "already written "
               "are complete and nothing partial was kept", file=sys.stderr)
         return EXIT_SPEC
     except Exception as exc:  # noqa: BLE001 - a bug must not look like a PASS or a FAIL
         if args.debug:
             traceback.print_exc()
-        print(f"engine: INTERNAL_ERROR: {type(exc).__name__}: {exc} (a bug in specgate; rerun "
+        print(f"engine: INTERNAL_ERROR: {type(exc).__name__}: {shown(exc)} (a bug in "
+              "specgate; rerun "
               "with --debug for the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
 

@@ -12,6 +12,7 @@ import rfc8785
 from engine.cli.common import (
     USAGE_EXIT,
     described,
+    shown,
 )
 from engine.errors import UsageError
 from engine.evidence import provenance, signing
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                              "machine's clock, UTC); leave it out", "BAD_PREDICATE")
         predicate["signed_at"] = signed_now()
     out, count = provenance.attest(args.path, key, kind, predicate, args.out)
-    print(f"attested {count} file(s) of {args.path}: {out} (keyid "
+    print(f"attested {count} file(s) of {shown(args.path)}: {shown(out)} (keyid "
           f"{signing.keyid(key.public_key())[:16]})")
     return 0
 

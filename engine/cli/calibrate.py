@@ -17,6 +17,7 @@ from engine.cli.common import (
     judge_overrides,
     judge_progress,
     overrides,
+    shown,
     signing_key,
 )
 from engine.errors import UsageError
@@ -71,19 +72,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = calibrate(evaluation, args.out, key, cache, progress)
     except Incomplete as exc:
-        print(f"engine: {exc.code}: {exc}", file=sys.stderr)
+        print(shown(f"engine: {exc.code}: {exc}"), file=sys.stderr)
         return EXIT_INTERNAL
     value = result.value
-    print(f"{evaluation.name}: judge calibration against '{value['label_field']}' "
+    print(f"{shown(evaluation.name)}: judge calibration against '{shown(value['label_field'])}' "
           f"(min_kappa {value['min_kappa']:g})")
     print(f"  {'category':<24} {'n':>5} {'accuracy':>9} {'kappa':>7} {'sensitivity':>12} "
           f"{'specificity':>12}  met")
     for name, row in [*value["categories"].items(), ("(overall)", value["overall"])]:
-        print(f"  {name:<24} {row['n']:>5} {_ratio(row['accuracy']):>9} "
+        print(f"  {shown(name):<24} {row['n']:>5} {_ratio(row['accuracy']):>9} "
               f"{_ratio(row['kappa']):>7} {_ratio(row['sensitivity']):>12} "
               f"{_ratio(row['specificity']):>12}  {'yes' if row['met'] else 'NO'}")
     print(f"  {value['unlabelled']} record(s) without a label (not in the hold-out)")
-    print(f"  calibration: {spec.display(result.out.resolve())}"
+    print(f"  calibration: {shown(spec.display(result.out.resolve()))}"
           f"{' (signed)' if key is not None else ' (unsigned: pass --key to sign)'}")
     return result.exit_code
 

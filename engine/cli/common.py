@@ -122,13 +122,15 @@ def judge_progress(done: int, total: int) -> None:
 CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
-def shown(text: object, keep_newlines: bool = False) -> str:
-    """``text`` with every control character escaped (``\\x1b``, ``\\u202e``), so a name
-    or value from a record or a file prints as what it is; ``keep_newlines`` keeps line
-    breaks (text the engine itself laid out in lines)."""
+def shown(text: object, keep_layout: bool = False) -> str:
+    """``text`` with every control character escaped (``\\x1b``, ``\\u202e``), the line
+    break too, so a name or value from a record or a file prints as what it is, on the
+    line the command put it (a value holding ``\\n ok: ...`` cannot print a line of its
+    own). ``keep_layout`` keeps line breaks and tabs: only for the whole text a command
+    laid out itself, whose values were escaped as they were put in."""
     def escape(match: re.Match[str]) -> str:
         char = match.group()
-        if keep_newlines and char == "\n":
+        if keep_layout and char in "\n\t":
             return char
         return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
     return CONTROLS.sub(escape, str(text))

@@ -13,6 +13,7 @@ from engine.cli.common import (
     USAGE_EXIT,
     described,
     overrides,
+    shown,
 )
 from engine.errors import UsageError
 from engine.run.execute import execute
@@ -66,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(changes, indent=2))
         return 0
     if borrowed:
-        print(f"note: {', '.join(borrowed)} not beside {spec.display(args.old.resolve())}: "
-              f"read from {folder} for the old policy")
-    print("\n".join(lines(changes)))
+        print(shown(f"note: {', '.join(borrowed)} not beside "
+                    f"{spec.display(args.old.resolve())}: read from {folder} for the old "
+                    "policy"))
+    for line in lines(changes):  # each quotes the scorecards' names and reasons
+        print(shown(line))
     return 0
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from engine.cli.common import (
     USAGE_EXIT,
     described,
+    shown,
 )
 from engine.spec import evaluation as spec
 
@@ -31,6 +32,6 @@ def add(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     for e in spec.load(args.paths):
-        print(f"{e.name}\tpolicy_sha256 {e.policy.sha256}\tsuite_sha256 {e.suite.sha256}")
+        print(f"{shown(e.name)}\tpolicy_sha256 {e.policy.sha256}\tsuite_sha256 {e.suite.sha256}")
     return 0
 

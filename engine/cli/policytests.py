@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from engine.cli.common import (
     USAGE_EXIT,
     described,
+    shown,
 )
 from engine.errors import UsageError
 from engine.spec import evaluation as spec
@@ -44,20 +45,20 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     for file, data, policy in found:
         result = run_file(file, data, policy)
-        print(f"{spec.display(file)} (policy {result['policy']})")
+        print(shown(f"{spec.display(file)} (policy {result['policy']})"))
         for case in result["results"]:
             mark = "ok  " if case["ok"] else "FAIL"
-            print(f"  {mark} {case['name']}: {case['got']['decision']} "
-                  f"{', '.join(case['got']['reasons'])}")
+            print(f"  {mark} {shown(case['name'])}: {shown(case['got']['decision'])} "
+                  f"{shown(', '.join(case['got']['reasons']))}")  # a case's name is a file's
             if not case["ok"]:
-                print(f"       wanted {case['want']['decision']} "
-                      f"{', '.join(case['want'].get('reasons', []))}")
+                print(shown(f"       wanted {case['want']['decision']} "
+                            f"{', '.join(case['want'].get('reasons', []))}"))
                 failed = True
         floor = args.min_coverage if args.min_coverage is not None else result["min_coverage"]
         print(f"  rule coverage {result['coverage']:.0%}"
               + (f" (minimum {floor:.0%})" if floor is not None else ""))
         for path in result["uncovered"]:
-            print(f"    not exercised: {path}")
+            print(f"    not exercised: {shown(path)}")
         if floor is not None and result["coverage"] < floor:
             failed = True
     return 1 if failed else 0

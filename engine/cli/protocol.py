@@ -13,6 +13,7 @@ from engine.cli.common import (
     USAGE_EXIT,
     described,
     overrides,
+    shown,
     signing_key,
 )
 from engine.evidence import signing
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         key = signing_key(args)
         args.derived_key = signing.derived_key(key, command.key_domain) if key else None
     code, lines = command.run(args, spec.load(args.paths, overrides(args.input)))
-    for line in lines:
-        print(line)
+    for line in lines:  # one line each, quoting names and values of the specs and records
+        print(shown(line))
     return code
 

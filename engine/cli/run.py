@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -117,12 +118,16 @@ def run(args: argparse.Namespace) -> int:
                          "NO_EVALUATION")
     # on stderr (--json stays JSON), each once: Evaluations sharing a policy share its own
     for warning in dict.fromkeys(str(w) for e in evaluations for w in e.warnings):
-        print(shown(f"warning: {warning}", keep_newlines=True), file=sys.stderr)
+        print(shown(f"warning: {warning}"), file=sys.stderr)
     unknown = set(rebound) - {name for e in evaluations for name in e.inputs}
     if unknown:
         raise UsageError(f"--input {sorted(unknown)[0]}: no Evaluation declares this input",
                          "UNKNOWN_INPUT")
     dests = _destinations(evaluations, args.out)
+    if args.subject and args.out is None and len(dests) > 1:
+        raise UsageError("--subject with several Evaluations needs --out: their one "
+                         "verification summary (vsa.intoto.jsonl), PASSED only when every "
+                         "evaluation PASSes, goes at its top", "SUBJECT_NEEDS_OUT")
     if args.out is not None and len(dests) > 1:
         _check_new_or_empty(args.out)
     history = _history(args)
@@ -162,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     if args.out is not None and len(results) > 1:
-        _write_summary(args.out, results, run_id, key)
+        _write_summary(args.out, results, run_id, key, options.candidates)
     if args.json:
         print(json.dumps({"exit_code": worst, "run_id": run_id,
                           "evaluations": [_summary(r) for r in results]}, indent=2))
@@ -284,10 +289,12 @@ def _check_new_or_empty(out: Path) -> None:
                          "(choose another --out)", "OUTPUT_EXISTS")
 
 
-def _write_summary(out: Path, results: list[Result], run_id: str, key: Any) -> None:
+def _write_summary(out: Path, results: list[Result], run_id: str, key: Any,
+                   candidates: dict[str, str]) -> None:
     """summary.md and summary.json at the top of --out, beside the evidence folders of a
     run of several evaluations; with a key, the seal over them and every scorecard
-    (summary.json.sig, summary.intoto.jsonl, signer.pub.pem), written last."""
+    (summary.json.sig, summary.intoto.jsonl, signer.pub.pem), then the candidates' one
+    VSA of the whole run (PASSED only when every evaluation PASSed), written last."""
     folders = [Path(os.path.relpath(r.out, out)).as_posix() for r in results]
     entries = [summary.entry(r.evaluation, r.decision, r.exit_code, r.overall, folder,
                              r.scorecard_sha256, r.reasons, r.inputs)
@@ -299,10 +306,20 @@ def _write_summary(out: Path, results: list[Result], run_id: str, key: Any) -> N
     if key is not None:
         scorecards = {f"{folder}/scorecard.json": r.scorecard_sha256
                       for r, folder in zip(results, folders, strict=True)}
+        now = signed_now()
         sealed = runs.seal_files(key, data, markdown, scorecards, run_id,
-                                 max(r.exit_code for r in results), signed_now())
+                                 max(r.exit_code for r in results), now)
         for name, signed in sealed.items():
             publish(out / name, signed)
+        if candidates:
+            judged = [candidate.Judged(r.evaluation, r.decision, *r.policy, uri,
+                                       r.scorecard_sha256)
+                      for uri, r in sorted(zip(scorecards, results, strict=True),
+                                        key=lambda pair: pair[0])]
+            verdict = candidate.verdict(judged, run_id, (runs.SUMMARY, hashlib.sha256(
+                data).hexdigest()))
+            publish(out / candidate.VSA_FILE, candidate.vsa_file(key, candidates,
+                                                                  verdict, now))
 
 
 def _executor(args: argparse.Namespace) -> shards.Executor | None:
@@ -363,7 +380,7 @@ def _print_result(result: Result, signed: bool) -> None:
               f"[{shown(reason['spec_path'])}]")
     for located in result.record_problems:
         print(f"  {shown(located)}")
-    print(f"  evidence: {spec.display(result.out.resolve())}"
+    print(f"  evidence: {shown(spec.display(result.out.resolve()))}"
           f"{' (signed)' if signed else ' (unsigned: pass --key to sign)'}")
     print(f"  scorecard sha256: {result.scorecard_sha256}")
     dated = result.as_of

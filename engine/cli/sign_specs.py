@@ -10,6 +10,7 @@ from engine.cli.common import (
     PATHS_HELP,
     USAGE_EXIT,
     described,
+    shown,
 )
 from engine.errors import UsageError
 from engine.evidence import provenance, signing
@@ -40,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no Evaluation found under " + ", ".join(map(str, args.paths)),
                          "NO_EVALUATION")
     for bundle, count in provenance.sign_specs(evaluations, key):
-        print(f"signed {count} file(s): {spec.display(bundle)} (keyid "
+        print(f"signed {count} file(s): {shown(spec.display(bundle))} (keyid "
               f"{signing.keyid(key.public_key())[:16]})")
     for e in evaluations:
-        print(f"  {e.name}: {', '.join(e.spec_files)}")
+        print(shown(f"  {e.name}: {', '.join(e.spec_files)}"))  # one line: values escaped
     return 0
 

@@ -10,6 +10,7 @@ from engine.cli.common import (
     EXIT_SPEC,
     USAGE_EXIT,
     described,
+    shown,
 )
 from engine.evidence import provenance, signing
 from engine.spec import evaluation as spec
@@ -39,14 +40,15 @@ def run(args: argparse.Namespace) -> int:
     evaluations = spec.load(args.paths)
     code = 0
     for e in evaluations:
-        print(f"ok: {e.name} (policy {e.policy.name} {e.policy.version}, "
-              f"suite {e.suite.name} {e.suite.version})")
+        print(shown(f"ok: {e.name} (policy {e.policy.name} {e.policy.version}, "
+                    f"suite {e.suite.name} {e.suite.version})"))  # one line: values escaped
         for warning in e.warnings:
-            print(f"warning: {warning}")
+            print(shown(f"warning: {warning}"))
         bundle = provenance.bundle_status(e, keys)
-        where = spec.display(e.file.resolve().parent / provenance.SPECS_FILE)
+        where = shown(spec.display(e.file.resolve().parent / provenance.SPECS_FILE))
         if bundle is not None and bundle.code:
-            print(f"{'error' if keys else 'warning'}: {where}: {bundle.code}: {bundle.message}")
+            print(f"{'error' if keys else 'warning'}: {where}: {bundle.code}: "
+                  f"{shown(bundle.message)}")
             code = EXIT_SPEC if keys else code
         elif bundle is not None:
             signer = bundle.block.get("signer")

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = verify(args.scorecard, trusted)
         late = runs.single(result, run_id, earliest) or _expected(result, args.expect) or \
-            pinned.demanded(result)
+            pinned.whole(result, args.scorecard) or pinned.demanded(result)
         if late is not None:
             raise late
         proven = pinned.check(args.scorecard, result.generated_at)
@@ -202,6 +202,19 @@ class _Pinned:
                                f"{result.decision}, not {self.decision} "
                                "(--require-decision)", "DECISION_REFUSED")
         return None
+
+    def whole(self, result: Verified, path: Path) -> VerifyError | None:
+        """A deploy job's question asked of one scorecard of a run of several: the build
+        passed only if the whole run did, which one scorecard cannot say (its run's
+        other evaluations may have failed)."""
+        others = [n for n in result.run_evaluations if n != result.evaluation]
+        if not (self.subjects or self.decision) or not others:
+            return None
+        return VerifyError(f"the scorecard of '{result.evaluation}' is one of run "
+                           f"{result.run_id}'s {len(result.run_evaluations)} evaluations "
+                           f"(also {', '.join(others)}): whether a build passed is the "
+                           "whole run's; verify the run's folder (engine verify "
+                           f"{path.parent.parent} ...)", "PART_OF_RUN")
 
     def check(self, scorecard: Path, signed_at: str) -> list[str]:
         """The provenance lines of a scorecard that verified (signed at ``signed_at``, as

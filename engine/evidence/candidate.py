@@ -1,5 +1,7 @@
 """The candidate a release gate judges (``--subject NAME@sha256:HEX``) and the SLSA
-Verification Summary (VSA) written beside a signed scorecard that names one.
+Verification Summary (VSA) of the run that judged it: beside the signed scorecard of a run
+of one evaluation, at the top of ``--out`` beside the signed ``summary.json`` of a run of
+several (PASSED only when every evaluation PASSed: one evaluation's PASS is not the run's).
 
 A scorecard's signed statement names its files; without a candidate it says nothing about
 which build of the agent the decision is for, so a deploy job could not ask "did this
@@ -12,9 +14,12 @@ admission tools.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from engine._version import __version__
 from engine.errors import UsageError, VerifyError
@@ -31,6 +36,7 @@ VSA_FILE = "vsa.intoto.jsonl"
 VSA_PREDICATE_TYPE = "https://slsa.dev/verification_summary/v1"
 VERIFIER_ID = "https://specgate.dev/verifier/engine-run"
 LEVEL = "SPECGATE_GATE_PASSED"  # verifiedLevels of a PASS: <ORGANIZATION>_<PROPERTY>
+SLSA_VERSION = "1.0"
 MAX_NAME = 256
 MAX_CANDIDATES = 16
 HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
@@ -76,11 +82,87 @@ def named(statement_subjects: dict[str, str]) -> dict[str, str]:
             if n.startswith(PREFIX)}
 
 
-def summary(name: str, hex_: str, card: dict[str, Any], scorecard_sha256: str,
-            time: str) -> dict[str, Any]:
-    """The in-toto statement of one candidate's VSA: PASSED only for a PASS."""
-    passed = card["decision"] == "PASS"
-    policy = card["policy"]
+@dataclass(frozen=True)
+class Judged:
+    """One signed scorecard as a VSA names it: ``uri`` is its path from the VSA's folder."""
+
+    evaluation: str
+    decision: str
+    policy: str  # NAME@VERSION
+    policy_sha256: str
+    uri: str
+    scorecard_sha256: str
+
+    @classmethod
+    def of(cls, card: dict[str, Any], scorecard_sha256: str, uri: str) -> Judged:
+        """A scorecard's own members (a library caller's card may lack them: "")."""
+        def text(value: Any) -> str:
+            return value if isinstance(value, str) else ""
+        evaluation = card.get("evaluation")
+        policy = card.get("policy")
+        name = text(evaluation.get("name")) if isinstance(evaluation, dict) else ""
+        named = f"{text(policy.get('name'))}@{text(policy.get('version'))}" \
+            if isinstance(policy, dict) else "@"
+        return cls(name, text(card.get("decision")), named,
+                   text(card.get("policy_sha256")), uri, scorecard_sha256)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What every candidate's VSA of one run says: PASSED only when every evaluation the
+    run wrote decided PASS; the policy they were judged under; the signed files it rests
+    on, each named after the run and evaluation (ResourceDescriptor ``name``)."""
+
+    passed: bool
+    policy: dict[str, Any]
+    inputs: list[dict[str, Any]]
+
+
+def _run_name(run_id: str, evaluation: str | None = None) -> str:
+    where = f"specgate:run/{run_id}" if run_id else "specgate:run"
+    return where + (f"/evaluation/{evaluation}" if evaluation is not None else "")
+
+
+def verdict(judged: list[Judged], run_id: str,
+            summary: tuple[str, str] | None = None) -> Verdict:
+    """The VSA of a run's ``judged`` scorecards (``summary``: the run's signed summary's
+    (uri, sha256) for a run of several evaluations). The policy is the one they share,
+    else every distinct one, by a digest of their digests (docs/verifying.md)."""
+    policies = sorted({(j.policy, j.policy_sha256) for j in judged})
+    if len(policies) == 1:
+        [(named, sha)] = policies
+    else:
+        named = ",".join(p for p, _ in policies)
+        sha = hashlib.sha256("".join(d + "\n" for _, d in policies).encode()).hexdigest()
+    inputs = [] if summary is None else [
+        {"name": _run_name(run_id), "uri": summary[0], "digest": {"sha256": summary[1]}}]
+    inputs += [{"name": _run_name(run_id, j.evaluation), "uri": j.uri,
+                "digest": {"sha256": j.scorecard_sha256}} for j in judged]
+    return Verdict(bool(judged) and all(j.decision == "PASS" for j in judged),
+                   {"uri": f"specgate:{'policy' if len(policies) == 1 else 'policies'}/"
+                    f"{_uri_text(named)}", "digest": {"sha256": sha}}, inputs)
+
+
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?![0-9])", re.ASCII)  # host:PORT is no scheme
+
+
+def _uri_text(text: str) -> str:
+    """``text`` with every character a URI may not hold percent-encoded (``%`` kept)."""
+    return quote(text, safe="!#$&'()*+,/:;=?@[]~%")
+
+
+def resource_uri(name: str) -> str:
+    """The VSA's ``resourceUri`` of a candidate NAME: NAME itself when it is a URI
+    (``pkg:``, ``oci://``, ``https://``: a scheme not followed by a port number), else
+    ``oci://NAME``, a registry reference as ``docker pull`` reads it; characters a URI
+    may not hold are percent-encoded."""
+    return _uri_text(name if SCHEME.match(name) else "oci://" + name)
+
+
+def summary(name: str, hex_: str, verdict_: Verdict, time: str) -> dict[str, Any]:
+    """The in-toto statement of one candidate's VSA (SLSA VSA v1.0): ``verifiedLevels``
+    holds the custom level of a PASS, or ``FAILED`` (the spec's value when policy
+    verification failed)."""
     return {
         "_type": signing.STATEMENT_TYPE,
         "subject": [{"name": name, "digest": {"sha256": hex_}}],
@@ -88,30 +170,29 @@ def summary(name: str, hex_: str, card: dict[str, Any], scorecard_sha256: str,
         "predicate": {
             "verifier": {"id": VERIFIER_ID, "version": {"specgate": __version__}},
             "timeVerified": time,
-            "resourceUri": name,
-            "policy": {"uri": f"specgate:policy/{policy['name']}@{policy['version']}",
-                       "digest": {"sha256": card["policy_sha256"]}},
-            "inputAttestations": [{"uri": "scorecard.json",
-                                   "digest": {"sha256": scorecard_sha256}}],
-            "verificationResult": "PASSED" if passed else "FAILED",
-            "verifiedLevels": [LEVEL] if passed else [],
+            "resourceUri": resource_uri(name),
+            "policy": verdict_.policy,
+            "inputAttestations": verdict_.inputs,
+            "verificationResult": "PASSED" if verdict_.passed else "FAILED",
+            "verifiedLevels": [LEVEL] if verdict_.passed else ["FAILED"],
+            "slsaVersion": SLSA_VERSION,
         },
     }
 
 
-def vsa_file(key: Ed25519PrivateKey, candidates: dict[str, str], card: dict[str, Any],
-             scorecard_sha256: str, time: str) -> bytes:
+def vsa_file(key: Ed25519PrivateKey, candidates: dict[str, str], verdict_: Verdict,
+             time: str) -> bytes:
     """``vsa.intoto.jsonl``: one DSSE envelope per candidate, signed by the runner's key."""
-    lines = [json.dumps(signing.envelope(key, summary(n, h, card, scorecard_sha256, time)),
+    lines = [json.dumps(signing.envelope(key, summary(n, h, verdict_, time)),
                         sort_keys=True) + "\n" for n, h in candidates.items()]
     return "".join(lines).encode()
 
 
 def check_vsa(data: bytes, key: Ed25519PublicKey, candidates: dict[str, str],
-              decision: str, scorecard_sha256: str) -> None:
-    """The VSA beside a verified scorecard says what the scorecard says: one envelope per
-    candidate it names, signed by the same key, about this scorecard, PASSED only for a
-    PASS; else VerifyError (VSA_MISMATCH)."""
+              verdict_: Verdict) -> None:
+    """The VSA says what the evidence says: one envelope per candidate, signed by the same
+    key, each the very summary the engine writes of ``verdict_`` (any signed time);
+    else VerifyError (VSA_MISMATCH)."""
     lines = data.decode("utf-8", "replace").splitlines()
     if len(lines) != len(candidates):
         raise VerifyError(f"{VSA_FILE} holds {len(lines)} summaries for the scorecard's "
@@ -130,22 +211,18 @@ def check_vsa(data: bytes, key: Ed25519PublicKey, candidates: dict[str, str],
             statement = signing.open_envelope(envelope, key)
         except VerifyError as exc:  # another key's summary is not this scorecard's
             raise VerifyError(f"{VSA_FILE}: {exc}", "VSA_MISMATCH") from None
-        predicate = statement.get("predicate")
         try:
             [subject] = statement["subject"]
-            seen[subject["name"]] = subject["digest"]["sha256"]
-            wanted = "PASSED" if decision == "PASS" else "FAILED"
-            ok = statement["predicateType"] == VSA_PREDICATE_TYPE and \
-                isinstance(predicate, dict) and \
-                predicate["verificationResult"] == wanted and \
-                predicate["resourceUri"] == subject["name"] and \
-                predicate["inputAttestations"] == [{"uri": "scorecard.json", "digest": {
-                    "sha256": scorecard_sha256}}]
+            name, hex_ = subject["name"], subject["digest"]["sha256"]
+            time = statement["predicate"]["timeVerified"]
+            ok = isinstance(name, str) and isinstance(hex_, str) and \
+                isinstance(time, str) and statement == summary(name, hex_, verdict_, time)
         except (KeyError, TypeError, ValueError):
             ok = False
         if not ok:
-            raise VerifyError(f"{VSA_FILE} holds a summary that is not of this scorecard, "
-                              "its decision and candidate", "VSA_MISMATCH")
+            raise VerifyError(f"{VSA_FILE} holds a summary that is not of this evidence: "
+                              "its decision, evaluations, run and candidate", "VSA_MISMATCH")
+        seen[name] = hex_
     if seen != candidates:
         raise VerifyError(f"{VSA_FILE} names other candidates than the scorecard",
                           "VSA_MISMATCH")

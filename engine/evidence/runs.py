@@ -20,19 +20,22 @@ import hashlib
 import re
 import secrets
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine._version import __version__
 from engine.errors import EngineError, UsageError, VerifyError
-from engine.evidence import signing
+from engine.evidence import candidate, signing
 from engine.evidence.verify import (
+    MAX_ENVELOPE_BYTES,
     RUN_ID,
     Found,
     Verified,
     _digest,
+    _key,
     open_signed,
+    read_file,
     signed_time,
     verify_folder,
 )
@@ -106,6 +109,7 @@ class Seal:
     checked: tuple[str, ...]
     absent: tuple[str, ...]
     unsigned: tuple[str, ...] = ()  # at the top of the folder, covered by no signature
+    sha256: str = ""  # of summary.json
 
 
 @dataclass
@@ -139,12 +143,13 @@ def _open_seal(folder: Path, trusted: Ed25519PublicKey | None) -> Seal:
                               "signed statement)", "DIGEST_MISMATCH")
         else:
             checked.append(SUMMARY_MD)
-    covered = {*SEAL_FILES, SUMMARY_MD, "signer.pub.pem",
+    covered = {*SEAL_FILES, SUMMARY_MD, "signer.pub.pem", candidate.VSA_FILE,
                *(name.split("/", 1)[0] for name in scorecards)}
     unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                       if p.name not in covered)
     return Seal(run_id, scorecards, signed_time(statement), signed.signer,
-                trusted is not None, tuple(checked), tuple(absent), tuple(unsigned))
+                trusted is not None, tuple(checked), tuple(absent), tuple(unsigned),
+                signed.sha256)
 
 
 def _bad(one: Found, code: str, message: str) -> Found:
@@ -244,7 +249,38 @@ def check(folder: Path, trusted: Ed25519PublicKey | None, expect: list[str] | No
                     if f.verified is not None else f for f in found]
     result.found += _missing(folder, found, result.run_id, result.seal)
     result.found.sort(key=lambda f: f.path.parts)
+    if result.seal is not None and result.seal_error is None:
+        try:
+            result.seal = _run_vsa(folder, result.seal, result.found, trusted)
+        except VerifyError as exc:
+            result.seal_error = exc
     return result
+
+
+def _run_vsa(folder: Path, seal: Seal, found: list[Found],
+             trusted: Ed25519PublicKey | None) -> Seal:
+    """The VSA at the top of a sealed run: of every scorecard the seal names, PASSED only
+    when all decided PASS (VSA_MISMATCH otherwise). Checked once every scorecard of the
+    run verified (else the run fails already); listed as absent when the run named
+    candidates and it is not there."""
+    members = {f.path.relative_to(folder).as_posix(): f.verified for f in found}
+    verified = [members.get(rel) for rel in sorted(seal.scorecards)]
+    vsa = folder / candidate.VSA_FILE
+    here = vsa.exists() or vsa.is_symlink()
+    if not all(verified) or not verified:
+        return seal
+    builds = {v.candidates for v in verified if v is not None}
+    named = dict(verified[0].candidates) if verified[0] is not None else {}
+    if len(builds) != 1:
+        raise VerifyError("the run's scorecards name different candidates", "VSA_MISMATCH")
+    if not here:
+        return replace(seal, absent=seal.absent + (candidate.VSA_FILE,)) if named else seal
+    judged = [candidate.Judged(v.evaluation, v.decision, v.policy, v.policy_sha256, rel,
+                               v.scorecard_sha256)
+              for rel, v in zip(sorted(seal.scorecards), verified, strict=True) if v]
+    candidate.check_vsa(read_file(vsa, MAX_ENVELOPE_BYTES), _key(folder, trusted), named,
+                        candidate.verdict(judged, seal.run_id, (SUMMARY, seal.sha256)))
+    return replace(seal, checked=seal.checked + (candidate.VSA_FILE,))
 
 
 def single(verified: Verified, run_id: str | None, earliest: str | None) -> VerifyError | None:

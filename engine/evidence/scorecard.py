@@ -212,9 +212,13 @@ def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,
                                              {**subjects, **named}, signing.PREDICATE_TYPE,
                                              predicate).items():
         staging.write(name, signed)
-    if candidates:
+    evaluations = (run or {}).get("evaluations") or []
+    if candidates and len(evaluations) <= 1:  # a run of several: one VSA at --out's top
+        run_id = str((run or {}).get("id") or "")
+        verdict = candidate.verdict([candidate.Judged.of(card, digest, "scorecard.json")],
+                                    run_id)
         staging.write(candidate.VSA_FILE, candidate.vsa_file(
-            key, candidates, card, digest, predicate["generated_at"]))
+            key, candidates, verdict, predicate["generated_at"]))
     return digest
 
 

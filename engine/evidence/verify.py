@@ -59,6 +59,8 @@ class Verified:
     run_id: str = ""                 # the engine run that wrote it ("" before runs were sealed)
     run_evaluations: tuple[str, ...] = ()  # every evaluation that run wrote into its --out
     candidates: tuple[tuple[str, str], ...] = ()  # (name, sha256) of each build it judged
+    policy: str = ""                 # NAME@VERSION of the policy it was decided under
+    policy_sha256: str = ""
 
 
 def read_file(path: Path, limit: int = MAX_SIGNED_BYTES) -> bytes:
@@ -277,16 +279,23 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     card, subjects, folder = signed.value, signed.subjects, path.parent
     checked, absent = _check_files(folder, card, subjects)
     builds = _candidates(card, subjects)
-    if builds:  # the candidates' SLSA summary, signed by the same key
-        vsa = folder / candidate.VSA_FILE
-        if vsa.exists() or vsa.is_symlink():
+    run_id, evaluations = run_of(signed.statement)
+    judged = candidate.Judged.of(card, signed.sha256, "scorecard.json")
+    vsa = folder / candidate.VSA_FILE
+    here = vsa.exists() or vsa.is_symlink()
+    if builds and len(evaluations) > 1 and here:  # the run's VSA is at its folder's top
+        raise VerifyError(f"{candidate.VSA_FILE} beside the scorecard of one of run "
+                          f"{run_id}'s {len(evaluations)} evaluations: the run's summary is "
+                          "at the top of its folder, for the whole run", "VSA_MISMATCH")
+    if builds and len(evaluations) <= 1:  # the candidates' SLSA summary, same key
+        if here:
             candidate.check_vsa(read_file(vsa, MAX_ENVELOPE_BYTES), _key(folder, trusted),
-                                builds, str(card.get("decision")), signed.sha256)
+                                builds, candidate.verdict([judged], run_id))
             checked.append(candidate.VSA_FILE)
         else:
             absent.append(candidate.VSA_FILE)
     covered = set(subjects) | SIGNATURE_FILES | {path.name} | \
-        ({candidate.VSA_FILE} if builds else set())
+        ({candidate.VSA_FILE} if builds and len(evaluations) <= 1 else set())
     unsigned = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                       if p.name not in covered)
     named = card.get("evaluation")
@@ -294,8 +303,9 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
                     ("scorecard.json", *checked), tuple(absent), tuple(unsigned),
                     signed.signer,
                     str(named.get("name", "")) if isinstance(named, dict) else "",
-                    signed_time(signed.statement), *run_of(signed.statement),
-                    candidates=tuple(builds.items()))
+                    signed_time(signed.statement), run_id, evaluations,
+                    candidates=tuple(builds.items()), policy=judged.policy,
+                    policy_sha256=judged.policy_sha256)
 
 
 def _candidates(card: dict[str, Any], subjects: dict[str, str]) -> dict[str, str]:

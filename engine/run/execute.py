@@ -49,6 +49,7 @@ class Result:
     inputs: dict[str, str] = field(default_factory=dict)  # each input's name -> SHA-256
     provenance: dict[str, Any] = field(default_factory=dict)  # the scorecard's block
     as_of: dict[str, Any] = field(default_factory=dict)  # the scorecard's block: what set the date
+    policy: tuple[str, str] = ("", "")  # NAME@VERSION and policy_sha256 (a run's VSA)
 
 
 @dataclass(frozen=True)
@@ -392,7 +393,9 @@ def _result(run: _Run, out: Path, sha: str) -> Result:
     return Result(evaluation.name, card["decision"], card["exit_code"], out, sha,
                   card["reasons"], overall, located, stats,
                   {name: entry["sha256"] for name, entry in sorted(run.inputs.items())},
-                  card["provenance"], card.get("as_of") or {})
+                  card["provenance"], card.get("as_of") or {},
+                  (f"{card['policy']['name']}@{card['policy']['version']}",
+                   card["policy_sha256"]))
 
 
 def _protocol_report(evaluation: Evaluation, tally: Any, key: Ed25519PrivateKey | None
