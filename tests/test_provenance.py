@@ -514,7 +514,8 @@ def test_an_attested_folder_swapped_while_the_run_reads_it_is_not_what_is_read(
         evil.rename(submissions)
         try:
             scored(run)
-            executing._protocol_report(run.evaluation, run.tally)  # the report reads too
+            executing._protocol_report(run.evaluation, run.tally,  # the report reads too
+                                       run.options.key)
         finally:
             submissions.rename(evil)
             spare.rename(submissions)
