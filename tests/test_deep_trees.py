@@ -21,7 +21,7 @@ from engine.canonical import folder_manifest
 from engine.cli import main
 from engine.folders import MAX_DEPTH
 
-from .conftest import Spec
+from .conftest import GATE, Spec
 from .test_provenance import World, attest, attested_discovery
 
 LEVELS = 1100  # past Python's recursion limit (1,000 frames)
@@ -277,3 +277,151 @@ def test_a_folder_input_too_deep_stops_the_run_with_nothing_kept(
     refused(capsys.readouterr().err)
     assert not (world.root / "deep").exists()
     assert not [p for p in world.root.iterdir() if ".partial-" in p.name]
+
+
+# Review b, attacks a2 to a5: what a run removes or copies, and the JSON files a spec
+# names, were still walked or parsed by recursion, or met a name the engine never wrote.
+
+def staging_name(out: str, pid: str) -> str:
+    """The name a run writing ``--out .../out`` gives its staging folder on this host."""
+    return f".{out}.partial-{os.uname().nodename}-{pid}-x"
+
+
+def test_a_staging_folder_naming_no_possible_process_is_left_and_the_run_goes_on(
+        spec: Spec, tmp_path: Path, capsys: Any) -> None:
+    """Anyone who can write beside --out can plant a folder named like a killed run's:
+    one whose "pid" no process can have (os.kill raised OverflowError; '²' passes
+    str.isdigit but not int) was not made by the engine, so it is not removed, and the
+    run neither fails nor is stopped by it; a dead pid's folder is removed as before,
+    a link by that name is left and its target untouched."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    planted = [gate / staging_name("out", pid) for pid in ("99999999999999999999", "²")]
+    for folder in planted:
+        folder.mkdir()
+        (folder / "kept.txt").write_text("not the engine's")
+    dead = gate / staging_name("out", str(2**31 - 1))  # past Linux's pid_max: no process
+    dead.mkdir()
+    (dead / "partial.json").write_text("{}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep")
+    link = gate / staging_name("out", str(2**31 - 2))
+    link.symlink_to(elsewhere)
+    capsys.readouterr()
+    assert main(["run", str(spec.dir), "--out", str(gate / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "INTERNAL_ERROR" not in err
+    assert (gate / "out" / "scorecard.json").is_file()
+    for folder in planted:
+        assert (folder / "kept.txt").read_text() == "not the engine's"
+        assert f"warning: {folder}: named like a staging folder of a run, but no process " \
+            "has that id" in err, err
+    assert not dead.exists()
+    assert link.is_symlink() and (elsewhere / "keep.txt").read_text() == "keep"
+    assert f"warning: {link}: named like a staging folder, but not a folder" in err
+
+
+def test_a_stale_staging_folder_holding_a_tree_too_deep_is_left_and_said(
+        spec: Spec, tmp_path: Path, trees: Any, capsys: Any) -> None:
+    """A planted staging folder of a dead pid holding a tree 1,100 deep: shutil.rmtree
+    recursed (RecursionError, not an OSError that ignore_errors ignores) and the run
+    ended INTERNAL_ERROR with no evidence. The tree is not the engine's: it is left, said
+    on stderr, and the run writes its evidence."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    stale = gate / staging_name("out", str(2**31 - 1))
+    stale.mkdir()
+    (stale / "partial.json").write_text("{}")
+    nest(trees, stale)
+    capsys.readouterr()
+    assert main(["run", str(spec.dir), "--out", str(gate / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "INTERNAL_ERROR" not in err, err
+    assert f"warning: {stale}: a folder more than {MAX_DEPTH} folders deep in it was left " \
+        "where it is" in err, err
+    assert (gate / "out" / "scorecard.json").is_file()
+    assert not (stale / "partial.json").exists()  # what could be removed was
+    assert (stale / "d").is_dir()
+
+
+def test_the_remover_removes_a_tree_at_the_limit_and_never_follows_a_link(
+        tmp_path: Path, trees: Any) -> None:
+    """A tree MAX_DEPTH folders deep (the engine never makes a deeper one) goes entirely;
+    a link inside goes, its target stays; a link given as the folder is not followed;
+    one level more is left, with the folders above it, and said once."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    top = tmp_path / "top"
+    top.mkdir()
+    nest(trees, top, MAX_DEPTH)
+    (top / "to-outside").symlink_to(outside)
+    (top / "file").write_text("x")
+    assert folders.remove(top) == []
+    assert not top.exists() and (outside / "keep.txt").exists()
+    link = tmp_path / "link"
+    link.symlink_to(outside)
+    [said] = folders.remove(link)
+    assert "not removed" in said and (outside / "keep.txt").exists() and link.is_symlink()
+    top.mkdir()
+    nest(trees, top, MAX_DEPTH + 1)
+    assert folders.remove(top) == [f"{top}: a folder more than {MAX_DEPTH} folders deep in "
+                                   "it was left where it is, with the folders above it"]
+    assert (top / "d").is_dir()
+
+
+def deep_json(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+@pytest.mark.parametrize("levels", [3000, 65])
+def test_a_spec_json_schema_nested_too_deep_is_spec_too_deep(
+        spec: Spec, tmp_path: Path, capsys: Any, levels: int) -> None:
+    """The json_schema inspection's schema_file nested 3,000 deep made validate and run
+    end in INTERNAL_ERROR RecursionError (json.loads recurses in C); like YAML nested as
+    deep, it is SPEC_TOO_DEEP at the key naming the file (policy.yaml line 58), past 64
+    levels whether or not the decoder would have recursed that far."""
+    (spec.dir / "schemas" / "reply.schema.json").write_text(deep_json(levels))
+    capsys.readouterr()
+    assert main(["validate", str(spec.dir)]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec.dir}/policy.yaml:58:" in err and "SPEC_TOO_DEEP: spec.inspections[" in err
+    assert "'schemas/reply.schema.json': arrays and objects nest deeper than 64" in err, err
+    assert "INTERNAL_ERROR" not in err
+    assert main(["run", str(spec.dir), "--out", str(tmp_path / "out")]) == 2
+    assert "SPEC_TOO_DEEP" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_json_schema_at_the_limit_still_validates(spec: Spec) -> None:
+    (spec.dir / "schemas" / "reply.schema.json").write_text(deep_json(MAX_DEPTH - 1))
+    assert main(["validate", str(spec.dir)]) == 0  # 63 objects and the one they are in
+
+
+def test_a_discovery_submission_schema_nested_too_deep_is_spec_too_deep(
+        world: World, capsys: Any) -> None:
+    folder = world.copy("finding-quality-discovery")
+    (folder / "schema" / "submission.schema.json").write_text(deep_json(3000))
+    capsys.readouterr()
+    assert main(["validate", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "schema/submission.schema.json:1:1: SPEC_TOO_DEEP" in err, err
+    assert "INTERNAL_ERROR" not in err
+
+
+def test_migrate_from_a_folder_holding_a_tree_too_deep_is_refused_and_writes_nothing(
+        tmp_path: Path, trees: Any, capsys: Any) -> None:
+    """migrate-assevra copied --from with shutil.copytree, which recurses: RecursionError.
+    The copy now walks first and refuses, before --out or a staging folder is kept."""
+    source = tmp_path / "rg"
+    shutil.copytree(GATE, source)
+    nest(trees, source)
+    team = tmp_path / "team.yml"
+    team.write_text("version: 1\njudge: {provider: none}\ngate:\n  enabled: true\n"
+                    "  required_dimensions: [pii, tool_call]\n")
+    out = tmp_path / "out" / "migrated"
+    capsys.readouterr()
+    assert main(["migrate-assevra", str(team), "--from", str(source), "--out", str(out)]) == 2
+    refused(capsys.readouterr().err)
+    assert not out.exists() and list((tmp_path / "out").iterdir()) == []

@@ -166,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     results = [_execute(e, d, replace(options, run=runs.predicate(run_id, together or [e.name])))
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
+    # a folder beside --out named like a killed run's staging folder, seen and left there
+    for line in dict.fromkeys(line for r in results for line in r.left):
+        print(shown(f"warning: {line}"), file=sys.stderr)
     if args.out is not None and len(results) > 1:
         _write_summary(args.out, results, run_id, key, options.candidates)
     if args.json:

@@ -11,11 +11,12 @@ import datetime as dt
 import glob
 import hashlib
 import os
-import shutil
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from engine import folders as walk
 from engine._version import __version__
 from engine.canonical import canonical, plain_bytes
 from engine.decide.aggregate import Tally, suite_digest
@@ -128,7 +129,7 @@ class Staging:
                              "(choose another --out)", "OUTPUT_EXISTS")
         dest.parent.mkdir(parents=True, exist_ok=True)
         self.dest = dest
-        _remove_stale(dest)
+        self.left = _remove_stale(dest)  # stale staging folders seen and left, to be said
         self.path = Path(tempfile.mkdtemp(prefix=_partial_prefix(dest) + f"{os.getpid()}-",
                                           dir=dest.parent))
 
@@ -151,7 +152,7 @@ class Staging:
 
     def discard(self) -> None:
         """Remove the unfinished folder."""
-        shutil.rmtree(self.path, ignore_errors=True)
+        self.left.extend(walk.remove(self.path))
 
 
 def _partial_prefix(dest: Path) -> str:
@@ -168,21 +169,39 @@ def _host() -> str:
     return socket.gethostname()
 
 
-def _remove_stale(dest: Path) -> None:
+# The largest process id a system gives (pid_t is a C int; Linux stops at 2**22): a
+# staging folder naming a larger one, or not a number, was made by no run of this engine.
+MAX_PID = 2**31 - 1
+_PID = re.compile(r"[1-9][0-9]{0,9}")  # ASCII digits only: str.isdigit() takes '²' too
+
+
+def _remove_stale(dest: Path) -> list[str]:
     """Remove staging folders for ``dest`` left by runs on this host that were killed
     (SIGKILL, power loss): their process is gone. Never evidence: evidence only ever
-    appears at ``dest`` by an atomic rename."""
-    prefix = _partial_prefix(dest)
+    appears at ``dest`` by an atomic rename. Return what was seen and left, to be said
+    on stderr: anyone who can write beside ``dest`` can plant a folder by that name, so
+    one that names no possible process (the engine never made it) is not touched, and a
+    link, a file or a tree too deep to remove is left; none of it ever stops the run."""
+    prefix, left = _partial_prefix(dest), []
     for folder in dest.parent.glob(glob.escape(prefix) + "*"):
         pid = folder.name[len(prefix):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
+        if not _PID.fullmatch(pid) or int(pid) > MAX_PID:
+            left.append(f"{folder}: named like a staging folder of a run, but no process "
+                        "has that id, so the engine did not make it; left where it is")
+            continue
+        if int(pid) == os.getpid():
             continue
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except PermissionError:  # alive, someone else's
+            if folder.is_symlink() or not folder.is_dir():
+                left.append(f"{folder}: named like a staging folder, but not a folder; "
+                            "left where it is")
+                continue
+            left.extend(walk.remove(folder))
+        except OSError:  # alive, someone else's (PermissionError), or not ours to judge
             continue
+    return left
 
 
 def seal(staging: Staging, card: dict[str, Any], key: Ed25519PrivateKey | None,

@@ -357,3 +357,29 @@ def is_number(value: Any) -> bool:
 def is_scalar(value: Any) -> bool:
     """A JSON string or number."""
     return isinstance(value, str) or is_number(value)
+
+
+class TooDeep(json.JSONDecodeError):
+    """Arrays and objects nested deeper than MAX_DEPTH: a JSONDecodeError (a ValueError),
+    so a caller that handles bad JSON handles this too, or names it by its own code."""
+
+    def __init__(self, text: str | bytes) -> None:
+        super().__init__(DEEP, text if isinstance(text, str) else "", 0)
+
+    def __str__(self) -> str:
+        return DEEP
+
+
+def shallow(text: str | bytes) -> Any:
+    """``json.loads`` of a file a spec names (a JSON Schema, a data file), whose numbers
+    and duplicate keys are read as Python reads them (their digests were taken so), but
+    nesting deeper than MAX_DEPTH is TooDeep: the C decoder recurses, so a file nested
+    3,000 deep was RecursionError (and one nested 900 deep would recurse again in every
+    reader after it). The shipped specs' schemas nest at most 13 levels."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep(text) from None
+    if too_deep(value):
+        raise TooDeep(text)
+    return value

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import folders as walk
 from engine import protocols, reports
 from engine.canonical import digest, sha256_path
 from engine.decide import baseline as history
@@ -50,6 +50,8 @@ class Result:
     provenance: dict[str, Any] = field(default_factory=dict)  # the scorecard's block
     as_of: dict[str, Any] = field(default_factory=dict)  # the scorecard's block: what set the date
     policy: tuple[str, str] = ("", "")  # NAME@VERSION and policy_sha256 (a run's VSA)
+    # what the run saw beside --out and left there (a planted staging folder): for stderr
+    left: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,9 @@ def execute(evaluation: Evaluation, dest: Path, options: RunOptions | None = Non
         _date(run)
         _score(run)
         _write(run, _dated(run, _decide(run)))
-        shutil.rmtree(run.staging.path / HELD)
+        held = walk.remove(run.staging.path / HELD)  # the private copies of the inputs
+        if held:  # never evidence: a run that cannot remove them keeps nothing (IO_ERROR)
+            raise OSError("the private copies of the inputs were not all removed: " + held[0])
         sha = evidence.seal(run.staging, run.card, run.options.key, run.subjects,
                             run.options.run, run.options.candidates)
         out = run.staging.commit()
@@ -395,7 +399,7 @@ def _result(run: _Run, out: Path, sha: str) -> Result:
                   {name: entry["sha256"] for name, entry in sorted(run.inputs.items())},
                   card["provenance"], card.get("as_of") or {},
                   (f"{card['policy']['name']}@{card['policy']['version']}",
-                   card["policy_sha256"]))
+                   card["policy_sha256"]), list(run.staging.left))
 
 
 def _protocol_report(evaluation: Evaluation, tally: Any, key: Ed25519PrivateKey | None

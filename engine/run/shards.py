@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from engine import folders as walk
 from engine.canonical import digest
 from engine.decide.aggregate import Tally
 from engine.decide.sorted_digest import SortedDigest
@@ -258,7 +258,7 @@ def spool(rows: Path) -> Iterator[Path]:
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        walk.remove(folder)  # the engine's own files: nothing deep, nothing to say
 
 
 def run_shards(evaluation: spec.Evaluation, runtime: Runtime | None, rows: Path,

@@ -20,6 +20,7 @@ from engine.errors import FormulaError, Problem
 from engine.formula import ANY, BOOLEAN, NUMBER, compile_formula
 from engine.inspections import LOADERS
 from engine.records.clip import clip
+from engine.records.strict_json import DEEP, TooDeep, shallow
 from engine.spec import opened
 from engine.spec import yaml as _yaml
 from engine.spec.schema import Checker, offline, outside_refs
@@ -301,7 +302,11 @@ def _schema_file(doc: Document, where: JPath, rel: str, problems: list[Problem],
     if target is None:
         return None
     try:
-        schema = json.loads(opened.read_text(target))
+        schema = shallow(opened.read_text(target))
+    except TooDeep:  # as a spec's YAML nested as deep is (engine/spec/yaml.py)
+        problems.append(doc.problem(where, "SPEC_TOO_DEEP",
+                                    f"'{rel}': {DEEP}, deeper than any schema needs"))
+        return None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         problems.append(doc.problem(where, "BAD_SCHEMA", f"'{rel}' is not readable JSON: {exc}"))
         return None

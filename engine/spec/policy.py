@@ -18,6 +18,7 @@ from engine.formula import BOOLEAN, NUMBER, Formula
 from engine.inspections import TABLE
 from engine.inspections.pii import build_detector
 from engine.records.masking import masker
+from engine.records.strict_json import shallow
 from engine.spec import advice, opened, salvage
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
@@ -70,7 +71,7 @@ class _DataFiles:
                 continue
             if path.suffix == ".json":
                 try:
-                    out[rel] = digest(json.loads(text))
+                    out[rel] = digest(shallow(text))  # too deep: digested as text below
                     continue
                 except ValueError:
                     pass

@@ -8,7 +8,6 @@ one submission.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from engine.protocols.discovery.scoring import (
     task_quality,
 )
 from engine.protocols.discovery.stats import compile_statistics
-from engine.records.strict_json import JsonError, loads
+from engine.records.strict_json import DEEP, JsonError, TooDeep, loads, shallow
 from engine.spec import opened
 from engine.spec.schema import Checker, offline, outside_refs
 from engine.spec.translate import compile_check
@@ -63,7 +62,11 @@ def _documents(folder: Path, problems: list[Problem]) -> dict[str, Any]:
 def _submission_schema(folder: Path, problems: list[Problem]) -> Any:
     path = folder / "schema" / "submission.schema.json"
     try:
-        schema = json.loads(opened.read_text(path))
+        schema = shallow(opened.read_text(path))
+    except TooDeep:  # as a spec's YAML nested as deep is (engine/spec/yaml.py)
+        problems.append(Problem(files.shown(path), 1, 1, "SPEC_TOO_DEEP", "", f"{DEEP}, "
+                                "deeper than any schema needs"))
+        return None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         problems.append(Problem(files.shown(path), 1, 1, "BAD_SCHEMA", "",
                                 f"not a usable JSON Schema: {exc}"))

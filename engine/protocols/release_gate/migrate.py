@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from engine import folders as walk
 from engine.errors import Problem, SpecErrors, UsageError
 from engine.protocols.release_gate import assevra_config as config
 from engine.protocols.release_gate.assevra_judge import judge
@@ -147,7 +147,8 @@ def _write(source: Path, out: Path, files: dict[str, str]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         folder = staging / out.name
-        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("MIGRATION.md"))
+        # walked without recursion: a tree too deep in --from is PATH_TOO_DEEP (exit 2)
+        walk.copy(source, folder, leave_out=frozenset({"MIGRATION.md"}))
         for name, text in files.items():
             (folder / name).parent.mkdir(exist_ok=True)
             (folder / name).write_text(text, "utf-8")
@@ -161,7 +162,7 @@ def _write(source: Path, out: Path, files: dict[str, str]) -> None:
             out.rmdir()  # empty, checked above
         folder.rename(out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        walk.remove(staging)  # what was copied is within the walk's limits
 
 
 def _cell(value: Any) -> str:
