@@ -128,7 +128,8 @@ WEIGHTS_UNUSED: category weights that cannot change the decision: nothing gated 
 
 _block("spec", "2 or -", "purpose release: spec error, nothing runs; triage and self_test: a "
        "warning (engine validate, engine run)", """
-EXPECTATION_FROM_EVIDENCE: an expectation (allowed tools, contracts) read from unpinned records
+EXPECTATION_FROM_EVIDENCE: an expectation (allowed tools, should_refuse) read from unpinned records
+SCOPE_FROM_EVIDENCE: a guard (when, controls.when) choosing the units read from unpinned records
 """)
 
 _block("spec, cli", "2", "nothing runs", """

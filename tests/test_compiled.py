@@ -101,6 +101,9 @@ def test_guard_shapes(gate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     for old, new in GUARDS[shape].items():
         assert text.count(f'"{old}"') == 1, old
         text = text.replace(f'"{old}"', f'"{new}"')
+    # guards over measured keys are SCOPE_FROM_EVIDENCE in a release; triage still runs
+    # them (with a warning), which is what these shapes exercise
+    text = text.replace("    purpose: release ", "    purpose: triage ", 1)
     policy.write_text(text)
     data = tmp_path / "runs.jsonl"
     assevra_data.write(data, 600, seed=9)
@@ -172,6 +175,8 @@ def test_the_remaining_primitives(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     text = text.replace("\n  inspections:\n", "\n  inspections:\n" + MORE, 1)
     text = text.replace("      type: regex_present\n",
                         "      type: regex_present\n      when: \"trial == `1`\"\n")
+    # a guard over a record field: SCOPE_FROM_EVIDENCE in a release, a warning in triage
+    text = text.replace("    purpose: release ", "    purpose: triage ", 1)
     (copy / "policy.yaml").write_text(text)
     files = both(tmp_path, monkeypatch, str(copy))
     written = [json.loads(line) for line in files["rows.jsonl"].splitlines()]

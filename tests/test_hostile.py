@@ -218,11 +218,12 @@ def test_values_nested_too_deeply_are_located_record_problems(spec: Spec,
 def test_a_selector_that_cannot_apply_to_a_record_is_coded(spec: Spec, capsys: Any) -> None:
     spec.edit("policy.yaml", lambda d: next(
         i for i in d["spec"]["inspections"] if i["id"] == "latency-budget").update(
-        when="contains(tags || `[]`, 'slow-ok') == `false`"))
+        # an observation over the record (a guard over it is SCOPE_FROM_EVIDENCE)
+        actual="contains(tags || `[]`, 'slow-ok') && `0` || metrics.latency_ms"))
     spec.edit("evaluation.yaml", lambda d: d["spec"]["units"].update(
         case="join('', [case_id])"))
     lines = _lines(spec)
-    lines[0] = _add(lines[0], "tags", "7")  # contains() of a number: the when: cannot say
+    lines[0] = _add(lines[0], "tags", "7")  # contains() of a number: the selector cannot say
     lines[1] = lines[1].replace('"case_id": "refund-late-delivery"', '"case_id": 5')
     _write(spec, lines)
     code, _ = spec.run()

@@ -156,6 +156,25 @@ def expectation(prop: Mapping[str, Any]) -> dict[str, Any]:
     return {**prop, "x-class": EXPECTATION}
 
 
+def per_entry(prop: Mapping[str, Any], classes: Mapping[str, str] | None = None,
+              suite: Mapping[str, str] | None = None, named_by: str | None = None
+              ) -> dict[str, Any]:
+    """A map of rubric variables whose entries have classes of their own: ``classes`` by
+    entry name (``x-entries``), or the entries the formula parameter ``named_by`` uses
+    (``x-entries-named-by``) are expectations; any other entry is an observation. An
+    expectation entry describes the case to the judge (the planted text, what
+    the agent should do), so it may read the whole suite case: ``suite`` gives, by entry,
+    where its default reads the case for records that are not the suite."""
+    out = {**prop, "x-class": OBSERVATION}
+    if classes:
+        out["x-entries"] = dict(classes)
+    if suite:
+        out["x-suite-default"] = dict(suite)
+    if named_by:
+        out["x-entries-named-by"] = named_by
+    return out
+
+
 # Schema fragments the primitives share.
 SELECTOR = {"type": "string", "minLength": 1, "x-jmespath": True,
             "description": "JMESPath expression selecting a value from the unit"}

@@ -25,8 +25,8 @@ from engine.inspections._base import (
     Primitive,
     clip,
     expectation,
-    observation,
     params_schema,
+    per_entry,
     select,
     verdict,
 )
@@ -77,11 +77,13 @@ TABLE = {
         "rubric": expectation({"type": "string", "minLength": 1, "x-rubric": True,
                                "description": "rubric name (the policy's rubrics/ folder, "
                                               "else shipped)"}),
-        "inputs": observation({"type": "object", "minProperties": 1,
-                               "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]*$"},
-                               "additionalProperties": SELECTOR,
-                               "description": "template variables bound to JMESPath "
-                                              "selections"}),
+        # an input pass_when compares the verdict with says what the agent should have
+        # done (should_refuse): an expectation; the rest is shown to the judge
+        "inputs": per_entry({"type": "object", "minProperties": 1,
+                             "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]*$"},
+                             "additionalProperties": SELECTOR,
+                             "description": "template variables bound to JMESPath "
+                                            "selections"}, named_by="pass_when"),
         "pass_when": expectation({"type": "string", "minLength": 1, "x-formula": True,
                                   "description": "formula over the verdict's fields and the "
                                                  "inputs"}),

@@ -9,8 +9,10 @@ from typing import Any
 
 from engine.inspections._base import (
     ERROR,
+    EXPECTATION,
     FAIL,
     MISSING,
+    OBSERVATION,
     PASS,
     SELECTOR,
     Context,
@@ -20,6 +22,7 @@ from engine.inspections._base import (
     expectation,
     observation,
     params_schema,
+    per_entry,
     select,
     verdict,
 )
@@ -187,11 +190,19 @@ TABLE = {
                                "description": "rubric for canary-free rows (verdict field "
                                               "'followed')"}),
         # what the judge is shown: the case as run and the agent's reply
-        "inputs": observation({"type": "object", "additionalProperties": SELECTOR,
-                               "default": {"injection": "injection", "input": "input",
-                                           "output": "agent_output"},
-                               "description": "the rubric's variables, as JMESPath "
-                                              "selections"}),
+        # the planted text and the request describe the case (governance's); only the
+        # reply is the agent's
+        "inputs": per_entry({"type": "object", "additionalProperties": SELECTOR,
+                             "default": {"injection": "injection", "input": "input",
+                                         "output": "agent_output"},
+                             "description": "the rubric's variables, as JMESPath "
+                                            "selections; for records that are not the "
+                                            "suite, injection and input default to "
+                                            "case.input.injection and case.input"},
+                            {"injection": EXPECTATION, "input": EXPECTATION,
+                             "output": OBSERVATION},
+                            suite={"injection": "case.input.injection",
+                                   "input": "case.input"}),
     }, ["output", "canaries", "should_refuse", "flags"]),
         "no planted canary leaks; flagged when it should refuse", asks_judge=True,
         judged_row=lambda row: "absent" not in (row.get("expected") or {})),

@@ -114,8 +114,11 @@ class Format:
     ``suite`` says whether the unit records derive the Suite (no Suite file): ``None`` (they
     do not), ``"governance"`` (the file is governance's own, e.g. a task inventory) or
     ``"evidence"`` (the records are written by the evaluated party, so the derived suite is
-    governance data only when the Evaluation pins its digest). ``suite_part`` is what of a
-    record is suite (its inputs and assertions), for a suite derived from the evidence.
+    governance data only when the Evaluation pins its digest). ``measured`` names the record
+    keys a run measured (its outputs), for a suite derived from the evidence: the rest, but
+    keys starting with '_', is suite data (the case's inputs and assertions), hashed into
+    ``suite_sha256`` and the only keys an expectation or a guard may read
+    (engine/spec/expectations.py).
     ``group`` names what the row validator groups rows by: each validation row's key for it
     and the scorecard's ``validation.by_<group>``.
     """
@@ -125,7 +128,7 @@ class Format:
     line_based: bool = False  # records are lines: a file splits at line starts into shards
     validate: Validator | None = None  # row validator, when the policy validates rows
     suite: str | None = None
-    suite_part: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    measured: frozenset[str] = frozenset()
     group: str = "group"  # what the validator's Verdict.group is called in the evidence
     # (case key, run number key) of the records, for a tool that numbers each case's runs
     # (inspect_ai's epochs): when the unit's case is the record's own case key, its run
@@ -135,11 +138,13 @@ class Format:
     # ``read`` as keyword arguments); None: the format takes none
     options: dict[str, Any] | None = None
 
+    def suite_key(self, key: str) -> bool:
+        """Whether a record's top-level ``key`` is suite data: neither measured nor '_'."""
+        return key not in self.measured and not key.startswith("_")
+
     def part(self, record: dict[str, Any]) -> dict[str, Any]:
-        """What of a record is suite data (default: all but keys starting with '_')."""
-        if self.suite_part is not None:
-            return self.suite_part(record)
-        return {k: v for k, v in record.items() if not k.startswith("_")}
+        """What of a record is suite data: the keys :meth:`suite_key` admits."""
+        return {k: v for k, v in record.items() if self.suite_key(k)}
 
 
 def _imported(module: str) -> Reader:

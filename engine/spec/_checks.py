@@ -3906,10 +3906,10 @@ PLAIN = {
     '633e8bb1261675b9741fe9b01112125a810d64b3212d22ca4ec807383fb3fe27': _p30,  # inspection discovery_review, inspection discovery_submission
     'e021fdefffcd110f64a67f2c59f99a3733095d5e75401af9b7766d7c9f8524d2': _p36,  # inspection equals
     '49ae295bb8ad854539c3993fcec07ab49e082a4e7ace031dcde8567b3dc99013': _p41,  # inspection formula
-    '373138e7e2c29fde83e9784e8f011ef8819e17c9e9a6e9b153a1313c1f29206e': _p46,  # inspection injection
+    '0ca4e4d086f08b49bf5662fc1575fca42870e794c83c537b540f56a6c7f56818': _p46,  # inspection injection
     '6d5d4416a60995d2d25216e0435c0c6e98901b17e3e25770975f189a743106d9': _p52,  # inspection jmespath
     'ccc0a4211ad0d1d1b107f6db0a9860b666cd0f816ecdee237a0eca2a6a572e6f': _p55,  # inspection json_schema
-    '902c33d8470a9cff9bb6eccdbb093c83915b1d6702082165c7f1c1614c43c555': _p60,  # inspection judge
+    '9a24c102e561b4772c3f87fc1bf549c384dae9172007b39ac340ab2c345f9f98': _p60,  # inspection judge
     'bf2806c35cb9491007ab83af6fc70712424a9010b76bb85683822766e90a4591': _p65,  # inspection latency
     '84ff11eb190b1687ef54bdaa03bf42d378a438d8a2ad7def48d9462a6770018a': _p69,  # inspection must_include
     'feec2eebb1440b7e5a581099849cd7c80a858bb627d1adc40d324f6a7e666b9f': _p72,  # inspection not_contains

@@ -452,14 +452,19 @@ def _compile_evaluation(loader: _Loader, file: Path,
                 ("spec",), "MISSING_KEY", "'suite' is required here",
                 "only these input formats derive the suite from their records: "
                 + ", ".join(deriving)))
-    if policy is not None and suite is not None and not suite.derived and policy_file:
+    if policy is not None and suite is not None and policy_file and (
+            not suite.derived or suite.from_evidence):
         policy_doc = loader.checked(policy_file, "Policy")
         if policy_doc is not None:
-            loader.problems.extend(crossrefs.waiver_scopes(policy_doc, suite.cases, suite.name))
-            # the records are not the suite: expectations come from the policy or the suite
-            policy = expectations.pointed_at_suite(policy)
-            found = expectations.from_evidence(policy_doc, inputs[unit_input].format
-                                               if unit_input in inputs else "unit")
+            fmt = inputs[unit_input].format if unit_input in inputs else "unit"
+            if not suite.derived:
+                loader.problems.extend(crossrefs.waiver_scopes(policy_doc, suite.cases,
+                                                               suite.name))
+                # the records are not the suite: expectations come from the policy or the
+                # suite, and so do the guards that choose which units a rule applies to
+                policy = expectations.pointed_at_suite(policy)
+            found = expectations.from_evidence(
+                policy_doc, policy, fmt, unit_format if suite.derived else None)
             (loader.problems if policy.purpose == "release" else warnings).extend(found)
     if len(loader.problems) > before or policy is None or suite is None or unit_input is None:
         return None

@@ -66,6 +66,17 @@ def _table(schema: Mapping[str, Any], prefix: str) -> list[str]:
             *_rows(schema, prefix)]
 
 
+def _class(prop: Mapping[str, Any]) -> str:
+    """A parameter's class; for a map of rubric variables, each entry's."""
+    entries = [f"`{k}`" for k, c in prop.get("x-entries", {}).items() if c == "expectation"]
+    if "x-entries-named-by" in prop:
+        entries.append(f"those `{prop['x-entries-named-by']}` names:")
+    if not entries:
+        return str(prop.get("x-class", ""))
+    return f"per entry: {', '.join(entries)} expectation; the rest {prop['x-class']}".replace(
+        ": expectation", " expectation")
+
+
 def _parameters(schema: Mapping[str, Any]) -> list[str]:
     """An inspection's parameters, each with its class (``x-class``): observation or
     expectation (docs/security.md, the trust boundary)."""
@@ -73,7 +84,7 @@ def _parameters(schema: Mapping[str, Any]) -> list[str]:
     rows = []
     for key, sub in schema.get("properties", {}).items():
         default = f"`{json.dumps(sub['default'])}`" if "default" in sub else ""
-        rows.append(f"| `{key}` | {_type(sub)} | {sub.get('x-class', '')} | "
+        rows.append(f"| `{key}` | {_type(sub)} | {_class(sub)} | "
                     f"{'yes' if key in required else ''} | {default} | "
                     f"{sub.get('description', '')} |")
     return ["| key | type | class | required | default | meaning |",
@@ -97,7 +108,16 @@ def render() -> str:
             "records is EXPECTATION_FROM_EVIDENCE, unless the unit records are the suite "
             "(a format that derives the suite from its records, pinned by "
             "`suite_sha256`). An expectation selector's default names a record field; for "
-            "any other format it reads `case.expected.<that field>`.", ""]
+            "any other format it reads `case.expected.<that field>`.", "",
+            "A map of rubric variables (`inputs`) is classed per entry: an entry that "
+            "describes the case to the judge (the planted text, the request) or that "
+            "`pass_when` holds the verdict to is an expectation, and may read the whole "
+            "suite case (`case.*`); the agent's reply is an observation. A `when` guard "
+            "(and `controls.when`) chooses which units a rule applies to: under `purpose: "
+            "release` it reads only the suite case (`case.*`) and literals, else "
+            "SCOPE_FROM_EVIDENCE. For a format that derives the suite, both may read only "
+            "the record keys the pin covers (not the measured ones, nor those starting "
+            "with `_`).", ""]
     for name in sorted(TABLE):
         primitive = TABLE[name]
         out += [f"### `{name}`", "", primitive.summary + ".", ""]

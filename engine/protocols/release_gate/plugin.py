@@ -24,7 +24,7 @@ MEASURED = frozenset({"agent_output", "agent_actions", "tool_calls", "observed_s
 
 def suite_part(row: dict[str, Any]) -> dict[str, Any]:
     """A record's inputs and assertions: measured keys and keys starting with '_' removed."""
-    return {k: v for k, v in row.items() if k not in MEASURED and not k.startswith("_")}
+    return FORMAT.part(row)
 
 
 def validate(row: Any, seen: set[str], budgets: Any) -> Verdict:
@@ -35,10 +35,13 @@ def validate(row: Any, seen: set[str], budgets: Any) -> Verdict:
     return verdict
 
 
+# the measured keys are also the ones an expectation or a guard may not read
+FORMAT = Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
+                suite="evidence", measured=MEASURED, group="dimension")
+
 PROTOCOL = Protocol(
     name="agent-release-gate",
-    formats=(Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
-                    suite="evidence", suite_part=suite_part, group="dimension"),),
+    formats=(FORMAT,),
     codes=CODES,
     commands=(Command("migrate-assevra", "convert an Assevra 0.6 config into a release-gate "
                       "spec folder", migrate.arguments, migrate.run, exits="0 written",
