@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import jmespath
 import pytest
@@ -17,6 +16,7 @@ from engine.cli import main
 from engine.inspections import CLASSES, TABLE
 from engine.spec import reference
 from engine.spec.expectations import governed
+from tests import refund_gate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,34 +39,7 @@ spec:
               properties: {amount: {type: number, maximum: 50}}
 """
 
-POLICY = """apiVersion: specgate/v1
-kind: Policy
-metadata: {name: refunds, version: 1.0.0}
-spec:
-  scoring_version: refunds/1
-  gate: {purpose: PURPOSE, gate_on: point, min_n: 1}
-  categories:
-    tools:
-      description: every tool call within its contract
-      weight: 1
-      threshold: 1.0
-      inspections: [refund-contract]
-  overall: {threshold: 1.0}
-  inspections:
-    - id: refund-contract
-      type: tool_call
-PARAMS"""
-
-EVALUATION = """apiVersion: specgate/v1
-kind: Evaluation
-metadata: {name: refunds, version: 1.0.0}
-spec:
-  policy: policy.yaml
-  suite: suite.yaml
-  inputs:
-    runs: {path: runs.jsonl, format: jsonl}
-  units: {id: id, case: case_id}
-"""
+POLICY = refund_gate.POLICY + "PARAMS"
 
 # What the gated team writes: its own permissive contract, and a refund of 5,000.
 RECORD = {"id": "run-1", "case_id": "refund", "allowed_tools": ["issue_refund"],
@@ -77,23 +50,11 @@ RECORD = {"id": "run-1", "case_id": "refund", "allowed_tools": ["issue_refund"],
 def gate(tmp_path: Path, params: str = "", purpose: str = "release",
          suite: str = SUITE) -> Path:
     """A spec folder over one JSONL record the evaluated party wrote."""
-    folder = tmp_path / "gate"
-    folder.mkdir()
-    (folder / "policy.yaml").write_text(
-        POLICY.replace("PURPOSE", purpose).replace("PARAMS", params))
-    (folder / "suite.yaml").write_text(suite)
-    (folder / "evaluation.yaml").write_text(EVALUATION)
-    (folder / "runs.jsonl").write_text(json.dumps(RECORD) + "\n")
-    return folder
+    return refund_gate.folder(tmp_path, POLICY.replace("PURPOSE", purpose)
+                              .replace("PARAMS", params), suite, [RECORD])
 
 
-def run(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, dict[str, Any]]:
-    """engine run: the exit code, stderr, and the scorecard when one was written."""
-    out = folder.parent / "out"
-    code = main(["run", str(folder), "--out", str(out)])
-    card = out / "scorecard.json"
-    return (code, capsys.readouterr().err,
-            json.loads(card.read_text()) if card.exists() else {})
+run = refund_gate.run
 
 
 @pytest.mark.parametrize("params", [

@@ -21,7 +21,7 @@ import pytest
 from engine.cli import main
 from engine.protocols.release_gate.plugin import FORMAT
 from engine.spec.expectations import case_root, governed, suite_root
-from tests import refund
+from tests import refund, refund_gate
 from tests.conftest import Gate
 from tests.judge_server import Judge
 
@@ -46,34 +46,7 @@ spec:
       input: {{message: "refund 5000"}}
       expected: {EXPECTED.replace("CONTRACT", json.dumps(CONTRACT))}
 """
-POLICY = """apiVersion: specgate/v1
-kind: Policy
-metadata: {name: refunds, version: 1.0.0}
-spec:
-  scoring_version: refunds/1
-  gate: {purpose: PURPOSE, gate_on: point, min_n: 1}
-  categories:
-    tools:
-      description: every tool call within its contract
-      weight: 1
-      threshold: 1.0
-      inspections: [refund-contract]
-  overall: {threshold: 1.0}
-  inspections:
-    - id: refund-contract
-      type: tool_call
-      when: GUARD
-"""
-EVALUATION = """apiVersion: specgate/v1
-kind: Evaluation
-metadata: {name: refunds, version: 1.0.0}
-spec:
-  policy: policy.yaml
-  suite: suite.yaml
-  inputs:
-    runs: {path: runs.jsonl, format: jsonl}
-  units: {id: id, case: case_id}
-JUDGE"""
+POLICY = refund_gate.POLICY + "      when: GUARD\n"
 # the bad run says it is not a tool-use run
 RECORDS = [{"id": "r1", "case_id": "small", "kind": "tool_use",
             "tool_calls": [{"name": "issue_refund", "arguments": {"amount": 10}}]},
@@ -81,30 +54,12 @@ RECORDS = [{"id": "r1", "case_id": "small", "kind": "tool_use",
             "tool_calls": [{"name": "issue_refund", "arguments": {"amount": 5000}}]}]
 
 
-def folder(tmp_path: Path, policy: str, suite: str, records: list[dict[str, Any]],
-           judge: str = "") -> Path:
-    """A spec folder over the JSONL records the evaluated party wrote."""
-    out = tmp_path / "gate"
-    out.mkdir()
-    (out / "policy.yaml").write_text(policy)
-    (out / "suite.yaml").write_text(suite)
-    (out / "evaluation.yaml").write_text(EVALUATION.replace("JUDGE", judge))
-    (out / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return out
+folder, run = refund_gate.folder, refund_gate.run
 
 
 def guarded(tmp_path: Path, guard: str, purpose: str = "release") -> Path:
     return folder(tmp_path, POLICY.replace("PURPOSE", purpose).replace("GUARD", guard),
                   SUITE, RECORDS)
-
-
-def run(spec: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, dict[str, Any]]:
-    """engine run: the exit code, stderr, and the scorecard when one was written."""
-    out = spec.parent / "out"
-    code = main(["run", str(spec), "--out", str(out)])
-    card = out / "scorecard.json"
-    return (code, capsys.readouterr().err,
-            json.loads(card.read_text()) if card.exists() else {})
 
 
 @pytest.mark.parametrize("guard", [
