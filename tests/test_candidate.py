@@ -395,3 +395,36 @@ def test_the_resource_uri_of_a_candidate_is_a_uri(spec: Spec, keys: Path, name: 
     [statement] = vsa_lines(out / "vsa.intoto.jsonl", keys / "public.pem")
     assert statement["predicate"]["resourceUri"] == uri
     assert statement["subject"][0]["name"] == name
+
+
+def test_a_summary_beside_a_scorecard_that_names_no_build_is_refused(
+        spec: Spec, keys: Path, capsys: Any) -> None:
+    # second review of issue 36: an earlier run's genuine PASSED summary copied beside a
+    # run that named no build was only "not covered" (exit 0), and an admission tool
+    # reading the folder found a PASSED summary signed by the runner's key
+    code, old = spec.run("--key", str(keys / "private.pem"), "--subject",
+                         f"{BUILD}@sha256:{DIGEST}", out="old")
+    assert code == 0 and (old / "vsa.intoto.jsonl").exists()
+    code, new = spec.run("--key", str(keys / "private.pem"), out="new")
+    assert code == 0 and not (new / "vsa.intoto.jsonl").exists()
+    shutil.copy(old / "vsa.intoto.jsonl", new / "vsa.intoto.jsonl")
+    code, said = verify(new, keys, capsys)
+    assert code == 1 and "VSA_MISMATCH" in said and "names no candidate" in said, said
+
+
+def test_one_scorecard_of_a_run_without_out_does_not_speak_for_the_run(
+        tmp_path: Path, keys: Path, capsys: Any, monkeypatch: Any) -> None:
+    # second review of issue 36: without --out each scorecard named only its own
+    # evaluation as its run, so a deploy checking --run-id and --require-decision PASS
+    # admitted one PASSing evaluation of a run whose other evaluation FAILed
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", str(two_evaluations(tmp_path)), "--key", str(keys / "private.pem"),
+                 "--run-id", "R2"])
+    assert code == 1
+    [passing] = (tmp_path / "specgate-out" / "support-agent").glob("*/scorecard.json")
+    card = json.loads(passing.read_bytes())
+    assert card["decision"] == "PASS"
+    code, said = verify(passing, keys, capsys, "--run-id", "R2", "--require-decision", "PASS")
+    assert code == 1 and "PART_OF_RUN" in said and "also support-agent-b" in said, said
+    code, said = verify(passing, keys, capsys, "--run-id", "R2")
+    assert code == 0, said  # without the deploy's question it is valid evidence

@@ -87,10 +87,12 @@ def test_an_older_full_row_run_replays_byte_for_byte_with_full_rows(replayed: An
     assert files.pop("policy.yaml") != before["provenance"]["specs"]["files"].pop("policy.yaml")
     assert now["provenance"] == before["provenance"]
     # and the date it was judged on, which every scorecard names since issue 36 (the run
-    # was recorded before): without governance or harness keys no signed time is verified,
-    # so the clock set it
+    # was recorded before): the one signed time it rests on is the replayed scorecard's,
+    # days before the clock, so the clock set it
     assert "as_of" not in before and now["as_of"]["set_by"] == "clock"
-    assert now["as_of"]["date"] == now["as_of"]["clock"] and now["as_of"]["signed"] == {}
+    assert now["as_of"]["date"] == now["as_of"]["clock"]
+    assert list(now["as_of"]["signed"]) == ["replay"]
+    assert now["as_of"]["signed"]["replay"][:10] < now["as_of"]["date"]
     assert {k: v for k, v in now.items() if k not in ("judge", "provenance", "as_of")} == \
         {k: v for k, v in before.items() if k not in ("judge", "provenance")}
 

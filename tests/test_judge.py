@@ -6,6 +6,7 @@ protocol (agent-release-gate §11) and the issue, not from our output.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import json
@@ -400,8 +401,15 @@ def test_replay_reproduces_the_judged_evidence_offline_and_says_so(
     replay_facts = ("provider", "replayed_from", "fresh", "replayed", "cache_reuse")
     assert (card["judge"]["replayed"], card["judge"]["fresh"]) == (2, 0)
     assert card["judge"]["cache_reuse"] is None
-    assert {k: v for k, v in card.items() if k != "judge"} == \
-        {k: v for k, v in first_card.items() if k != "judge"}
+    assert {k: v for k, v in card.items() if k not in ("judge", "as_of")} == \
+        {k: v for k, v in first_card.items() if k not in ("judge", "as_of")}
+    # the replayed scorecard is a signed time the replay rests on (issue 36): when the
+    # first run's statement says it was signed
+    statement = json.loads(base64.b64decode(json.loads(
+        (first / "scorecard.intoto.jsonl").read_text().splitlines()[0])["payload"]))
+    assert card["as_of"]["signed"] == {**first_card["as_of"]["signed"],
+                                       "replay": statement["predicate"]["generated_at"]}
+    assert card["as_of"]["date"] == first_card["as_of"]["date"]
     assert {k: v for k, v in card["judge"].items() if k not in replay_facts} == \
         {k: v for k, v in first_card["judge"].items() if k not in replay_facts}
     # the scorecard file itself works as the source as well as its folder

@@ -551,3 +551,14 @@ def test_a_closed_or_full_stdout_keeps_the_exit_code(tmp_path: Path, redirect: s
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "INTERNAL_ERROR" not in done.stderr
     assert json.loads((tmp_path / "out" / "scorecard.json").read_text())["decision"] == "PASS"
+
+
+def test_a_stdout_that_cannot_hold_a_name_keeps_the_exit_code(tmp_path: Path) -> None:
+    # second review of issue 36: with PYTHONIOENCODING=ascii (the runner's environment) an
+    # --out named in Japanese ended a PASS in INTERNAL_ERROR UnicodeEncodeError, exit 3
+    done = subprocess.run([sys.executable, "-m", "engine", "run", str(ROOT / "specs" / "example"),
+                           "--out", "out-日本"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT),
+                               "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert "INTERNAL_ERROR" not in done.stderr and "\\u65e5\\u672c" in done.stdout

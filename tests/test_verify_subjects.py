@@ -313,6 +313,9 @@ DEEP = "[" * 200000 + "]" * 200000
     ("scorecard.json", DEEP, "DIGEST_MISMATCH"),  # never parsed: no signature vouches
     ("scorecard.intoto.jsonl", None, "NOT_A_FILE"),
     ("scorecard.json.sig", None, "NOT_A_FILE"),
+    # a folder in place of a signed file (second review of issue 36: IO_ERROR, exit 2)
+    ("scorecard.intoto.jsonl", "folder", "NOT_A_FILE"),
+    ("scorecard.json.sig", "folder", "NOT_A_FILE"),
 ])
 def test_a_hostile_signed_file_is_a_coded_failure_never_a_crash_or_a_hang(
         tmp_path: Path, keys: Path, judge: Judge, monkeypatch: Any, capsys: Any, name: str,
@@ -323,6 +326,8 @@ def test_a_hostile_signed_file_is_a_coded_failure_never_a_crash_or_a_hang(
     (out / name).unlink()
     if content is None:
         os.mkfifo(out / name)
+    elif content == "folder":
+        (out / name).mkdir()
     else:
         (out / name).write_text(content)
     status, printed = verify(out, keys / "public.pem", capsys)

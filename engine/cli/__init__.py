@@ -72,8 +72,14 @@ class _Stdout:
 
     def write(self, text: str) -> int:
         if not self.closed_by_reader:
+            safe = shown(text, keep_layout=True)
             try:
-                self.stream.write(shown(text, keep_layout=True))
+                try:
+                    self.stream.write(safe)
+                except UnicodeEncodeError:  # a stream that cannot hold the text (ascii)
+                    encoding = getattr(self.stream, "encoding", None) or "ascii"
+                    self.stream.write(safe.encode(encoding, "backslashreplace")
+                                      .decode(encoding))
             except OSError as exc:
                 self._closed(exc)
         return len(text)

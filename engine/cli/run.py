@@ -162,8 +162,10 @@ def run(args: argparse.Namespace) -> int:
                          attestations=_attestations(args.attestation, evaluations),
                          candidates=candidate.parse_all(args.subject))
     run_id = runs.checked_id(args.run_id) if args.run_id is not None else runs.new_id()
-    together = [e.name for e in evaluations] if args.out is not None else None
-    results = [_execute(e, d, replace(options, run=runs.predicate(run_id, together or [e.name])))
+    # every scorecard names every evaluation of its run, --out or not: verified alone, one
+    # that PASSed must not stand for a run whose other evaluation FAILed (PART_OF_RUN)
+    together = [e.name for e in evaluations]
+    results = [_execute(e, d, replace(options, run=runs.predicate(run_id, together)))
                for e, d in zip(evaluations, dests, strict=True)]
     worst = max(r.exit_code for r in results)
     # a folder beside --out named like a killed run's staging folder, seen and left there
@@ -363,7 +365,8 @@ def _judge_changed(declared: JudgeConfig, used: JudgeConfig) -> bool:
 
 
 _SIGNED = {"specs": "specs bundle", "attestation": "harness attestation",
-           "baseline": "baseline", "calibration": "calibration"}  # as_of.set_by, in words
+           "baseline": "baseline", "calibration": "calibration",
+           "replay": "replayed scorecard"}  # as_of.set_by, in words
 
 
 def _summary(result: Result) -> dict[str, Any]:

@@ -71,10 +71,11 @@ def read_file(path: Path, limit: int = MAX_SIGNED_BYTES) -> bytes:
         handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise VerifyError(f"{path.name}: {exc.strerror or exc}", "UNREADABLE") from None
+    info = os.fstat(handle)  # before fdopen, which refuses a folder with its own error
+    if not stat.S_ISREG(info.st_mode):
+        os.close(handle)
+        raise VerifyError(f"{path.name} is not a regular file", "NOT_A_FILE")
     with os.fdopen(handle, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise VerifyError(f"{path.name} is not a regular file", "NOT_A_FILE")
         if info.st_size > limit:
             raise VerifyError(f"{path.name} is larger than {limit} bytes", "UNREADABLE")
         try:
@@ -280,9 +281,13 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
     checked, absent = _check_files(folder, card, subjects)
     builds = _candidates(card, subjects)
     run_id, evaluations = run_of(signed.statement)
+    _signed_after_its_inputs(card, signed_time(signed.statement))
     judged = candidate.Judged.of(card, signed.sha256, "scorecard.json")
     vsa = folder / candidate.VSA_FILE
     here = vsa.exists() or vsa.is_symlink()
+    if here and not builds:  # a summary of some other run, planted for admission tools
+        raise VerifyError(f"{candidate.VSA_FILE} beside a scorecard that names no candidate: "
+                          "no run wrote it here", "VSA_MISMATCH")
     if builds and len(evaluations) > 1 and here:  # the run's VSA is at its folder's top
         raise VerifyError(f"{candidate.VSA_FILE} beside the scorecard of one of run "
                           f"{run_id}'s {len(evaluations)} evaluations: the run's summary is "
@@ -306,6 +311,28 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
                     signed_time(signed.statement), run_id, evaluations,
                     candidates=tuple(builds.items()), policy=judged.policy,
                     policy_sha256=judged.policy_sha256)
+
+
+def _signed_after_its_inputs(card: dict[str, Any], signed_at: str) -> None:
+    """The signed times a scorecard says it rests on (``as_of.signed``: the specs bundle,
+    attestations, baseline, calibration, replayed scorecard, each verified when the run
+    read it) are no later than the scorecard's own signature: else the runner's clock was
+    behind them (set back to revive a waiver). Checked with no other key than the runner's,
+    since the times are the run's own signed record (docs/provenance.md#time)."""
+    dated = card.get("as_of")
+    signed = dated.get("signed") if isinstance(dated, dict) else None
+    if not isinstance(signed, dict) or not signed_at:
+        return
+    later = {what: when for what, when in signed.items()
+             if isinstance(when, str) and SIGNED_TIME.fullmatch(when) and when > signed_at}
+    if later:
+        what, when = max(later.items(), key=lambda item: item[1])
+        source, _, name = what.partition(":")
+        named = {"specs": "specs bundle", "attestation": f"attestation of input {name}",
+                 "replay": "replayed scorecard"}.get(source, source)
+        raise VerifyError(f"the scorecard was signed {signed_at}, before the {named} it rests "
+                          f"on ({when}): the runner's clock was behind "
+                          "(docs/provenance.md#time)", "SIGNED_BEFORE_INPUTS")
 
 
 def _candidates(card: dict[str, Any], subjects: dict[str, str]) -> dict[str, str]:

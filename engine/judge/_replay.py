@@ -42,9 +42,10 @@ def _scorecard(source: Path) -> Path:
     return card
 
 
-def _verified(card: Path, keys: list[Ed25519PublicKey]) -> tuple[str, dict[str, Any], int]:
-    """The scorecard's sha256, its judge block and the index of the key it verifies with,
-    once it verifies against a trusted key."""
+def _verified(card: Path, keys: list[Ed25519PublicKey]
+              ) -> tuple[str, dict[str, Any], int, str]:
+    """The scorecard's sha256, its judge block, the index of the key it verifies with and
+    the time it was signed, once it verifies against a trusted key."""
     from engine.evidence.verify import verify
 
     if not keys:
@@ -66,7 +67,7 @@ def _verified(card: Path, keys: list[Ed25519PublicKey]) -> tuple[str, dict[str, 
                              "REPLAY_MISMATCH")
         codes = [r.get("code") for r in data.get("reasons") or [] if isinstance(r, dict)]
         return found.scorecard_sha256, {**judge, "$overridden": "JUDGE_OVERRIDDEN" in codes}, \
-            index
+            index, found.generated_at
     why = f"{problem.code}: {problem}" if problem else "it changed while being read"
     raise UsageError(f"--judge-replay {card}: the scorecard does not verify against a trusted "
                      f"key ({why})", "REPLAY_UNTRUSTED")
@@ -89,7 +90,7 @@ def bind(config: JudgeConfig, keys: list[Ed25519PublicKey]) -> JudgeConfig:
     file and its digest, and the source scorecard's digest (``replayed_from``)."""
     assert config.replay is not None
     card = _scorecard(config.replay)
-    sha, judge, signer = _verified(card, keys)
+    sha, judge, signer, signed_at = _verified(card, keys)
     identity = _identity(judge, card)
     judgements = card.parent / "judgements.jsonl"
     try:
@@ -109,7 +110,7 @@ def bind(config: JudgeConfig, keys: list[Ed25519PublicKey]) -> JudgeConfig:
                    model=identity["model"], panel=panel,
                    temperature=identity["temperature"], max_tokens=identity["max_tokens"],
                    seed=identity["seed"], replay=judgements, replay_sha256=actual,
-                   replayed_from=sha, replay_signer=signer)
+                   replayed_from=sha, replay_signer=signer, replayed_at=signed_at)
 
 
 def load(config: JudgeConfig) -> dict[str, Any]:

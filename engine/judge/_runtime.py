@@ -69,6 +69,7 @@ class JudgeConfig:
     replay_sha256: str | None = None  # of the bound judgements.jsonl
     replayed_from: str | None = None  # sha256 of the verified scorecard they come from
     replay_signer: int | None = None  # which of the run's trusted keys verified the replay
+    replayed_at: str = ""  # when that scorecard was signed: a time the run rests on
     replay_overridden: bool = False  # the replayed run's judge was chosen on its command line
 
     @property

@@ -1,7 +1,8 @@
 """The date a run judges waivers on (docs/provenance.md#time).
 
 A release is judged no earlier than the latest signed time it rests on: governance's specs
-bundle, each harness attestation of an input, the pinned baseline, the calibration. The
+bundle, each harness attestation of an input, the pinned baseline, the calibration, the
+scorecard whose judge answers it replays (engine/run/execute.py). The
 runner's clock and ``--as-of`` can move the date forward only. Only times whose signature
 verified against a key the run trusts count: the blocks read here record a time only then.
 Other purposes are judged on the date asked for; their signed times are recorded all the

@@ -155,6 +155,16 @@ def _date(run: _Run) -> None:
     evaluation.as_of = run.as_of["date"]
 
 
+def _date_replay(run: _Run, signed_at: str) -> None:
+    """A release that replays a signed scorecard's answers rests on them: it is judged no
+    earlier than that scorecard was signed, before any row is scored (a clock set back to
+    before a waiver expired, with the later run's answers replayed, revived the waiver:
+    second hostile review of issue 36)."""
+    signed = {**(run.as_of or {}).get("signed", {}), "replay": signed_at}
+    run.as_of = _judged_on(run, signed)
+    run.evaluation.as_of = run.as_of["date"]
+
+
 def _judged_on(run: _Run, signed: dict[str, str]) -> dict[str, Any]:
     evaluation = run.evaluation
     return clock.judged_on(evaluation.policy.purpose, run.base_as_of, evaluation.as_of_clock,
@@ -193,6 +203,8 @@ def _score(run: _Run) -> None:
     run.runtime = _judge_runtime(evaluation, _cache_of(evaluation, run.options),
                                  run.options.progress,
                                  run.keys, (run.options.run or {}).get("id"))
+    if run.runtime is not None and run.runtime.config.replayed_at:
+        _date_replay(run, run.runtime.config.replayed_at)
     if run.runtime is not None:  # first pass: gather the prompts, then answer them all
         runner.run(evaluation, runner.records(evaluation), lambda row: None, run.runtime)
         run.runtime.answer_all()

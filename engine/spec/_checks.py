@@ -2325,7 +2325,7 @@ def _e327(x):
 
 def _e328(x):
     if not isinstance(x, str): return False
-    if not re.search('^(clock|requested|specs|baseline|calibration|attestation:.+)$', x) or x.endswith('\n'): return False
+    if not re.search('^(clock|requested|specs|baseline|calibration|replay|attestation:.+)$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -3893,7 +3893,7 @@ SHIPPED = {
     'evaluation': ('d53b187b346c6230e4bf39698409572e91e71ee69c56a5fdb1dada2b973bcf84', _e27),
     'policy': ('6b85f4430052bc33581ce17445b5bb36329995dfd1b47293aea4068d3bc23d6e', _e81),
     'policytest': ('7c67caa51d264120e801a3ba3b8ebf672c18967f1bd7ad67dc3bc54f35ccaf57', _e164),
-    'scorecard': ('81d15fe54504d785ddc6217e8c374054f64069f03309fa74137e904688a94c68', _e178),
+    'scorecard': ('17ad358fdd81806940e5f4abfb3d7db0fd686938f155e1a2a6dbf160220ddc99', _e178),
     'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e333),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
