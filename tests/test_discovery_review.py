@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import zlib
@@ -303,10 +304,18 @@ def test_a_blind_cache_for_other_inputs_is_refused(spec: Path, judge: Judge, tmp
     # refused first, SEED_BEFORE_SUBMISSIONS): the binding is edited instead
     stored = json.loads(cache.read_text())
     stored["binding"]["submission_sha256"] = "0" * 64
-    cache.write_text(json.dumps(stored))
-    kept = cache.read_bytes()
+    cache.write_text(json.dumps(stored))  # edited in the folder: its seal no longer verifies
     judge.responder = honest
     before = judge.calls()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error REVIEW_FILE_FOREIGN" in out
+    # resealed by the job's own key (a cache this job made for other inputs)
+    from engine.evidence.signing import derived_key, load_private
+    from engine.protocols.discovery.seal import KEY_DOMAIN, seal_file
+    key = derived_key(load_private(Path(os.environ["SPECGATE_SIGNING_KEY"])), KEY_DOMAIN)
+    cache.write_text(json.dumps(seal_file({k: v for k, v in stored.items() if k != "seal"},
+                                          key)))
+    kept = cache.read_bytes()
     code, out = review(spec, judge, reviews, capsys=capsys)
     assert code == 1 and f"{GROUP}: error BLIND_CACHE_BINDING" in out
     assert judge.calls() == before  # nothing asked on a cache made for other inputs

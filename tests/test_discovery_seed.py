@@ -154,25 +154,20 @@ def test_a_config_sealed_with_another_key_is_refused(spec: Path, judge: Judge, t
 def test_a_seed_sealed_with_the_runners_key_file_is_refused_by_the_protected_job(
         spec: Path, judge: Judge, tmp_path: Path, capsys: Any, monkeypatch: Any,
         protected_key: Path, how: str) -> None:
-    # the gated team controls the runner: it writes the judge cache's key file, seals a
-    # judge_config.json whose seed it settled on offline with that key (recording a draw
-    # after the submissions), and has the reviews made under it, all before the protected
-    # job runs with its signing key (given as --key, or in $SPECGATE_SIGNING_KEY)
-    from engine.protocols.discovery.seal import ORIGIN_KEYS, seal, submission_digests
+    # the gated team controls the runner: it writes the judge cache's key file (one it
+    # tried offline until the seed derived under it gave a sample it likes), has its own
+    # review made with it, all before the protected job runs with its signing key (given
+    # as --key, or in $SPECGATE_SIGNING_KEY)
+    from engine.protocols.discovery.seal import canonical_digests, derive
 
     key = _runner_key(tmp_path, monkeypatch)
     reviews = tmp_path / "reviews"
-    planted = _plant(spec, judge, reviews)
     tasks = json.loads((spec / "demo" / "tasks.json").read_text())
-    origin = {"how": "drawn", "seed_bytes": 32, "drawn_at": "2026-01-01T00:00:00.000000Z",
-              "submissions": submission_digests(tasks, spec / "demo" / "submissions")}
-    if "sealed_by" in ORIGIN_KEYS:  # the engine's own record of it, told truthfully
-        origin["sealed_by"] = "runner_key"
-    (reviews / "judge_config.json").write_text(
-        json.dumps(seal(planted | {"audit_seed_origin": origin}, key)))
+    chosen = derive(key, hashlib.sha256(_jcs(tasks)).hexdigest(),
+                    canonical_digests(tasks, spec / "demo" / "submissions"), 32)
     monkeypatch.delenv("SPECGATE_SIGNING_KEY")  # the team's own review, without the key
     assert review(spec, judge, reviews)[0] == 0
-    assert json.loads((reviews / f"{GROUP}.json").read_text())["blind_check"]["seed"] == CHOSEN
+    assert json.loads((reviews / f"{GROUP}.json").read_text())["blind_check"]["seed"] == chosen
     extra: tuple[str, ...] = ()
     if how == "env":
         monkeypatch.setenv("SPECGATE_SIGNING_KEY", str(protected_key))
@@ -243,6 +238,23 @@ def test_the_signing_key_seals_the_seed_and_only_it_opens_it(
     assert code == 2 and "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
 
 
+def _jcs(value: Any) -> bytes:
+    """RFC 8785 for the demo's values (strings, integers, objects, arrays: no floats)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def _expand(key: bytes, message: bytes, n: int) -> str:
+    """The seed as issue 36 specifies it, worked out here: HMAC-SHA256 counter-mode blocks
+    under HMAC(key, the audit seed's domain), the first n bytes, lowercase hex."""
+    import hmac
+
+    k = hmac.new(key, b"specgate.review-audit-seed/v1", "sha256").digest()
+    out = b"".join(hmac.new(k, i.to_bytes(4, "big") + message, "sha256").digest()
+                   for i in range(1, 4))
+    return out[:n].hex()
+
+
 def test_a_clean_review_draws_a_seed_of_seed_bytes_after_the_submissions(
         spec: Path, judge: Judge, tmp_path: Path, capsys: Any, protected_key: Path) -> None:
     from engine.protocols.discovery.seal import sealed
@@ -256,12 +268,17 @@ def test_a_clean_review_draws_a_seed_of_seed_bytes_after_the_submissions(
     config = json.loads((reviews / "judge_config.json").read_text())
     assert re.fullmatch(r"[0-9a-f]{96}", config["audit_seed"])  # 48 bytes, not 32
     origin = config["audit_seed_origin"]
-    assert origin["how"] == "drawn" and origin["seed_bytes"] == 48
+    assert origin["how"] == "derived" and origin["seed_bytes"] == 48
     assert origin["sealed_by"] == "signing_key"  # $SPECGATE_SIGNING_KEY, as engine run reads it
-    assert datetime.fromisoformat(origin["drawn_at"]) >= before.replace(microsecond=0)
-    assert origin["submissions"] == {  # worked out here from the files' bytes
-        t: hashlib.sha256(_submission(spec, t).read_bytes()).hexdigest()
-        for t in (GROUP, TEMPORAL)}
+    assert datetime.fromisoformat(origin["derived_at"]) >= before.replace(microsecond=0)
+    from engine.canonical import digest  # RFC 8785 (the submissions hold floats)
+    subs = {t: digest(json.loads(_submission(spec, t).read_bytes()))
+            for t in (GROUP, TEMPORAL)}  # the files' canonical forms, not their bytes
+    assert origin["submissions"] == subs
+    tasks = json.loads((spec / "demo" / "tasks.json").read_text())
+    message = _jcs({"tasks_sha256": hashlib.sha256(_jcs(tasks)).hexdigest(),
+                    "submissions": subs, "seed_bytes": 48})
+    assert config["audit_seed"] == _expand(_derived(protected_key), message, 48)
     assert sealed(config, _derived(protected_key))
     stored = json.loads((reviews / f"{GROUP}.json").read_text())
     assert stored["audit_seed_origin"] == origin  # recorded in the review too
@@ -308,14 +325,15 @@ def test_a_submission_written_after_the_seed_was_drawn_is_refused(
 
 def test_the_evaluation_refuses_a_review_whose_seed_origin_is_not_recorded(
         spec: Path, judge: Judge, tmp_path: Path, capsys: Any, protected_key: Path) -> None:
-    from engine.protocols.discovery.seal import seal
+    from engine.protocols.discovery.seal import seal, seal_file
 
     reviews = tmp_path / "reviews"
     assert review(spec, judge, reviews)[0] == 0
     path = reviews / f"{GROUP}.json"
     kept = path.read_text()
-    path.write_text(json.dumps({k: v for k, v in json.loads(kept).items()
-                                if k != "audit_seed_origin"}))
+    path.write_text(json.dumps(seal_file({k: v for k, v in json.loads(kept).items()
+                                          if k not in ("audit_seed_origin", "seal")},
+                                         _derived(protected_key))))  # a key holder's slip
     capsys.readouterr()
     code, card = evaluate(spec, reviews, "no-origin-in-review")
     assert code == 2 and card == {} and "AUDIT_SEED_ORIGIN" in capsys.readouterr().err
@@ -326,6 +344,7 @@ def test_the_evaluation_refuses_a_review_whose_seed_origin_is_not_recorded(
     config = json.loads(config_path.read_text())
     key = _derived(protected_key)
     for origin in (None, {**config["audit_seed_origin"], "how": "fixed"},
+                   {**config["audit_seed_origin"], "how": "drawn"},
                    {**config["audit_seed_origin"], "sealed_by": "runner_key"}):
         bare = {k: v for k, v in config.items() if k not in ("seal", "audit_seed_origin")}
         config_path.write_text(json.dumps(seal(bare | ({"audit_seed_origin": origin}
@@ -342,7 +361,16 @@ def test_the_evaluation_refuses_a_submission_changed_after_the_seed(
     path.write_text(json.dumps(json.loads(path.read_text()), indent=3))  # same value, new bytes
     capsys.readouterr()
     code, card = evaluate(spec, reviews, "out")
-    assert code == 2 and card == {} and "SEED_BEFORE_SUBMISSIONS" in capsys.readouterr().err
+    # the seed is derived from the canonical form, which re-spacing leaves as it was: the
+    # same submission, the same seed and sample, the same review
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(path.read_text())
+    data["findings"][0]["claim"] += " (revised)"  # a changed submission: a new one
+    path.write_text(json.dumps(data))
+    code, card = evaluate(spec, reviews, "changed")
+    err = capsys.readouterr().err
+    assert code == 2 and card == {} and ("STALE_REVIEW" in err
+                                         or "SEED_BEFORE_SUBMISSIONS" in err), err
 
 
 def test_a_seed_of_too_few_bytes_is_a_spec_error(spec: Path, capsys: Any) -> None:
@@ -381,3 +409,47 @@ def test_a_pinned_seed_chooses_no_sample_for_another_submission(tmp_path: Path,
     assert main(["run", str(folder), "--out", str(tmp_path / "out")]) == 2
     assert "REVIEW_CONFIG_FOREIGN" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_re_running_the_protected_review_derives_the_same_seed(
+        spec: Path, judge: Judge, tmp_path: Path, capsys: Any) -> None:
+    # issue 36 review C1: the gated team re-triggers the protected review job (a fresh
+    # --reviews-dir each time) hoping for a sample that misses the disproving documents;
+    # before, each run drew a new sealed seed and the signed release accepted every one
+    seeds, samples = [], []
+    for i in range(3):
+        reviews = tmp_path / f"reviews{i}"
+        assert review(spec, judge, reviews)[0] == 0
+        seeds.append(json.loads((reviews / "judge_config.json").read_text())["audit_seed"])
+        samples.append(json.loads((reviews / f"{GROUP}.json").read_text())
+                       ["semantic_audit"]["document_ids"])
+        code, _ = evaluate(spec, reviews, f"out{i}")
+        assert code == 0, capsys.readouterr().err
+    assert len(set(seeds)) == 1 and samples[0] == samples[1] == samples[2]
+
+
+def test_rewritten_review_grades_are_refused(spec: Path, judge: Judge, tmp_path: Path,
+                                            capsys: Any) -> None:
+    # issue 36 review C2: after the protected review job, the gated team rewrites the
+    # grades in <task>.json (the folder is its own), leaving seed, origin and digests as
+    # they were; before, the signed release scored the rewritten grades
+    reviews = tmp_path / "reviews"
+    assert review(spec, judge, reviews)[0] == 0
+    path = reviews / f"{GROUP}.json"
+    data = json.loads(path.read_text())
+    for row in data["findings"]:
+        row.update(statistical_validity=1.0, evidence_entailment=1.0, analytical_depth=1.0,
+                   calibration=1.0)
+    path.write_text(json.dumps(data, indent=1))
+    capsys.readouterr()
+    code, card = evaluate(spec, reviews, "forged")
+    assert code == 2 and card == {} and "REVIEW_FILE_FOREIGN" in capsys.readouterr().err
+    # the same edit with the seal dropped, and a resume over it: refused, never redone
+    del data["seal"]
+    path.write_text(json.dumps(data))
+    code, card = evaluate(spec, reviews, "unsealed")
+    assert code == 2 and "REVIEW_FILE_FOREIGN" in capsys.readouterr().err
+    calls = judge.calls()
+    code, out = review(spec, judge, reviews, capsys=capsys)
+    assert code == 1 and f"{GROUP}: error REVIEW_FILE_FOREIGN" in out
+    assert judge.calls() == calls and json.loads(path.read_text()) == data  # left as is

@@ -70,8 +70,13 @@ JUDGE_CONFIG_MISMATCH: the review folder was made with another judge configurati
 
 block(CODES, _FQD, "2", "nothing reviewed (engine review); the report is refused (engine run)", """
 REVIEW_CONFIG_FOREIGN: judge_config.json (or a file beside it) was not written by this review job
-AUDIT_SEED_ORIGIN: the audit seed is not recorded as drawn by the review, of audit.yaml's seed_bytes
-SEED_BEFORE_SUBMISSIONS: the submissions changed after the audit seed was drawn
+AUDIT_SEED_ORIGIN: the audit seed is not the one the review derives from its submissions and key
+SEED_BEFORE_SUBMISSIONS: the submissions changed after the audit seed was derived from them
+""")
+
+block(CODES, _FQD, "1 or 2", "the task's review fails (engine review); the report is refused "
+      "(engine run)", """
+REVIEW_FILE_FOREIGN: a review file or blind cache's seal does not verify with the review's key
 """)
 
 block(CODES, _FQD, "- or 2", "ERROR row; the report is refused", """

@@ -18,10 +18,12 @@ from engine.protocols.discovery.names import task_file
 from engine.protocols.discovery.report import ReviewIntegrityError
 from engine.protocols.discovery.seal import (
     SEALED_KEYS,
+    canonical_digests,
     drawn_after,
     origin_problem,
     pinned,
     sealed,
+    sealed_file,
     submission_digests,
 )
 from engine.protocols.discovery.task import Package
@@ -70,9 +72,9 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
     if changed:
         raise ReviewIntegrityError(f"{path}: {', '.join(changed)} differ(s) from this "
                                    "package and inventory", "JUDGE_CONFIG_MISMATCH")
-    origin = _check_seed(pkg, tasks, path, stored, submissions, reviewed,
-                         (purpose, derived)) if reviewed else None
-    _check_reviews(folder, stored, records, origin)
+    origin, key = _check_seed(pkg, tasks, path, stored, submissions, reviewed,
+                              (purpose, derived)) if reviewed else (None, None)
+    _check_reviews(folder, stored, records, origin, key)
     return {"model": model, "base_url": base_url,
             "max_input_chars": current["max_input_chars"],
             "max_output_tokens": current["max_output_tokens"], "audit_documents": budget,
@@ -81,31 +83,33 @@ def reviewer_identity(pkg: Package, tasks: list[dict[str, Any]], folder: Path | 
 
 def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: dict[str, Any],
                 submissions: Path, reviewed: list[dict[str, Any]],
-                run: tuple[str, bytes | None]) -> str:
-    """How the scored reviews' seed is known not to be the evaluated party's choice:
-    ``drawn`` (sealed by a review job holding this job's key, of audit.yaml's seed_bytes,
-    before which each scored task's submission existed as it is now) or ``pinned``
-    (audit.yaml pins it for these tasks and those submissions). Anything else is refused:
+                run: tuple[str, bytes | None]) -> tuple[str, bytes | None]:
+    """How the scored reviews' seed is known not to be the evaluated party's choice, and
+    the key that sealed it: ``drawn`` (sealed by a review job holding this job's key, of
+    audit.yaml's seed_bytes, derived with that key from the submissions it records, each
+    scored task's being the one, in canonical form, it scores now) or ``pinned`` (audit.yaml
+    pins it for these tasks and those submissions; no key). Anything else is refused:
     whoever writes the review directory could otherwise choose the audit sample.
 
     This job's key is the run's signing key derived under seal.KEY_DOMAIN; a triage or
     self-test run also takes the runner's key file. A release never does: the key file lies
     on a runner the evaluated party may control, so it could seal a seed it chose."""
-    now = submission_digests(tasks, submissions)
     ids = [r["task_id"] for r in reviewed]
     sealer = _sealer(stored, path, *run)
     if sealer is not None:
-        problem = origin_problem(stored, pkg.discovery.audit["seed_bytes"], sealer)
+        kind, key = sealer
+        problem = origin_problem(stored, pkg.discovery.audit["seed_bytes"], kind, key)
         if problem:
             raise ReviewIntegrityError(f"{path}: {problem}", "AUDIT_SEED_ORIGIN")
+        now = canonical_digests(tasks, submissions)
         late = [t for t in ids if not drawn_after(stored["audit_seed_origin"], t, now.get(t))]
         if late:
-            raise ReviewIntegrityError(f"{', '.join(late)}: the submission did not exist, as "
-                                       "it is now, when the audit seed was drawn",
+            raise ReviewIntegrityError(f"{', '.join(late)}: the audit seed was not derived "
+                                       "from the submission as it is now",
                                        "SEED_BEFORE_SUBMISSIONS")
-        return "drawn"
-    if pinned(pkg.discovery.audit, stored, ids, now):
-        return "pinned"
+        return "drawn", key
+    if pinned(pkg.discovery.audit, stored, ids, submission_digests(tasks, submissions)):
+        return "pinned", None
     raise ReviewIntegrityError(f"{path}: not written by a review job holding this job's key "
                                f"({_keys_tried(*run)}: its seal is missing or does not "
                                "verify), and audit.yaml pins no such seed for these "
@@ -113,15 +117,17 @@ def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: d
 
 
 def _sealer(stored: dict[str, Any], path: Path, purpose: str,
-            derived: bytes | None) -> str | None:
-    """Which of this job's keys sealed the configuration (seal.SEALERS), or None."""
+            derived: bytes | None) -> tuple[str, bytes] | None:
+    """Which of this job's keys sealed the configuration (seal.SEALERS) and that key, or
+    None."""
     if derived is not None and sealed(stored, derived):
-        return "signing_key"
+        return "signing_key", derived
     if purpose == "release":  # the runner's key file is the evaluated party's to read
         return None
     from engine.judge import key_path, load_key  # its key file only when it may count
 
-    return "runner_key" if sealed(stored, load_key(key_path(), path.parent)) else None
+    key = load_key(key_path(), path.parent)
+    return ("runner_key", key) if sealed(stored, key) else None
 
 
 def _keys_tried(purpose: str, derived: bytes | None) -> str:
@@ -133,14 +139,22 @@ def _keys_tried(purpose: str, derived: bytes | None) -> str:
 
 
 def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, Any]],
-                   origin: str | None) -> None:
-    """Each scored review was made under this configuration (method, seed and budget), and
-    one whose seed was drawn records the configuration's seed origin."""
+                   origin: str | None, key: bytes | None) -> None:
+    """Each scored review was made under this configuration (method, seed and budget); one
+    whose seed was derived records the configuration's seed origin and carries a seal made
+    with the configuration's key (REVIEW_FILE_FOREIGN: grades, annotations or audit records
+    rewritten in the folder after the review job). A pinned seed's review files are
+    governance's, shipped with the spec package the pin is part of."""
     method = f"{stored['base_url']} / {stored['model']}"
     for record in records:
         if not record.get("reviewer_method"):
             continue
         review = _object(task_file(folder, record, ".json"), "JUDGE_CONFIG_MISMATCH")
+        if origin == "drawn" and (key is None or not sealed_file(review, key)):
+            raise ReviewIntegrityError(f"{record['task_id']}: the review file was not written "
+                                       "by the review job that sealed judge_config.json (its "
+                                       "seal is missing or does not verify with that key)",
+                                       "REVIEW_FILE_FOREIGN")
         check = review.get("blind_check") or {}
         if (record["reviewer_method"], check.get("seed"), check.get("budget")) != \
                 (method, stored.get("audit_seed"), stored["audit_documents"]):

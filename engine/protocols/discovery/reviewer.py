@@ -4,12 +4,14 @@ Per task: local gates, the seeded audit sample, the claim-blind check (batched r
 one repair per batch, a cache bound to its inputs), the narrative judge (no repair), and a
 review file bound to the task, corpus, submission, reference and scoring digests. Files are
 created exclusively and never overwritten; a stale review needs a fresh review directory.
+Every file written is sealed with the review's key (seal.py); a review file or blind cache
+whose seal does not verify was not written by this job and is refused, never redone over
+(REVIEW_FILE_FOREIGN: the folder is the evaluated party's to write).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -37,12 +39,16 @@ from engine.protocols.discovery.review import (
 )
 from engine.protocols.discovery.seal import (
     SEALED_KEYS,
-    draw,
+    canonical_digests,
+    canonical_sha,
+    derive,
     drawn_after,
+    make_origin,
     origin_problem,
     seal,
+    seal_file,
     sealed,
-    submission_digests,
+    sealed_file,
 )
 from engine.protocols.discovery.stats import audit_details
 from engine.protocols.discovery.task import Package, _corpus_file, reference_sha256
@@ -52,6 +58,23 @@ __all__ = ["ReviewError", "Reviewer", "judge_config", "load_reviewer",
            "review_all", "review_task"]
 
 MAX_CONFIG = 1 << 20  # judge_config.json is under 2 KB; a larger file is refused unread
+MAX_FILE = 1 << 28  # a review file or blind cache larger than this is refused unread
+
+
+def _read_sealed(path: Path, key: bytes, what: str) -> dict[str, Any]:
+    """A review file or blind cache this job wrote: its seal verifies with ``key``, else
+    REVIEW_FILE_FOREIGN (planted or edited in the folder; refused, not redone over)."""
+    try:
+        stored = loads(read_file(path, MAX_FILE))
+    except (JsonError, VerifyError) as exc:
+        raise ReviewError("REVIEW_FILE_FOREIGN", f"{path.name} is not a {what} this review "
+                          f"wrote ({exc}); start a fresh review directory") from None
+    if not sealed_file(stored, key):
+        raise ReviewError("REVIEW_FILE_FOREIGN", f"{path.name} was not written by this review "
+                          f"job (its seal is missing or does not verify); a {what} it did not "
+                          "write is neither used nor redone over: start a fresh review "
+                          "directory")
+    return dict(stored)
 
 
 def _write_new(path: Path, value: Any) -> None:
@@ -64,25 +87,31 @@ def _write_new(path: Path, value: Any) -> None:
         handle.write(json.dumps(value, indent=1, ensure_ascii=False).encode() + b"\n")
 
 
+def seal_key(folder: Path, derived: bytes | None) -> tuple[bytes, str]:
+    """The key that seals what the review writes, and its ``sealed_by``: ``derived`` (the
+    signing key derived under seal.KEY_DOMAIN), else the runner's key file."""
+    return (derived, "signing_key") if derived is not None else \
+        (load_key(key_path(), folder), "runner_key")
+
+
 def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], budget: int,
-                 folder: Path, submissions: Path, derived: bytes | None) -> dict[str, Any]:
-    """judge_config.json: created once, sealed, with a seed the review draws itself after
-    reading the submissions (seal.py); on every later run, its own seal and the submissions
-    it was drawn after are checked, then every other field is compared. ``derived`` is the
-    signing key derived under seal.KEY_DOMAIN; without one the runner's key file seals."""
+                 folder: Path, submissions: Path, sealer: tuple[bytes, str]) -> dict[str, Any]:
+    """judge_config.json: created once, sealed, with a seed the review derives itself from
+    the submissions as it reads them (seal.py); on every later run, its own seal, the seed's
+    derivation and the submissions are checked, then every other field is compared."""
     current = config_fields(pkg, reviewer.model, reviewer.base_url, tasks, budget)
     seed_bytes = pkg.discovery.audit["seed_bytes"]
-    key, sealed_by = (derived, "signing_key") if derived is not None else \
-        (load_key(key_path(), folder), "runner_key")
-    after = submission_digests(tasks, submissions)  # the submissions as they now stand
+    key, sealed_by = sealer
+    after = canonical_digests(tasks, submissions)  # the submissions as they now stand
     path = folder / "judge_config.json"
     if not os.path.lexists(path):
         if any(folder.iterdir()):  # reviews or blind caches someone else put there
             raise ReviewError("REVIEW_CONFIG_FOREIGN", "the review directory holds files but "
                               "no judge_config.json: this review did not write them; start a "
                               "fresh review directory")
-        seed, origin = draw(seed_bytes, after, sealed_by)
-        stored = seal({**current, "audit_seed": seed, "audit_seed_origin": origin}, key)
+        seed = derive(key, current["tasks_sha256"], after, seed_bytes)
+        stored = seal({**current, "audit_seed": seed,
+                       "audit_seed_origin": make_origin(seed_bytes, after, sealed_by)}, key)
         data = json.dumps(stored, indent=1, ensure_ascii=False).encode() + b"\n"
         try:  # whole or not at all, never over a file put there meanwhile
             written = write_whole(path, data)
@@ -103,7 +132,7 @@ def judge_config(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], 
                           f"review job (its seal is missing or does not verify with the "
                           f"{sealed_by.replace('_', ' ')}); the review never takes a seed it "
                           "did not draw: start a fresh review directory")
-    problem = origin_problem(stored, seed_bytes, sealed_by)
+    problem = origin_problem(stored, seed_bytes, sealed_by, key)
     if problem:
         raise ReviewError("AUDIT_SEED_ORIGIN", f"judge_config.json: {problem}; start a fresh "
                           "review directory")
@@ -179,7 +208,8 @@ def _packet(pkg: Package, task: dict[str, Any], corpus: Corpus, submission: dict
 
 async def review_task(client: Client, pkg: Package, reviewer: Reviewer,
                       config: dict[str, Any], task: dict[str, Any], tasks: list[dict[str, Any]],
-                      corpora: Path, submissions: Path, folder: Path) -> dict[str, Any]:
+                      corpora: Path, submissions: Path, folder: Path,
+                      key: bytes) -> dict[str, Any]:
     """One task's review-stage outcome: missing, abstained, reused, reviewed, or error."""
     try:
         path = task_file(submissions, task, ".json")  # before anything is read
@@ -203,20 +233,19 @@ async def review_task(client: Client, pkg: Package, reviewer: Reviewer,
                    "reference_sha256": reference_sha256(pkg.benchmark_version, tasks),
                    "scoring_version": pkg.discovery.version, "task_sha256": digest(task)}
         review_path = task_file(folder, task, ".json")
-        if review_path.exists():
-            stored = loads(review_path.read_bytes())
+        if os.path.lexists(review_path):
+            stored = _read_sealed(review_path, key, "review file")
             if any(stored.get(k) != v for k, v in binding.items()):
                 raise ReviewError("STALE_REVIEW", "the stored review no longer matches; use a "
                                   "fresh review directory")
             return {"task_id": task["task_id"], "outcome": "reused"}
-        if not drawn_after(config["audit_seed_origin"], task["task_id"],
-                           hashlib.sha256(raw).hexdigest()):
-            raise ReviewError("SEED_BEFORE_SUBMISSIONS", "this submission did not exist, as it "
-                              "is now, when the audit seed was drawn (the seed could be read "
-                              "before it was written); use a fresh review directory")
+        if not drawn_after(config["audit_seed_origin"], task["task_id"], canonical_sha(raw)):
+            raise ReviewError("SEED_BEFORE_SUBMISSIONS", "the audit seed was not derived from "
+                              "this submission as it is now (it changed after the seed); use "
+                              "a fresh review directory")
         review = await _review(client, pkg, reviewer, config, task, corpus, submission,
-                               binding, folder)
-        _write_new(review_path, review)
+                               binding, folder, key)
+        _write_new(review_path, seal_file(review, key))
         return {"task_id": task["task_id"], "outcome": "reviewed"}
     except (ReviewError, LoadError, IntegrityError, AuditError) as exc:
         return {"task_id": task["task_id"], "outcome": "error",
@@ -226,7 +255,7 @@ async def review_task(client: Client, pkg: Package, reviewer: Reviewer,
 async def _review(client: Client, pkg: Package, reviewer: Reviewer,
                   config: dict[str, Any], task: dict[str, Any], corpus: Corpus,
                   submission: dict[str, Any], binding: dict[str, Any],
-                  folder: Path) -> dict[str, Any]:
+                  folder: Path, key: bytes) -> dict[str, Any]:
     findings = submission["findings"]
     seed, budget = config["audit_seed"], config["audit_documents"]
     doc_ids = sample(seed, budget, task["task_id"], corpus.ids, findings,
@@ -235,8 +264,8 @@ async def _review(client: Client, pkg: Package, reviewer: Reviewer,
     cache_binding = {k: binding[k] for k in ("task_sha256", "submission_sha256",
                                              "corpus_sha256")}
     cache_binding["judge_config_sha256"] = digest(config)
-    if cache_path.exists():
-        cached = loads(cache_path.read_bytes())
+    if os.path.lexists(cache_path):
+        cached = _read_sealed(cache_path, key, "blind cache")
         if cached.get("binding") != cache_binding:
             raise ReviewError("BLIND_CACHE_BINDING", "the blind cache was made for other inputs")
         check, receipts = cached["check"], list(cached["receipts"])
@@ -244,7 +273,8 @@ async def _review(client: Client, pkg: Package, reviewer: Reviewer,
         annotations, receipts = await _blind(client, reviewer, pkg, corpus, findings, doc_ids)
         check = {"protocol_sha256": pkg.blind.sha256, "seed": seed, "budget": budget,
                  "annotations": annotations}
-        _write_new(cache_path, {"binding": cache_binding, "check": check, "receipts": receipts})
+        _write_new(cache_path, seal_file({"binding": cache_binding, "check": check,
+                                          "receipts": receipts}, key))
     annotations = verify_blind(pkg.blind, check, task, corpus, findings, pkg.discovery.audit)
     gates = Gates(pkg.discovery.protocol, task, corpus)
     robust = pkg.discovery.protocol.robustness
@@ -298,11 +328,12 @@ def review_all(pkg: Package, reviewer: Reviewer, tasks: list[dict[str, Any]], co
     lo, hi = pkg.discovery.audit["budget_range"]
     if not isinstance(budget, int) or not lo <= budget <= hi:
         raise ReviewError("AUDIT_BUDGET_RANGE", f"audit budget {budget} is not in [{lo}, {hi}]")
-    config = judge_config(pkg, reviewer, tasks, budget, folder, submissions, derived)
+    sealer = seal_key(folder, derived)
+    config = judge_config(pkg, reviewer, tasks, budget, folder, submissions, sealer)
 
     async def everything() -> list[dict[str, Any]]:
         async with open_client(reviewer.concurrency, reviewer.timeout_s) as client:
             return [await review_task(client, pkg, reviewer, config, t, tasks, corpora,
-                                      submissions, folder) for t in tasks]
+                                      submissions, folder, sealer[0]) for t in tasks]
 
     return asyncio.run(everything())
