@@ -346,4 +346,4 @@ def test_a_fresh_review_directory_evaluates_with_its_reviewer_named(spec: Path, 
     # max_input_chars 800000; a seed the review drew itself
     assert code == 0 and card["report"]["reviewer"] == {
         "model": "m7", "base_url": f"{judge.url}/v1", "max_input_chars": 800000,
-        "max_output_tokens": 6000, "audit_documents": 60, "audit_seed_origin": "drawn"}
+        "max_output_tokens": 6000, "audit_documents": 60, "audit_seed_origin": "derived"}

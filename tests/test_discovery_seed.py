@@ -141,7 +141,7 @@ def test_a_config_sealed_with_another_key_is_refused(spec: Path, judge: Judge, t
     monkeypatch.setenv("SPECGATE_CACHE_KEY", str(tmp_path / "attacker.key"))
     assert review(spec, judge, reviews, "m1", None, "--key", str(theirs))[0] == 0
     code, card = evaluate(spec, reviews, "theirs", "--key", str(theirs))  # their seal holds
-    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "derived"
     monkeypatch.delenv("SPECGATE_CACHE_KEY")
     capsys.readouterr()
     code, _ = review(spec, judge, reviews)
@@ -210,7 +210,7 @@ def test_a_triage_run_takes_the_runners_key_file(spec: Path, judge: Judge, tmp_p
     assert review(spec, judge, reviews)[0] == 0
     code, card = evaluate(spec, reviews, "triage")
     assert code == 4 and card["decision"] == "TRIAGE", capsys.readouterr().err
-    assert card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+    assert card["report"]["reviewer"]["audit_seed_origin"] == "derived"
 
 
 def test_the_signing_key_seals_the_seed_and_only_it_opens_it(
@@ -229,7 +229,7 @@ def test_the_signing_key_seals_the_seed_and_only_it_opens_it(
     code, out = review(spec, judge, reviews, "m1", capsys, "--key", str(protected_key))
     assert code == 0 and f"{GROUP}: reused" in out  # resumed under the same key
     code, card = evaluate(spec, reviews, "signed", "--key", str(protected_key))
-    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "derived"
     other = _keygen(tmp_path, "other")
     capsys.readouterr()
     code, card = evaluate(spec, reviews, "other", "--key", str(other))
@@ -284,7 +284,7 @@ def test_a_clean_review_draws_a_seed_of_seed_bytes_after_the_submissions(
     assert stored["audit_seed_origin"] == origin  # recorded in the review too
     assert stored["blind_check"]["seed"] == config["audit_seed"]
     code, card = evaluate(spec, reviews, "out")
-    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "drawn"
+    assert code == 0 and card["report"]["reviewer"]["audit_seed_origin"] == "derived"
 
 
 @pytest.mark.parametrize("edit", [

@@ -3918,7 +3918,7 @@ PLAIN = {
     'a4559c894a20136702f4132fa4a92143e29a0f183b5d44719db6a6d07fae852e': _p82,  # inspection regex_absent, inspection regex_present
     '39b93338a1c3b94fea217486effd3901deb92da8fca30c02fb33bb886de478b1': _p86,  # inspection state_match
     '04b372adc32175b32704db6b4c7b12106d78db448cf93fbee01ac2392bc7650f': _p87,  # inspection tool_call
-    'd56c784f6ad405c03e4561145d5bf869511e9bac3ae319febf716868a490df29': _p92,  # protocols/discovery/schemas/audit.schema.json
+    '5edda5bcae948db52eb3f52627d6230787cfbac687d51762937af92c3c0c7a09': _p92,  # protocols/discovery/schemas/audit.schema.json
     'e544fd8569149a323d0160bae05290e98718aaad3edd7d90f8fc95b3cc89a3c5': _p104,  # protocols/discovery/schemas/blind_check.schema.json
     'd0a677c8c80806c50a64f4a3a26839f2f92cfc621cd841c8a030569342c1ef02': _p113,  # protocols/discovery/schemas/gates.schema.json
     'ba134fb0ed8b74b0e5dd2b98c5cc6165d41c19577000035e0d0589a1919fc7c9': _p122,  # protocols/discovery/schemas/judge.schema.json

@@ -15,7 +15,7 @@ from typing import Any
 from engine.canonical import digest
 from engine.errors import Problem, SpecErrors
 from engine.protocols.discovery import files, layout
-from engine.protocols.discovery.audit import AuditError, new_seed, rank, sample
+from engine.protocols.discovery.audit import AuditError, rank, sample
 from engine.protocols.discovery.corpus import Corpus, LoadError, load_corpus, meta, strict_date
 from engine.protocols.discovery.gates import Gates, Protocol
 from engine.protocols.discovery.names import task_file, task_problem, usable_tasks
@@ -36,7 +36,7 @@ from engine.spec.translate import compile_check
 PACKAGE_FILES = ("protocol", "gates", "statistics", "audit", "scoring")
 
 __all__ = ["AuditError", "Corpus", "Discovery", "JsonError", "LoadError", "check_submission",
-           "finding_score", "load_corpus", "load_protocol", "loads", "meta", "new_seed", "rank",
+           "finding_score", "load_corpus", "load_protocol", "loads", "meta", "rank",
            "report", "sample", "strict_date", "summary", "task_file", "task_problem",
            "task_quality", "usable_tasks"]
 

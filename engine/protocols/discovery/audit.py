@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,11 +13,6 @@ class AuditError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def new_seed() -> str:
-    """32 bytes from a secure random source, as 64 lowercase hex characters (§7.1)."""
-    return secrets.token_hex(32)
 
 
 def rank(seed: str, key: str, doc_id: str) -> bytes:

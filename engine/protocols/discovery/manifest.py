@@ -85,7 +85,7 @@ def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: d
                 submissions: Path, reviewed: list[dict[str, Any]],
                 run: tuple[str, bytes | None]) -> tuple[str, bytes | None]:
     """How the scored reviews' seed is known not to be the evaluated party's choice, and
-    the key that sealed it: ``drawn`` (sealed by a review job holding this job's key, of
+    the key that sealed it: ``derived`` (sealed by a review job holding this job's key, of
     audit.yaml's seed_bytes, derived with that key from the submissions it records, each
     scored task's being the one, in canonical form, it scores now) or ``pinned`` (audit.yaml
     pins it for these tasks and those submissions; no key). Anything else is refused:
@@ -107,7 +107,7 @@ def _check_seed(pkg: Package, tasks: list[dict[str, Any]], path: Path, stored: d
             raise ReviewIntegrityError(f"{', '.join(late)}: the audit seed was not derived "
                                        "from the submission as it is now",
                                        "SEED_BEFORE_SUBMISSIONS")
-        return "drawn", key
+        return "derived", key
     if pinned(pkg.discovery.audit, stored, ids, submission_digests(tasks, submissions)):
         return "pinned", None
     raise ReviewIntegrityError(f"{path}: not written by a review job holding this job's key "
@@ -133,7 +133,7 @@ def _sealer(stored: dict[str, Any], path: Path, purpose: str,
 def _keys_tried(purpose: str, derived: bytes | None) -> str:
     signed = "the key derived from this run's signing key" if derived is not None else ""
     if purpose == "release":
-        return signed or ("an unsigned release checks no drawn seed: review and run with "
+        return signed or ("an unsigned release checks no derived seed: review and run with "
                           "the same --key")
     return f"{signed} or the runner's key file" if signed else "the runner's key file"
 
@@ -150,7 +150,7 @@ def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, 
         if not record.get("reviewer_method"):
             continue
         review = _object(task_file(folder, record, ".json"), "JUDGE_CONFIG_MISMATCH")
-        if origin == "drawn" and (key is None or not sealed_file(review, key)):
+        if origin == "derived" and (key is None or not sealed_file(review, key)):
             raise ReviewIntegrityError(f"{record['task_id']}: the review file was not written "
                                        "by the review job that sealed judge_config.json (its "
                                        "seal is missing or does not verify with that key)",
@@ -161,7 +161,7 @@ def _check_reviews(folder: Any, stored: dict[str, Any], records: list[dict[str, 
             raise ReviewIntegrityError(f"{record['task_id']}: the review's reviewer method, "
                                        "seed or budget is not the judge configuration's",
                                        "JUDGE_CONFIG_MISMATCH")
-        if origin == "drawn" and review.get("audit_seed_origin") != stored["audit_seed_origin"]:
+        if origin == "derived" and review.get("audit_seed_origin") != stored["audit_seed_origin"]:
             raise ReviewIntegrityError(f"{record['task_id']}: the review does not record the "
                                        "judge configuration's seed origin",
                                        "AUDIT_SEED_ORIGIN")

@@ -82,7 +82,7 @@ def build_report(evaluation: Any, tally: Any,
                  derived: bytes | None) -> tuple[Any, list[tuple[str, bytes]]]:
     """The protocol report: its value for the scorecard, report.json and report.md.
     ``derived`` is this run's signing key derived under seal.KEY_DOMAIN (None unsigned):
-    a release takes a drawn audit seed only when it verifies the seal."""
+    a release takes a derived audit seed only when it verifies the seal."""
     from engine.protocols.discovery import usable_tasks
     from engine.protocols.discovery.manifest import inventory, reviewer_identity, run_manifest
     from engine.protocols.discovery.report import build, markdown

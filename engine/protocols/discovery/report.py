@@ -62,7 +62,7 @@ def _reviewer(reviewer: dict[str, Any] | None) -> list[str]:
             f"{_SEED_ORIGIN.get(str(reviewer.get('audit_seed_origin')), 'not used')}", ""]
 
 
-_SEED_ORIGIN = {"drawn": "drawn by the review job after the submissions",
+_SEED_ORIGIN = {"derived": "derived by the review job from the submissions",
                 "pinned": "pinned by audit.yaml for these submissions"}
 
 
