@@ -195,6 +195,7 @@ def test_a_release_whose_policy_requires_a_candidate_is_incomplete_without_one(
     f"agent\u202egnp.exe@sha256:{DIGEST}",     # a bidi override
     f"my agent@sha256:{DIGEST}",               # a space
     f"{'a' * 257}@sha256:{DIGEST}",            # too long
+    f"{BUILD}@sha256:{OTHER}@sha256:{DIGEST}",  # two digests: the name shows the other
 ])
 def test_a_malformed_subject_is_a_coded_usage_error(spec: Spec, capsys: Any,
                                                     given: str) -> None:
@@ -386,6 +387,8 @@ def test_several_evaluations_with_a_subject_need_out(tmp_path: Path, keys: Path,
     ("pkg:docker/acme/agent", "pkg:docker/acme/agent"),
     ("https://example.com/agent-1.2.tar.gz", "https://example.com/agent-1.2.tar.gz"),
     ("agent<é>", "oci://agent%3C%C3%A9%3E"),  # what a URI may not hold, percent-encoded
+    ("agent:latest", "oci://agent:latest"),  # a tag, not a scheme (second review)
+    ("urn:example:agent", "urn:example:agent"),
 ])
 def test_the_resource_uri_of_a_candidate_is_a_uri(spec: Spec, keys: Path, name: str,
                                                   uri: str) -> None:

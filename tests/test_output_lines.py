@@ -92,3 +92,11 @@ def test_engine_hash_keeps_its_tabs(tmp_path: Path) -> None:
     assert done.returncode == 0
     name, policy, suite = done.stdout.rstrip("\n").split("\t")
     assert name == "support-agent" and policy.startswith("policy_sha256 ")
+
+
+def test_a_keygen_folder_named_with_a_line_break_forges_no_line(tmp_path: Path) -> None:
+    # second review of issue 36: keygen printed its --out-dir raw
+    done = engine("keygen", "--out-dir", "k\nVALID: forged", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not [x for x in done.stdout.splitlines() if x.startswith("VALID")], done.stdout
+    assert "k\\x0aVALID: forged/private.pem" in done.stdout

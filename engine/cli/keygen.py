@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from engine.cli.common import (
     USAGE_EXIT,
     described,
+    shown,
 )
 from engine.evidence import signing
 
@@ -32,6 +33,6 @@ def add(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     private, public = signing.keygen(args.out_dir)
-    print(f"wrote {private} (mode 600, keep it secret) and {public}")
+    print(f"wrote {shown(str(private))} (mode 600, keep it secret) and {shown(str(public))}")
     return 0
 

@@ -45,7 +45,8 @@ HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 def plain_name(name: str) -> bool:
     """A candidate name: 1-256 printable characters, no space, no control or bidi
     character (isprintable() refuses both), so it prints as what it is."""
-    return 0 < len(name) <= MAX_NAME and name.isprintable() and " " not in name
+    return 0 < len(name) <= MAX_NAME and name.isprintable() and " " not in name and \
+        "@sha256:" not in name  # one digest a name: x@sha256:GOOD@sha256:BAD shows GOOD
 
 
 def parse(text: str, option: str = "--subject") -> tuple[str, str]:
@@ -143,7 +144,9 @@ def verdict(judged: list[Judged], run_id: str,
                     f"{_uri_text(named)}", "digest": {"sha256": sha}}, inputs)
 
 
-SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?![0-9])", re.ASCII)  # host:PORT is no scheme
+# a URI already: a scheme with an authority (oci://, https://) or an opaque one that names
+# packages (pkg:, urn:); agent:latest and host:PORT/... are registry references
+SCHEME = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|(?:pkg|urn):)", re.ASCII)
 
 
 def _uri_text(text: str) -> str:
@@ -153,7 +156,7 @@ def _uri_text(text: str) -> str:
 
 def resource_uri(name: str) -> str:
     """The VSA's ``resourceUri`` of a candidate NAME: NAME itself when it is a URI
-    (``pkg:``, ``oci://``, ``https://``: a scheme not followed by a port number), else
+    (``pkg:``, ``urn:``, or a scheme with ``//``: ``oci://``, ``https://``), else
     ``oci://NAME``, a registry reference as ``docker pull`` reads it; characters a URI
     may not hold are percent-encoded."""
     return _uri_text(name if SCHEME.match(name) else "oci://" + name)
