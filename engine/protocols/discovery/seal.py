@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,10 @@ SEALERS = ("signing_key", "runner_key")  # what ``sealed_by`` may say
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
-def submission_digests(tasks: list[Any], folder: Path) -> dict[str, str | None]:
-    """Each inventory task's submission file as it stands: the sha256 of its bytes, or null
-    when there is none (a task id that names no file is left out: it is never reviewed)."""
+def _digests(tasks: list[Any], folder: Path,
+             digest_of: Callable[[bytes], str]) -> dict[str, str | None]:
+    """Each inventory task's submission file as it stands, digested by ``digest_of``, or
+    null when there is none (a task id that names no file is left out: never reviewed)."""
     found: dict[str, str | None] = {}
     for task in tasks:
         try:
@@ -70,8 +72,14 @@ def submission_digests(tasks: list[Any], folder: Path) -> dict[str, str | None]:
             data = path.read_bytes() if path.is_file() else None
         except (LoadError, OSError, TypeError, AttributeError, KeyError):
             continue
-        found[task["task_id"]] = hashlib.sha256(data).hexdigest() if data is not None else None
+        found[task["task_id"]] = digest_of(data) if data is not None else None
     return found
+
+
+def submission_digests(tasks: list[Any], folder: Path) -> dict[str, str | None]:
+    """Each inventory task's submission as it stands: the sha256 of its bytes (a pin names
+    exact bytes)."""
+    return _digests(tasks, folder, lambda data: hashlib.sha256(data).hexdigest())
 
 
 def canonical_sha(data: bytes) -> str:
@@ -85,17 +93,8 @@ def canonical_sha(data: bytes) -> str:
 
 
 def canonical_digests(tasks: list[Any], folder: Path) -> dict[str, str | None]:
-    """Each inventory task's submission as it stands, in canonical form (null when there
-    is none; a task id that names no file is left out: it is never reviewed)."""
-    found: dict[str, str | None] = {}
-    for task in tasks:
-        try:
-            path = task_file(folder, task, ".json")
-            data = path.read_bytes() if path.is_file() else None
-        except (LoadError, OSError, TypeError, AttributeError, KeyError):
-            continue
-        found[task["task_id"]] = canonical_sha(data) if data is not None else None
-    return found
+    """Each inventory task's submission as it stands, in canonical form (canonical_sha)."""
+    return _digests(tasks, folder, canonical_sha)
 
 
 def derive(key: bytes, tasks_sha256: Any, submissions: dict[str, str | None],
