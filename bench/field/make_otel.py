@@ -4,7 +4,7 @@ and instrumentations running offline against a loopback OpenAI-compatible model
 
     python -m bench.field.make_otel FRAMEWORK OUTDIR [MODE ...]
 
-FRAMEWORK is one of ``pydantic_ai``, ``strands``, ``openai_v2``, ``openai_agents``; run it
+FRAMEWORK is the NAME of a module ``bench/field/otel_NAME.py``; run it
 in that framework's own venv (their dependencies clash), from the repository root. It
 writes ``OUTDIR/FRAMEWORK/MODE.jsonl`` (Collector-style OTLP/JSON lines, hex ids; some
 modes also ``MODE.pb.jsonl``, protobuf's JSON mapping with base64 ids, and ``MODE.json``,
@@ -13,7 +13,8 @@ one pretty-printed request) and merges the files' entries into ``OUTDIR/MADE.jso
 records). Every export holds 6 runs: cases small, big, escalate x trials 1, 2.
 
 The venvs (Python 3.11; one each, their dependencies clash; the pins are those the shipped
-files were made with):
+files were made with). The frameworks added from issue 37 on give theirs in their own
+module's docstring; the first four:
 
     python3.11 -m venv /tmp/field-otel/pydantic_ai
     /tmp/field-otel/pydantic_ai/bin/pip install "pydantic-ai-slim[openai]==2.68.0" \\
@@ -61,8 +62,10 @@ from typing import Any
 
 from bench.field import otel_loopback as script
 
-FRAMEWORKS = ("pydantic_ai", "strands", "openai_v2", "openai_agents")
 ROOT = Path(__file__).resolve().parents[2]
+# every bench/field/otel_NAME.py but the shared loopback model and writer is a framework
+FRAMEWORKS = tuple(sorted(p.stem[len("otel_"):] for p in Path(__file__).parent.glob("otel_*.py")
+                          if p.stem not in ("otel_loopback", "otel_export")))
 FORMS = {"jsonl": "OTLP/JSON lines as the Collector file exporter writes them (hex ids, "
                   "enums as integers), one ExportTraceServiceRequest per agent run",
          "pb.jsonl": "protobuf json_format.MessageToDict, one request per line (base64 ids, "
