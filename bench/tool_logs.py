@@ -130,7 +130,7 @@ CASE = re.compile(r'(?<="key":"specgate\.case_id","value":\{"stringValue":")[^"]
 FORMATS: dict[str, tuple[str, Callable[[int, Path], list[Path]]]] = {
     "inspect-log": ("engine.records.inspect_log", _grow_inspect),
     "promptfoo-results": ("engine.records.promptfoo", _grow_promptfoo),
-    "otel-genai": ("engine.records.otel_genai", _grow_otel),
+    "otel-genai": ("engine.records.otel", _grow_otel),
 }
 
 _CHILD = """

@@ -24,7 +24,7 @@ from engine.cli import main
 from engine.records import support
 from engine.records.formats import BadRecord, Record
 from engine.records.inspect_log import read as read_inspect
-from engine.records.otel_genai import read as read_otel
+from engine.records.otel import read as read_otel
 from engine.records.promptfoo import read as read_promptfoo
 
 from .conftest import ROOT

@@ -14,7 +14,7 @@ import pytest
 
 from engine.cli import main
 from engine.records.formats import BadRecord, Record
-from engine.records.otel_genai import read
+from engine.records.otel import read
 
 from .conftest import ROOT, need_module
 

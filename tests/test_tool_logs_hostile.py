@@ -417,7 +417,7 @@ def test_otel_a_root_span_that_is_a_tool_call_keeps_its_call(tmp_path: Path) -> 
     # a trace with no invoke_agent span is one run at its root; when the root was itself
     # an execute_tool span, its own call was left out of the run's calls
     from engine.records.formats import Record
-    from engine.records.otel_genai import read
+    from engine.records.otel import read
     span = {"traceId": "cd" * 16, "spanId": "02" * 8, "name": "execute_tool issue_refund",
             "startTimeUnixNano": "1000", "endTimeUnixNano": "2000", "attributes": [
                 {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
@@ -433,16 +433,18 @@ def test_otel_a_root_span_that_is_a_tool_call_keeps_its_call(tmp_path: Path) -> 
 
 def test_an_otel_line_over_the_value_cap_is_refused_unread(tmp_path: Path,
                                                             monkeypatch: Any) -> None:
-    from engine.records import otel_genai
-    monkeypatch.setattr(otel_genai, "MAX_VALUE", 1 << 16)
+    from engine.records import otel
+    from engine.records.formats import Record
+    from engine.records.otel import otlp
+    monkeypatch.setattr(otlp, "MAX_VALUE", 1 << 16)
     lines = OTEL.read_bytes().splitlines(keepends=True)
     big = json.dumps({"resourceSpans": [], "padding": "x" * (1 << 17)}).encode() + b"\n"
     path = tmp_path / "t.jsonl"
     path.write_bytes(lines[0] + big + b"".join(lines[1:]))
     import hashlib
     digest = hashlib.sha256()
-    found = list(otel_genai.read(path, digest))
-    bad = [r for r in found if not isinstance(r, otel_genai.Record)]
+    found = list(otel.read(path, digest))
+    bad = [r for r in found if not isinstance(r, Record)]
     assert [(b.line, b.code) for b in bad] == [(2, "VALUE_TOO_LARGE")]
     assert len(found) == 9  # the other lines' runs are still read
     assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -465,7 +467,7 @@ def test_otel_runs_naming_no_trial_are_counted_not_refused(tmp_path: Path) -> No
 def test_otel_a_trial_missing_below_a_higher_one_is_refused(tmp_path: Path) -> None:
     # whatever the spec's case grouping: the reader checks the numbers of each case_id
     from engine.records.formats import BadRecord
-    from engine.records.otel_genai import read
+    from engine.records.otel import read
     path = tmp_path / "t.jsonl"  # refund-late-delivery: trials 1 and 3
     path.write_bytes(_otel(_trials(**{"5b0000000000001a": 3})))
     bad = [(r.code, r.message) for r in read(path) if isinstance(r, BadRecord)]
@@ -476,7 +478,7 @@ def test_otel_blank_lines_before_the_export_keep_lines_and_digest(tmp_path: Path
     import hashlib
 
     from engine.records.formats import BadRecord
-    from engine.records.otel_genai import read
+    from engine.records.otel import read
     lines = OTEL.read_bytes().splitlines(keepends=True)
     data = b"\n" * 5000 + lines[0] + b"{not json\n" + b"".join(lines[1:])
     path = tmp_path / "t.jsonl"

@@ -178,7 +178,7 @@ GENERIC = {"jsonl": Format("jsonl", read_jsonl, line_based=True),
            # a promptfoo trial is a rank within a case, prompt and provider, not the case
            "promptfoo-results": Format("promptfoo-results",
                                        _imported("engine.records.promptfoo")),
-           "otel-genai": Format("otel-genai", _imported("engine.records.otel_genai"),
+           "otel-genai": Format("otel-genai", _imported("engine.records.otel"),
                                 trial=("case_id", "trial"), options=OTEL_OPTIONS)}
 
 

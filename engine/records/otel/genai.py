@@ -1,0 +1,78 @@
+"""The OpenTelemetry GenAI semantic conventions: the names the reader reads every other
+convention as (``gen_ai.operation.name`` of ``invoke_agent``, ``chat``, ``execute_tool``;
+``gen_ai.tool.*``; ``gen_ai.usage.*``; ``gen_ai.input.messages`` / ``output.messages``), the
+conventions' earlier names for them, and content given on span events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.records.otel.values import Malformed, Scope, attributes
+
+INFERENCE = ("chat", "text_completion", "generate_content")
+COUNTED = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+# the conventions' earlier names for them, still written by older instrumentations
+LEGACY = {"gen_ai.usage.prompt_tokens": "gen_ai.usage.input_tokens",
+          "gen_ai.usage.completion_tokens": "gen_ai.usage.output_tokens"}
+TOOL_SPAN = "execute_tool "  # the semantic conventions name a tool span "execute_tool {tool}"
+DETAILS = "gen_ai.client.inference.operation.details"  # the conventions' event for content
+DETAILED = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+            "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+
+
+def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> None:
+    """Check a span's GenAI attributes and give what its events record as its own."""
+    _details(events, attrs)
+    for key in (*COUNTED, *LEGACY):  # a value the sum would skip would hide what it counts
+        if key in attrs and not (isinstance(attrs[key], int) and not isinstance(
+                attrs[key], bool) and attrs[key] >= 0):
+            raise Malformed("OTEL_BAD_SPAN", f"{key} is not a whole number >= 0")
+    for old, new in LEGACY.items():  # counted under the current name, once
+        if old in attrs:
+            if attrs.setdefault(new, attrs[old]) != attrs[old]:
+                raise Malformed("OTEL_BAD_SPAN", f"{old} and {new} differ: which counts "
+                                "would be a guess")
+    _check_tool(name, attrs)
+
+
+def _details(events: Any, attrs: dict[str, Any]) -> None:
+    """Content the conventions allow on a span event instead of the span's attributes
+    (``gen_ai.client.inference.operation.details``), read as the span's own. A later event
+    giving a key again replaces the earlier one's value, as a later write of the attribute
+    does (strands writes the input of a loop cycle twice, once per model call); an event
+    giving a key the span's own attributes give differently is refused (which one counts
+    would be a guess)."""
+    if not isinstance(events, list):
+        return
+    given: dict[str, Any] = {}
+    for event in events:
+        if not isinstance(event, dict) or event.get("name") != DETAILS:
+            continue
+        given.update((k, v) for k, v in attributes(event.get("attributes")).items()
+                     if k in DETAILED)
+    for key, value in given.items():
+        if attrs.setdefault(key, value) != value:
+            raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
+                            f"{DETAILS} event, differently")
+
+
+def _check_tool(name: str, attrs: dict[str, Any]) -> None:
+    """A tool span names its tool one way: ``gen_ai.tool.name``, else its span name
+    ``execute_tool {tool}``. A span named as a tool call that is not one, one naming no
+    tool, or two names that differ are refused: the gate's action checks would otherwise
+    read a name of the reader's choosing (a forbidden call under another name, or none)."""
+    operation = attrs.get("gen_ai.operation.name")
+    named = name[len(TOOL_SPAN):] if name.startswith(TOOL_SPAN) else None
+    if operation != "execute_tool":
+        if named is not None:
+            raise Malformed("OTEL_BAD_SPAN", f"span {name[:60]!r} is named as a tool call, "
+                            f"but its gen_ai.operation.name is {str(operation)[:40]!r}")
+        return
+    tool = attrs.get("gen_ai.tool.name")
+    if tool is None and not named:
+        raise Malformed("OTEL_BAD_SPAN", "an execute_tool span names no tool (no "
+                        "gen_ai.tool.name, and its name is not 'execute_tool {tool}')")
+    if tool is not None and (not isinstance(tool, str) or not tool or
+                             (named is not None and named != tool)):
+        raise Malformed("OTEL_BAD_SPAN", f"gen_ai.tool.name {str(tool)[:60]!r} is not a "
+                        f"name, or differs from the tool its span name {name[:60]!r} names")
