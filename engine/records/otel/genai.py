@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.records.otel.values import Malformed, Scope, attributes
+from engine.records.otel.values import Malformed, Scope, attributes, json_text
 
 INFERENCE = ("chat", "text_completion", "generate_content")
 COUNTED = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
@@ -23,6 +23,7 @@ DETAILED = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_in
 def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> None:
     """Check a span's GenAI attributes and give what its events record as its own."""
     _details(events, attrs)
+    _per_message(events, attrs)
     for key in (*COUNTED, *LEGACY):  # a value the sum would skip would hide what it counts
         if key in attrs and not (isinstance(attrs[key], int) and not isinstance(
                 attrs[key], bool) and attrs[key] >= 0):
@@ -54,6 +55,83 @@ def _details(events: Any, attrs: dict[str, Any]) -> None:
         if attrs.setdefault(key, value) != value:
             raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
                             f"{DETAILS} event, differently")
+
+
+# the conventions' earlier, deprecated events, one per message (strands-agents' default
+# mode): the input's messages by role, and the output's choices
+MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+                  "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+CHOICE = "gen_ai.choice"
+
+
+def _per_message(events: Any, attrs: dict[str, Any]) -> None:
+    """The deprecated per-message events read as the current attributes, where the span
+    gives none of them itself: on a tool span the ``gen_ai.tool.message`` is the call's
+    input and the ``gen_ai.choice`` its result; elsewhere the message events are the input
+    and the choices (by ``index``) the output. A message's content is its text, or the
+    content blocks strands writes (``text``, ``toolUse``, ``toolResult``)."""
+    if not isinstance(events, list):
+        return
+    inputs: list[dict[str, Any]] = []
+    choices: list[tuple[Any, dict[str, Any]]] = []
+    tool_input = tool_output = None
+    for event in events:
+        if not isinstance(event, dict) or (event.get("name") not in MESSAGE_EVENTS and
+                                           event.get("name") != CHOICE):
+            continue
+        given = attributes(event.get("attributes"))
+        if attrs.get("gen_ai.operation.name") == "execute_tool":
+            if event["name"] == "gen_ai.tool.message" and "content" in given:
+                tool_input = given["content"]
+            elif event["name"] == CHOICE and "message" in given:
+                tool_output = given["message"]
+            continue
+        if event["name"] == CHOICE:
+            if "message" in given:
+                choices.append((given.get("index", len(choices)),
+                                {"role": "assistant", "parts": _parts(given["message"]),
+                                 **({"finish_reason": given["finish_reason"]}
+                                    if "finish_reason" in given else {})}))
+        elif "content" in given:
+            inputs.append({"role": given.get("role") or MESSAGE_EVENTS[event["name"]],
+                           "parts": _parts(given["content"])})
+    for key, value in (("gen_ai.tool.call.arguments", tool_input),
+                       ("gen_ai.tool.call.result", tool_output)):
+        if value is not None:
+            attrs.setdefault(key, value)
+    if inputs:
+        attrs.setdefault("gen_ai.input.messages", inputs)
+    if choices:
+        ordered = [m for _, m in sorted(choices, key=lambda c: (str(type(c[0])), c[0]))]
+        attrs.setdefault("gen_ai.output.messages", ordered)
+        reasons = [m["finish_reason"] for m in ordered if "finish_reason" in m]
+        if reasons:
+            attrs.setdefault("gen_ai.response.finish_reasons", reasons)
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    """A deprecated event's message content as parts: plain text, or a list of content
+    blocks; a block of another shape is a part whose content is not read (so the text of
+    the message is not known, never shorter)."""
+    blocks = json_text(content) if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        return [{"type": "text", "content": content}] if isinstance(content, str) else \
+            [{"type": "unread"}]
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            parts.append({"type": "text", "content": block["text"]})
+        elif isinstance(block, dict) and isinstance(block.get("toolUse"), dict):
+            use = block["toolUse"]
+            parts.append({"type": "tool_call", "name": use.get("name"),
+                          "id": use.get("toolUseId"),
+                          **({"arguments": use["input"]} if "input" in use else {})})
+        elif isinstance(block, dict) and isinstance(block.get("toolResult"), dict):
+            parts.append({"type": "tool_call_response",
+                          "id": block["toolResult"].get("toolUseId")})
+        else:
+            parts.append({"type": "text"})  # not read: its text is unknown
+    return parts
 
 
 def _check_tool(name: str, attrs: dict[str, Any]) -> None:

@@ -8,7 +8,49 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine.records.otel.values import Scope
+from engine.records.otel.values import Scope, json_text
+
+LLAMA_INDEX = "openinference.instrumentation.llama_index"
+SMOLAGENTS = "openinference.instrumentation.smolagents"
+LANGCHAIN = "openinference.instrumentation.langchain"
+CREWAI = "openinference.instrumentation.crewai"
+
+
+def _object(value: Any) -> dict[str, Any] | None:
+    """A tool span's input that is the call's arguments as a JSON object (what OpenInference
+    means by a TOOL span's ``input.value``), unless it has the shape of a producer's
+    wrapper around them: then what it means is not known here, so it is not recorded."""
+    if not isinstance(value, dict) or set(value) == {"kwargs"} or \
+            {"args", "kwargs"} <= set(value):
+        return None
+    return value
+
+
+def _kwargs(value: Any) -> dict[str, Any] | None:
+    """llama-index's ``{"kwargs": {...}}``: the keyword arguments the tool was called with."""
+    if isinstance(value, dict) and set(value) == {"kwargs"} and isinstance(value["kwargs"],
+                                                                         dict):
+        return value["kwargs"]
+    return None
+
+
+def _args_kwargs(value: Any) -> dict[str, Any] | None:
+    """smolagents' ``{"args": [], "sanitize_inputs_outputs": ..., "kwargs": {...}}``: the
+    keyword arguments, when no argument was given by position (whose name is not known)."""
+    if isinstance(value, dict) and set(value) <= {"args", "kwargs", "sanitize_inputs_outputs"} \
+            and value.get("args") == [] and isinstance(value.get("kwargs"), dict):
+        return value["kwargs"]
+    return None
+
+
+# what a TOOL span's ``input.value`` means, by the instrumentation that wrote it (its
+# scope): the arguments, or None where the shape is not theirs (not recorded, never an
+# object). LangChain's instrumentation records a one-argument tool's input as the bare
+# value, whose name it does not give: that is no object, so not recorded here (the model's
+# request in the LLM span's output gives the call's arguments).
+ARGUMENTS = {LLAMA_INDEX: _kwargs, SMOLAGENTS: _args_kwargs}
+# the framework's own tool by which a run delivers its answer: the answer, not an action
+ANSWER_TOOLS = {SMOLAGENTS: {"FinalAnswerTool": "final_answer"}}
 
 KIND = "openinference.span.kind"
 # what OpenInference writes in place of content its configuration hides
@@ -27,14 +69,28 @@ def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> No
     given: dict[str, Any] = {"gen_ai.operation.name": operation}
     if operation == "invoke_agent":
         given["gen_ai.agent.name"] = attrs.get("agent.name", name)
+        output = _agent_output(attrs, scope)
+        if output is not None:
+            given["gen_ai.output.messages"] = [
+                {"role": "assistant", "parts": [{"type": "text", "content": output}]}]
+    elif operation == "execute_tool" and \
+            ANSWER_TOOLS.get(scope.name, {}).get(name) == attrs.get("tool.name", name):
+        given["gen_ai.operation.name"] = "final_answer"  # the run's answer, read on the agent
     elif operation == "execute_tool":
         given["gen_ai.tool.name"] = attrs.get("tool.name", name)
-        for theirs, ours in (("input.value", "gen_ai.tool.call.arguments"),
-                             ("output.value", "gen_ai.tool.call.result"),
+        for theirs, ours in (("output.value", "gen_ai.tool.call.result"),
                              ("tool_call.id", "gen_ai.tool.call.id")):
             if theirs in attrs and attrs[theirs] != REDACTED:  # hidden: not recorded
                 given[ours] = attrs[theirs]
+        raw = attrs.get("input.value")
+        if raw is not None and raw != REDACTED:
+            arguments = ARGUMENTS.get(scope.name, _object)(
+                json_text(raw) if isinstance(raw, str) else raw)
+            if arguments is not None:
+                given["gen_ai.tool.call.arguments"] = arguments
     else:
+        if isinstance(attrs.get("llm.finish_reason"), str):
+            given["gen_ai.response.finish_reasons"] = [attrs["llm.finish_reason"]]
         for theirs, ours in (("llm.model_name", "gen_ai.request.model"),
                              ("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
                              ("llm.token_count.completion", "gen_ai.usage.output_tokens")):
@@ -51,6 +107,28 @@ def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> No
                 given[f"gen_ai.{side}.messages"] = [_message(held[i]) for i in sorted(held)]
     for key, value in given.items():
         attrs.setdefault(key, value)
+
+
+def _agent_output(attrs: dict[str, Any], scope: Scope) -> str | None:
+    """An AGENT span's answer: its ``output.value`` when that is plain text (smolagents,
+    CrewAI's event listener); CrewAI's task output (JSON) holds it under ``raw``. Any other
+    shape (LangGraph's whole state, a repr) is not read as an answer."""
+    value = attrs.get("output.value")
+    if not isinstance(value, str) or value == REDACTED:
+        return None
+    mime = attrs.get("output.mime_type")
+    decoded = json_text(value)
+    if scope.name == CREWAI and isinstance(decoded, dict) and isinstance(decoded.get("raw"),
+                                                                         str):
+        return str(decoded["raw"])
+    if mime in (None, "text/plain") and not isinstance(decoded, dict | list):
+        return value
+    return None
+
+
+def answer_tools(scope: Scope) -> set[str]:
+    """The names of the tools by which runs of this producer deliver their answer."""
+    return set(ANSWER_TOOLS.get(scope.name, {}).values())
 
 
 def _message(flat: dict[str, Any]) -> dict[str, Any]:

@@ -22,11 +22,12 @@ from typing import Any
 
 from engine.records.clip import clip
 from engine.records.formats import BadRecord, Record, mapped
-from engine.records.otel import traceloop
+from engine.records.otel import openinference, traceloop
 from engine.records.otel.genai import INFERENCE, TOOL_SPAN
 from engine.records.otel.otlp import spans
 from engine.records.otel.registry import KEPT
 from engine.records.otel.values import Malformed, Span, json_text, parsed
+from engine.spec._keywords import json_equal
 
 Source = tuple[str, str | None]  # an attribute, and a key of the JSON object it holds
 CASE_SOURCES: tuple[Source, ...] = (("specgate.case_id", None), ("gen_ai.conversation.id", None))
@@ -34,14 +35,15 @@ TRIAL_SOURCES: tuple[Source, ...] = (("specgate.trial", None),)
 TRIAL_TEXT = re.compile(r"[1-9][0-9]{0,15}")
 
 
-def _text(messages: Any, role: str) -> Any:
-    """The text parts of the last message of ``role`` joined by newlines; a plain string
-    as it is; None when there is none."""
+def _text(messages: Any, role: str, first: bool = False) -> Any:
+    """The text parts of the last message of ``role`` (the first, when ``first``: of an
+    output's choices, the first is the one an application delivers) joined by newlines; a
+    plain string as it is; None when there is none."""
     if isinstance(messages, str):
         return messages
     if not isinstance(messages, list):
         return None
-    for message in reversed(messages):
+    for message in (messages if first else reversed(messages)):
         if isinstance(message, dict) and message.get("role") == role:
             parts = message.get("parts")
             if isinstance(parts, list):
@@ -84,10 +86,11 @@ def _tool_call(span: Span) -> dict[str, Any]:
 
 
 def _usage(owner: Span) -> dict[str, Any]:
-    """Token usage of the run below ``owner``, each span's counted once: a span's tokens
-    are its own plus those below it, except that an agent span (the run's, or a sub-agent's
-    inside it) records a total of what is below it, so it counts the larger of the two;
-    no token is left out, none is counted twice."""
+    """Token usage of the run below ``owner``, each token counted once: producers record
+    one call's tokens at several levels of a branch (an agent span the total of what is
+    below it, a model call on an outer and an inner span, ADK's ``call_llm`` around its
+    ``generate_content``), so a span counts the larger of its own count and the sum of
+    those below it; no token is left out, none is counted twice."""
     usage: dict[str, Any] = {}
     order, stack = [], [owner]
     while stack:  # parents before children; summed in reverse: children first
@@ -101,9 +104,7 @@ def _usage(owner: Span) -> dict[str, Any]:
         for node in reversed(order):
             own = node.attrs.get(name)
             seen = seen or own is not None
-            below = sum(total[id(c)] for c in node.children)
-            total[id(node)] = max(own or 0, below) if node.operation == "invoke_agent" \
-                else (own or 0) + below
+            total[id(node)] = max(own or 0, sum(total[id(c)] for c in node.children))
         if seen:
             usage[key] = total[id(owner)]
     if len(usage) == 2:  # one of the two counted nowhere: the total is unknown, not smaller
@@ -149,23 +150,57 @@ class Naming:
 
 def _named(owner: Span, above: list[Span], sources: tuple[Source, ...]) -> \
         tuple[str, Any] | None:
-    """(the source's name, its value) of the first source a run names, else None."""
+    """(the source's name, its value) of the first source a run names, else None: on the
+    run's span, the spans above it, then the spans below it (OpenLLMetry's association
+    properties sit on every span but the run's own; all that give it must agree), then its
+    resource."""
     for attribute, key in sources:
-        for attrs in (owner.attrs, *(s.attrs for s in above), owner.resource):
-            if attribute not in attrs:
+        below = [s.attrs for s in _below(owner)]
+        for attrs in (owner.attrs, *(s.attrs for s in above), None, owner.resource):
+            if attrs is None:  # the spans below: one value, or a contradiction
+                values = [v for v in (_value(a, attribute, key) for a in below)
+                          if v is not _ABSENT]
+                if any(v != values[0] or type(v) is not type(values[0]) for v in values):
+                    raise Malformed("OTEL_BAD_SPAN", f"the spans below the run give "
+                                    f"{attribute} differently: which run it names would "
+                                    "be a guess")
+                if values:
+                    return _source_name(attribute, key), values[0]
                 continue
-            value = attrs[attribute]
-            if key is not None:  # a key of the JSON object (or kvlist) the attribute holds
-                holder = json_text(value) if isinstance(value, str) else value
-                if not isinstance(holder, dict):  # unreadable: the key is not known absent
-                    raise Malformed("OTEL_BAD_SPAN", f"{attribute} does not hold a JSON "
-                                    "object the strict reader accepts, so its "
-                                    f"{clip(key)!r} is unknown")
-                if key not in holder:
-                    continue
-                value = holder[key]
-            return (attribute if key is None else f"{attribute}[{key!r}]"), value
+            value = _value(attrs, attribute, key)
+            if value is not _ABSENT:
+                return _source_name(attribute, key), value
     return None
+
+
+_ABSENT = object()
+
+
+def _source_name(attribute: str, key: str | None) -> str:
+    return attribute if key is None else f"{attribute}[{key!r}]"
+
+
+def _value(attrs: dict[str, Any], attribute: str, key: str | None) -> Any:
+    """The value one span gives a source, or ``_ABSENT``."""
+    if attribute not in attrs:
+        return _ABSENT
+    value = attrs[attribute]
+    if key is None:
+        return value
+    holder = json_text(value) if isinstance(value, str) else value  # a JSON object, kvlist
+    if not isinstance(holder, dict):  # unreadable: the key is not known absent
+        raise Malformed("OTEL_BAD_SPAN", f"{attribute} does not hold a JSON object the "
+                        f"strict reader accepts, so its {clip(key)!r} is unknown")
+    return holder[key] if key in holder else _ABSENT
+
+
+def _below(owner: Span) -> list[Span]:
+    found, stack = [], list(reversed(owner.children))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(node.children))
+    return found
 
 
 def _identity(owner: Span, above: list[Span], naming: Naming) -> tuple[Any, Any]:
@@ -190,23 +225,152 @@ def _identity(owner: Span, above: list[Span], naming: Naming) -> tuple[Any, Any]
     return case, trial
 
 
+# a model call that ended asking for tools (OpenAI's, Anthropic's and Bedrock's words)
+ASKS_TOOLS = frozenset({"tool_calls", "tool_use", "function_call", "tool_call"})
+RESPONSE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+            "gen_ai.output.messages", "gen_ai.response.finish_reasons", "gen_ai.response.id")
+
+
+class Disagree(Exception):
+    """Two places of one run record its tool calls differently."""
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call of the model: the outermost inference span of it and the inference spans
+    nested in it (some instrumentations write a call as several), in start order."""
+
+    spans: tuple[Span, ...]
+
+    def first(self, key: str) -> Any:
+        return next((parsed(s.attrs[key]) for s in self.spans if key in s.attrs), None)
+
+    @property
+    def responded(self) -> bool:
+        """Whether the call records anything of a response (a span that records none,
+        such as llama-index's ``_prepare_chat_with_tools``, is no call of the model)."""
+        return any(k in s.attrs for s in self.spans for k in RESPONSE) or any(
+            _status(s) == "ERROR" for s in self.spans)
+
+    @property
+    def asked_for_tools(self) -> bool:
+        reasons = self.first("gen_ai.response.finish_reasons")
+        reasons = [reasons] if isinstance(reasons, str) else reasons
+        return isinstance(reasons, list) and any(
+            isinstance(r, str) and r.lower() in ASKS_TOOLS for r in reasons)
+
+
+def model_calls(inference: list[Span], spans_by_id: dict[str, Span]) -> list[ModelCall]:
+    """The run's calls of the model, in start order: an inference span inside another is
+    part of that one's call, and one recording no response is none."""
+    inside: dict[int, list[Span]] = {id(s): [s] for s in inference}
+    outer: list[Span] = []
+    for span in inference:  # (start order)
+        parent = spans_by_id.get(span.parent)
+        holder = None
+        for _ in range(len(spans_by_id)):  # (no cycle: every span here is reached)
+            if parent is None:
+                break
+            if id(parent) in inside:
+                holder = parent
+            parent = spans_by_id.get(parent.parent)
+        if holder is None:
+            outer.append(span)
+        else:
+            inside[id(holder)].append(span)
+    calls = [ModelCall(tuple(inside[id(s)])) for s in outer]
+    return [c for c in calls if c.responded]
+
+
+def _asked(call: ModelCall) -> list[dict[str, Any]]:
+    """The tool calls a model call's output asks for: the ``tool_call`` parts of its first
+    output message (of several choices, the first is the one acted on)."""
+    messages = call.first("gen_ai.output.messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
+        return []
+    asked = []
+    answering = set().union(*(openinference.answer_tools(s.scope) for s in call.spans))
+    for part in messages[0].get("parts") or []:
+        if isinstance(part, dict) and part.get("type") == "tool_call" and \
+                part.get("name") not in answering:
+            found: dict[str, Any] = {"name": part.get("name"), "id": part.get("id")}
+            if "arguments" in part:
+                found["arguments"] = _arguments(part["arguments"])
+            asked.append(found)
+    return asked
+
+
+def _arguments(value: Any) -> Any:
+    decoded = json_text(value) if isinstance(value, str) else value
+    return decoded if isinstance(decoded, dict) else value
+
+
+def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]]) -> None:
+    """Raise ``Disagree`` unless the calls run (tool spans) are the calls the model asked
+    for (its output messages): the same number, and pair by pair (by call id where both
+    give one, else in order) the same tool and, where both record them, equal arguments.
+    Arguments missing from a tool span are taken from the model's request."""
+    if len(ran) != len(asked):
+        raise Disagree(f"{len(ran)} tool calls ran (tool spans) but the model asked for "
+                       f"{len(asked)} (its output messages)")
+    ids = [c.get("id") for c in asked]
+    by_id = all(isinstance(c.get("id"), str) and c["id"] for c in ran + asked) and \
+        len(set(ids)) == len(ids)
+    pairs = {c["id"]: c for c in asked} if by_id else None
+    for i, call in enumerate(ran):
+        other = pairs.get(call["id"]) if pairs is not None else asked[i]
+        if other is None:
+            raise Disagree(f"tool call {clip(call['id'])!r} ran but the model asked for no "
+                           "call of that id")
+        if other.get("name") != call.get("name"):
+            raise Disagree(f"tool call {i} ran {clip(call.get('name'))!r} but the model "
+                           f"asked for {clip(other.get('name'))!r}")
+        if "arguments" in call and "arguments" in other and \
+                not json_equal(call["arguments"], other["arguments"]):
+            raise Disagree(f"tool call {i} ({clip(call.get('name'))!r}) ran with "
+                           f"{clip(call['arguments'])} but the model asked for "
+                           f"{clip(other['arguments'])}")
+        if "arguments" not in call and "arguments" in other:
+            call["arguments"] = other["arguments"]
+            call["arguments_from"] = "output_messages"
+
+
+def tool_calls(tools: list[Span], calls: list[ModelCall]) -> list[dict[str, Any]] | None:
+    """The run's tool calls from every place the conventions record them: its tool spans
+    and the tool-call parts of its model calls' output; where both record calls they must
+    agree (``Disagree``). None when a model call asked for tools that no place records:
+    the calls are unknown, never none."""
+    ran = [_tool_call(s) for s in tools]
+    asked = [c for call in calls for c in _asked(call)]
+    if ran and asked:
+        _agree(ran, asked)
+        return ran
+    if asked:
+        return [{**c, "status": "UNSET", "from": "output_messages"} for c in asked]
+    if not ran and any(call.asked_for_tools for call in calls):
+        return None
+    return ran
+
+
 def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None,
-         trial: Any = None) -> dict[str, Any]:
-    """The record of one agent run."""
+         trial: Any = None, spans_by_id: dict[str, Span] | None = None) -> dict[str, Any]:
+    """The record of one agent run (``Disagree`` when its tool calls contradict)."""
     attrs = owner.attrs
     failed = _failed_agents(owner)
     status = "ERROR" if failed else _status(owner)
     ident = f"{owner.trace}-{owner.span}"
     case = ident if case is None else case
+    calls = model_calls(inference, spans_by_id or {owner.span: owner})
     model = attrs.get("gen_ai.request.model") or next(
-        (s.attrs["gen_ai.request.model"] for s in inference
+        (s.attrs["gen_ai.request.model"] for c in calls for s in c.spans
          if "gen_ai.request.model" in s.attrs), None)
     inputs = parsed(attrs.get("gen_ai.input.messages"))
     outputs = parsed(attrs.get("gen_ai.output.messages"))
-    if inputs is None and inference:
-        inputs = parsed(inference[0].attrs.get("gen_ai.input.messages"))
-    if outputs is None and inference:
-        outputs = parsed(inference[-1].attrs.get("gen_ai.output.messages"))
+    if inputs is None and calls:
+        inputs = calls[0].first("gen_ai.input.messages")
+    if outputs is None and calls:
+        outputs = calls[-1].first("gen_ai.output.messages")
+    found = tool_calls(tools, calls)
     record: dict[str, Any] = {
         "id": ident, "case_id": case,
         "trial": trial,  # a whole number >= 1 (_identity), or None
@@ -215,17 +379,21 @@ def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None
         "agent_id": attrs.get("gen_ai.agent.id"), "service": owner.service,
         "model": model,
         "response_model": attrs.get("gen_ai.response.model") or next(
-            (s.attrs["gen_ai.response.model"] for s in reversed(inference)
+            (s.attrs["gen_ai.response.model"] for c in reversed(calls) for s in c.spans
              if "gen_ai.response.model" in s.attrs), None),
-        "input": _text(inputs, "user"), "output": _text(outputs, "assistant"),
-        "tool_calls": [_tool_call(s) for s in tools],
-        "usage": _usage(owner), "inference_calls": len(inference),
+        "input": _text(inputs, "user"), "output": _text(outputs, "assistant", first=True),
+        "tool_calls": found,
+        "usage": _usage(owner), "inference_calls": len(calls),
         "latency_ms": (owner.end - owner.start) / 1e6,
         "status": status, "error": status == "ERROR", "failed_agents": failed,
         "error_type": attrs.get("error.type"),
         "status_message": owner.status_message or None,
         "attributes": attrs,
     }
+    if found is None:  # a model call asked for tools recorded nowhere: unknown, not none
+        del record["tool_calls"]
+        record["tool_calls_unrecorded"] = ("the model asked for tools (finish reason) but "
+                                           "no tool span or output message records the calls")
     if inputs is not None:
         record["input_messages"] = inputs
     if outputs is not None:
@@ -257,7 +425,8 @@ def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
         while stack:
             node, current = stack.pop()
             if current is None and (node.operation == "invoke_agent" or (
-                    not agents and id(node) in rooted)):  # a run; an agent inside is part
+                    not agents and id(node) in rooted  # a run; an agent inside is part
+                    and node.operation != "create_agent")):  # (an agent made, not run)
                 current = (node, [], [])
                 found.append(current)
                 if node.operation == "execute_tool":  # a root that is itself a call
@@ -323,7 +492,11 @@ def _run(owner: Span, tools: list[Span], inference: list[Span],
     except Malformed as exc:
         return BadRecord(owner.line, exc.code, f"span {owner.span} of trace {owner.trace}: "
                          f"{exc}")
-    return mapped(owner.line, unit(owner, tools, inference, case, trial))
+    try:
+        return mapped(owner.line, unit(owner, tools, inference, case, trial, spans_by_id))
+    except Disagree as exc:
+        return BadRecord(owner.line, "OTEL_CALLS_DISAGREE", f"span {owner.span} of trace "
+                         f"{owner.trace}: {exc}: which calls were made would be a guess")
 
 
 def _conventional(owner: Span) -> bool:
