@@ -12,6 +12,13 @@ step from how many tool results the conversation already holds:
 
 Each completion reports ``prompt_tokens = 100 + 10 * step + CASE_INDEX[case]`` and
 ``completion_tokens = 7 + step``, so a run's totals are known from the script.
+
+Two optional settings of ``serve`` (their defaults are the above) suit frameworks that end
+a run with a tool call and that replay tool calls and results as plain messages
+(smolagents): ``final_tool="final_answer"`` makes step 2 a call of that tool with
+``{"answer": <the final text>}`` (same tokens; the run's expected values are unchanged),
+and ``step_role="assistant"`` counts the steps taken by the conversation's assistant
+messages instead of its tool messages.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -127,8 +134,10 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def answer(body: dict[str, Any]) -> tuple[str, int, int, Step]:
-    """The case, trial, step and scripted answer for one request body."""
+def answer(body: dict[str, Any], final_tool: str | None = None,
+           step_role: str = "tool") -> tuple[str, int, int, Step]:
+    """The case, trial, step and scripted answer for one request body (``serve`` says what
+    ``final_tool`` and ``step_role`` do)."""
     messages = body.get("messages") or []
     case, trial = "", 0
     for message in messages:
@@ -139,9 +148,13 @@ def answer(body: dict[str, Any]) -> tuple[str, int, int, Step]:
                 break
     if case not in CASE_INDEX:
         raise ValueError(f"no scripted case in {json.dumps(messages)[:300]}")
-    step = sum(1 for m in messages if m.get("role") == "tool")
+    step = sum(1 for m in messages if m.get("role") == step_role)
     steps = script(case, trial)
-    return case, trial, step, steps[min(step, len(steps) - 1)]
+    scripted = steps[min(step, len(steps) - 1)]
+    if final_tool is not None and scripted.tool is None:
+        scripted = replace(scripted, tool=final_tool, arguments={"answer": scripted.text},
+                           text=None)
+    return case, trial, step, scripted
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -157,7 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404, f"only /v1/chat/completions here, not {self.path}")
             return
         try:
-            case, trial, step, scripted = answer(body)
+            case, trial, step, scripted = answer(body, self.server.final_tool,
+                                                 self.server.step_role)
         except ValueError as exc:
             self.send_error(400, str(exc))
             return
@@ -173,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
         call = None
         if scripted.tool is not None:
             call = {"id": f"call_{case}_{trial}_{step}", "type": "function",
-                    "function": {"name": scripted.tool,
+                    "function": {"name": self._offered(scripted.tool, body),
                                  "arguments": json.dumps(scripted.arguments)}}
         finish = "tool_calls" if call else "stop"
         if body.get("stream"):
@@ -188,6 +202,15 @@ class _Handler(BaseHTTPRequestHandler):
                     "choices": [{"index": 0, "message": message, "finish_reason": finish,
                                  "logprobs": None}],
                     "usage": usage})
+
+    def _offered(self, tool: str, body: dict[str, Any]) -> str:
+        """The scripted tool's name; with ``serve(qualified=True)``, as the request offers
+        it under a prefix (``Refunds-lookup_order``: semantic-kernel's plugin-qualified
+        names), which a real model calls."""
+        if not self.server.qualified:
+            return tool
+        names = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
+        return next((n for n in names if n.endswith(f"-{tool}")), tool)
 
     def _json(self, data: dict[str, Any]) -> None:
         raw = json.dumps(data).encode()
@@ -235,20 +258,31 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     log: list[dict[str, Any]]
+    final_tool: str | None = None
+    step_role: str = "tool"
+    qualified: bool = False
 
 
 PORT = 47_811  # taken when free, so the exports name the same URL on every run
 
 
 @contextmanager
-def serve() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def serve(final_tool: str | None = None, step_role: str = "tool", qualified: bool = False) \
+        -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A running server: its base URL (``http://127.0.0.1:PORT/v1``; another free port when
-    PORT is taken) and its request log."""
+    PORT is taken) and its request log. ``final_tool``: the tool step 2 calls with
+    ``{"answer": <final text>}`` instead of answering the text (None: the text);
+    ``step_role``: the role of the messages that count the steps already taken;
+    ``qualified``: call each tool by the name the request offers it under a ``PREFIX-``
+    (``_Handler._offered``)."""
     try:
         server = _Server(("127.0.0.1", PORT), _Handler)
     except OSError:
         server = _Server(("127.0.0.1", 0), _Handler)
     server.log = []
+    server.final_tool = final_tool
+    server.step_role = step_role
+    server.qualified = qualified
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

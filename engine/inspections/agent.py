@@ -95,12 +95,15 @@ def _strings(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
-def observed_actions(unit: Mapping[str, Any], params: Mapping[str, Any]) -> list[str]:
-    """``agent_actions`` as strings, else the names of the tool calls."""
+def observed_actions(unit: Mapping[str, Any], params: Mapping[str, Any]) -> list[str] | None:
+    """``agent_actions`` as strings, else the names of the tool calls; None when the unit
+    records neither (unknown, never "no action")."""
     actions = select(params["actions"], unit)
     if actions is not MISSING:
         return _strings(actions)
     calls = select(params["calls"], unit)
+    if calls is MISSING:
+        return None
     calls = [calls] if isinstance(calls, dict) else calls if isinstance(calls, list) else []
     return [n for n in (call_name(c) for c in calls if isinstance(c, dict)) if n]
 
@@ -126,7 +129,12 @@ def action_sequence(unit: Mapping[str, Any], params: Mapping[str, Any],
     if fields["expected"] is MISSING and fields["forbidden"] is MISSING and not has_state:
         return Outcome(ERROR, code="NOTHING_TO_VERIFY", message="no action expectation")
     mode = str(fields["mode"]).lower() if fields["mode"] is not MISSING else "ordered"
-    observed = observed_actions(unit, params)
+    found = observed_actions(unit, params)
+    if found is None and (fields["expected"] is not MISSING or
+                          fields["forbidden"] is not MISSING):
+        return Outcome(ERROR, code="MISSING_VALUE", message="no actions or tool calls "
+                       "recorded: which actions were taken is unknown")
+    observed = found or []
     problems: list[str] = []
     if has_state:
         state = select(params["observed_state"], unit)
