@@ -154,7 +154,7 @@ DUPLICATE_ID: an id used twice (a suite case, a record's unit id, a validated ro
 """)
 
 _block("spec, records", "2 or 3", "spec error or INCOMPLETE", """
-DUPLICATE_KEY: a key that appears twice in one mapping (a spec) or one JSON object (a record)
+DUPLICATE_KEY: a key twice in a mapping (a spec) or JSON object (a record), a name twice in a .eval
 """)
 
 _block("records", "3", "INCOMPLETE", """

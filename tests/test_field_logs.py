@@ -11,9 +11,11 @@ refused with its code.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +157,56 @@ def test_a_copy_under_a_fresh_uuid_or_none_is_refused_a_retried_log_is_not(
     retried = tmp_path / "retried.json"
     retried.write_text(json.dumps(doc))
     assert problems(list(read_inspect(retried))) == []
+
+
+# --- inspect_ai .eval: an entry named twice ---------------------------------------------------
+
+EVAL_LOGS = [e for e in INSPECT if e["form"] == "eval"]
+
+
+def _member(log: Path, name: str) -> bytes:
+    """One entry of a genuine .eval, decompressed (deflate, or zstd as 0.3.285 writes it)."""
+    with zipfile.ZipFile(log) as archive:
+        info = archive.getinfo(name)
+        if info.compress_type != 93:
+            return archive.read(info)
+    import zstandard
+
+    with log.open("rb") as handle:
+        handle.seek(info.header_offset + 26)
+        skip = sum(int.from_bytes(handle.read(2), "little") for _ in range(2))
+        handle.seek(info.header_offset + 30 + skip)
+        packed = handle.read(info.compress_size)
+    return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed),
+                                                      read_across_frames=True).read()
+
+
+@pytest.mark.parametrize("entry", EVAL_LOGS, ids=lambda e: e["path"])
+def test_an_eval_naming_an_entry_twice_is_refused_whatever_the_entries_hold(
+        entry: dict[str, Any], tmp_path: Path) -> None:
+    """A .eval whose zip names header.json (or a sample's entry) twice was read silently, the
+    last entry of the name winning, while a .json log with a key given twice is refused: the
+    second name is DUPLICATE_KEY, whatever it holds, and nothing of the log is read."""
+    source = FIELD / "inspect" / entry["path"]
+    with zipfile.ZipFile(source) as archive:
+        names = [i.filename for i in archive.infolist()]
+    assert len(names) == len(set(names)), "inspect_ai wrote a name twice"
+    header = json.loads(_member(source, "header.json"))
+    header["eval"]["model"] = "another/model"  # a second header disagreeing with the first
+    sample = next(n for n in names if n.startswith("samples/"))
+    for name, data in (("header.json", json.dumps(header).encode()),
+                       (sample, _member(source, sample))):  # an exact copy, too
+        twice = tmp_path / f"twice-{name.replace('/', '-')}.eval"
+        shutil.copy(source, twice)
+        with pytest.warns(UserWarning, match="Duplicate name"), \
+                zipfile.ZipFile(twice, "a", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(name, data)
+        found = problems(list(read_inspect(twice)))
+        assert [code for code, _ in found] == ["DUPLICATE_KEY"], found
+        assert repr(name) in found[0][1]
+    code, card = gate(FIELD / "inspect" / "gate", "samples", twice, tmp_path / "out")
+    assert card["coverage"]["record_problems"] == {"DUPLICATE_KEY": 1}
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
 
 
 # --- OpenTelemetry GenAI (and OpenInference) ----------------------------------------------
@@ -446,6 +498,95 @@ def test_a_provider_error_relabelled_an_assertion_failure_is_refused(tmp_path: P
     for version in ("0.110.1", "0.123.1"):
         path = _forged(f"{version}/results.json", relabelled, tmp_path / f"{version}.json")
         assert [c for c, _ in problems(list(read_promptfoo(path)))] == ["PROMPTFOO_FIELD"] * 2
+
+
+def test_promptfoo_token_usage_adds_up_to_its_own_stats_in_every_genuine_file() -> None:
+    """promptfoo's results.stats.tokenUsage is the sum of its results' token usage, at every
+    version (0.80.3, refused for its format, too): prompt 200, completion 46, total 246,
+    cached 0, from the scenario's own counts (MADE.json). numRequests is 10, a request per
+    result; the results' own numRequests add up to it only where they carry their own
+    tokenUsage (0.121.14 on): before, promptfoo counted a request for the two failed calls
+    whose usage it did not write."""
+    for entry in PROMPTFOO:
+        doc = json.loads((FIELD / "promptfoo" / entry["path"]).read_text())
+        stats, results = doc["results"]["stats"]["tokenUsage"], doc["results"]["results"]
+        spent = [r["tokens"] for r in entry["expected"]["per_result"] if r["tokens"]]
+        want = {k: sum(t[k] for t in spent) for k in ("prompt", "completion", "total")}
+        assert {k: stats[k] for k in want} == want == \
+            {"prompt": 200, "completion": 46, "total": 246}, entry["path"]
+        assert stats["cached"] == 0  # --no-cache
+        if "numRequests" in stats:
+            assert stats["numRequests"] == entry["expected"]["results"] == 10
+        if results and "tokenUsage" in results[0]:
+            assert sum(r["tokenUsage"]["numRequests"] for r in results) == 10
+        if entry["path"] not in REFUSED:
+            assert problems(list(read_promptfoo(FIELD / "promptfoo" / entry["path"]))) == []
+
+
+def _lowered(doc: dict[str, Any]) -> None:
+    """The three costliest answered results (testIdx 4, 6 and 7: 32, 36 and 36 tokens) made
+    6 tokens cheaper wherever the version keeps their usage; results.stats left as written."""
+    for result in doc["results"]["results"]:
+        if result["testIdx"] in (4, 6, 7):
+            for usage in (result.get("tokenUsage"), result["response"].get("tokenUsage")):
+                if usage is not None:
+                    usage["completion"] -= 6
+                    usage["total"] -= 6
+
+
+@pytest.mark.parametrize("entry", READ, ids=lambda e: e["path"])
+def test_promptfoo_results_with_tokens_lowered_under_their_own_stats_are_refused(
+        entry: dict[str, Any], tmp_path: Path) -> None:
+    """A budget of 33 tokens a result: the genuine file FAILs it (two results spend 36);
+    with three results' tokens lowered it PASSed, though promptfoo's own stats.tokenUsage
+    still add up to the tokens spent. The file contradicts itself: PROMPTFOO_STATS."""
+    spec = tmp_path / "gate"
+    shutil.copytree(FIELD / "promptfoo" / "gate", spec)
+    policy = spec / "policy.yaml"
+    policy.write_text(policy.read_text().replace("limit: 36", "limit: 33"))
+    source = FIELD / "promptfoo" / entry["path"]
+    code, card = gate(spec, "results", source, tmp_path / "genuine")
+    assert card["categories"]["efficiency"]["failed"] == 2
+    assert (code, card["decision"]) == (1, "FAIL")
+    lowered = _forged(entry["path"], _lowered, tmp_path / "lowered.json")
+    found = problems(list(read_promptfoo(lowered)))
+    assert [c for c, _ in found] == ["PROMPTFOO_STATS"], found
+    assert "tokenUsage.total 246 (the results' " in found[0][1] and "adds up to 228" in found[0][1]
+    code, card = gate(spec, "results", lowered, tmp_path / "out")
+    assert card["coverage"]["record_problems"] == {"PROMPTFOO_STATS": 1}
+    assert (code, card["decision"]) == (3, "INCOMPLETE")
+
+
+def test_promptfoo_stats_token_usage_is_checked_as_each_version_sums_it(
+        tmp_path: Path) -> None:
+    """What each version writes: results' own numRequests add up (0.121.14 on) and a file
+    without stats.tokenUsage contradicts every version; before 0.121.14 promptfoo summed a
+    usage it did not write, in some versions with the graders' tokens
+    (gradingResult.tokensUsed) added, so either sum agrees; from 0.121.14 graders' tokens
+    are summed apart (stats.tokenUsage.assertions), so only the results' own agree."""
+    def fewer_requests(doc: dict[str, Any]) -> None:
+        for result in doc["results"]["results"][:3]:
+            result["tokenUsage"]["numRequests"] = 0
+
+    def no_usage(doc: dict[str, Any]) -> None:
+        del doc["results"]["stats"]["tokenUsage"]
+
+    def graded(doc: dict[str, Any]) -> None:  # an llm-rubric's 50 tokens, summed in
+        first = doc["results"]["results"][0]
+        first["gradingResult"]["tokensUsed"].update(prompt=40, completion=10, total=50)
+        usage = doc["results"]["stats"]["tokenUsage"]
+        usage.update(prompt=240, completion=56, total=296)
+
+    cases = [("0.123.1", fewer_requests, ["PROMPTFOO_STATS"]),
+             ("0.121.20", fewer_requests, ["PROMPTFOO_STATS"]),
+             ("0.92.2", no_usage, ["PROMPTFOO_STATS"]),
+             ("0.123.1", no_usage, ["PROMPTFOO_STATS"]),
+             ("0.110.1", graded, []), ("0.121.13", graded, []),
+             ("0.123.1", graded, ["PROMPTFOO_STATS"])]
+    for index, (version, change, codes) in enumerate(cases):
+        path = _forged(f"{version}/results.json", change, tmp_path / f"{index}.json")
+        assert [c for c, _ in problems(list(read_promptfoo(path)))] == codes, \
+            (version, change.__name__)
 
 
 CUT = [("promptfoo", e["path"], "PROMPTFOO_TRUNCATED") for e in READ] + [

@@ -160,8 +160,8 @@ def test_an_eval_entry_holding_another_sample_is_refused(tmp_path: Path) -> None
     named_twice = [first if n == "samples/add-carry_epoch_2.json" else (n, p, m, s)
                    for n, p, m, s in entries]  # and the same entry name twice
     status, card, _ = _gate(tmp_path / "2", "inspect-example", "samples", _raw_zip(named_twice),
-                            ".eval")
-    assert status == 3 and "DUPLICATE_ID" in card["coverage"]["record_problems"]
+                            ".eval")  # a name twice: the whole log is refused (issue 37)
+    assert status == 3 and card["coverage"]["record_problems"] == {"DUPLICATE_KEY": 1}
 
 
 def test_an_eval_log_rewritten_while_it_is_read_yields_the_bytes_hashed(tmp_path: Path) -> None:

@@ -91,6 +91,10 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
         return
     with archive:
         infos = archive.infolist()
+        twice = _named_twice(infos)
+        if twice is not None:  # which of two header.json counts would be the reader's guess
+            yield BadRecord(1, "DUPLICATE_KEY", twice)
+            return
         samples = [i for i in infos if i.filename.startswith("samples/")
                    and i.filename.endswith(".json") and not i.is_dir()]
         if not samples:
@@ -137,6 +141,20 @@ def _zip_records(handle: IO[bytes]) -> Iterator[Record | BadRecord]:
             seen.bad = seen.bad or isinstance(unit, BadRecord)
             yield unit
         yield from seen.missing(context)
+
+
+def _named_twice(infos: list[zipfile.ZipInfo]) -> str | None:
+    """Why the zip's directory names one entry twice (inspect_ai writes each name once),
+    else None: as a JSON object with a key given twice, the log says two things at once,
+    whatever the two entries hold."""
+    first: dict[str, int] = {}
+    for position, info in enumerate(infos, start=1):
+        if info.filename in first:
+            return (f"the .eval zip names the entry {clip(info.filename)!r} twice (entries "
+                    f"{first[info.filename]} and {position} of its directory): the log "
+                    "contradicts itself, so nothing of it is read")
+        first[info.filename] = position
+    return None
 
 
 def _layout_problem(handle: IO[bytes], infos: list[zipfile.ZipInfo],

@@ -208,9 +208,11 @@ def _column(result: dict[str, Any], prompts: Any) -> str | None:
     return None
 
 
-def _tallies(counts: dict[str, int], stats: Any, modern: str | None = None) -> str | None:
+def _tallies(counts: dict[str, int], stats: Any, modern: str | None = None,
+             spent: _Spent | None = None) -> str | None:
     """Why the results disagree with promptfoo's own ``results.stats``, else None;
-    ``modern`` says why the file must be of a version counting errors apart."""
+    ``modern`` says why the file must be of a version counting errors apart, ``spent`` is
+    what the results' token usage adds up to (``results.stats.tokenUsage`` must agree)."""
     if not isinstance(stats, dict):
         return "results.stats is missing: promptfoo's own tallies cannot be checked"
     if "errors" not in stats and modern:
@@ -220,7 +222,59 @@ def _tallies(counts: dict[str, int], stats: Any, modern: str | None = None) -> s
                   "failures": counts["failures"] + counts["errors"]}
     wrong = [f"{k} {stats.get(k)!r} (the results have {v})" for k, v in counts.items()
              if stats.get(k) != v]
+    if spent is not None:
+        wrong += spent.disagreement(stats.get("tokenUsage"))
     return "results.stats says " + ", ".join(wrong) if wrong else None
+
+
+STATS_TOKENS = ("prompt", "completion", "total", "cached")  # every version's stats.tokenUsage
+
+
+class _Spent:
+    """What the results' token usage adds up to, as promptfoo sums it into
+    ``results.stats.tokenUsage`` (docs/promptfoo.md, the support matrix).
+
+    ``prompt``, ``completion``, ``total`` and ``cached`` are the sums of each result's usage
+    where the reader reads it (``tokenUsage``, else ``response.tokenUsage``). Before results
+    carried their own ``tokenUsage`` (0.121.14), promptfoo summed a usage it did not write,
+    which some versions made of the provider's tokens and the grader's
+    (``gradingResult.tokensUsed``): there, the sums with the graders' tokens added agree as
+    well. ``numRequests`` is compared only where results carry their own ``tokenUsage``
+    (each counts its ``numRequests``, 1 when it has none): before, promptfoo counted a
+    request for a result whose usage it did not write, and some versions one per grading."""
+
+    def __init__(self) -> None:
+        self.usage: dict[str, int | float] = dict.fromkeys((*STATS_TOKENS, "numRequests"), 0)
+        self.graders: dict[str, int | float] = dict.fromkeys(STATS_TOKENS, 0)
+        self.own = False  # some result carries its own tokenUsage: promptfoo 0.121.14 on
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Count one result read with no problem (its counts are numbers >= 0)."""
+        where, usage = _usage_of(result)
+        if isinstance(usage, dict):
+            self.own = self.own or where == "tokenUsage"
+            for key in STATS_TOKENS:
+                self.usage[key] += usage.get(key) or 0
+            self.usage["numRequests"] += 1 if usage.get("numRequests") is None \
+                else usage["numRequests"]
+        grading = result.get("gradingResult")
+        used = grading.get("tokensUsed") if isinstance(grading, dict) else None
+        if isinstance(used, dict):
+            for key in STATS_TOKENS:
+                self.graders[key] += _number(used.get(key)) or 0
+
+    def disagreement(self, stats: Any) -> list[str]:
+        """Each count of ``results.stats.tokenUsage`` the results contradict."""
+        if not isinstance(stats, dict):
+            return ["no tokenUsage, which every promptfoo version writes"]
+        keys = [*STATS_TOKENS, "numRequests"] if self.own else list(STATS_TOKENS)
+        plain = [k for k in keys if _number(stats.get(k)) != self.usage[k]]
+        graded = [k for k in STATS_TOKENS
+                  if _number(stats.get(k)) != self.usage[k] + self.graders[k]]
+        if not plain or (not self.own and not graded):
+            return []
+        return [f"tokenUsage.{k} {stats.get(k)!r} (the results' {'own ' if self.own else ''}"
+                f"token usage adds up to {self.usage[k]})" for k in plain]
 
 
 def _modern(meta: dict[str, Any], top_level_tokens: bool) -> str | None:
@@ -237,6 +291,12 @@ def _modern(meta: dict[str, Any], top_level_tokens: bool) -> str | None:
     if top_level_tokens:
         return "the promptfoo that wrote results' own tokenUsage (0.121.14 and later)"
     return None
+
+
+def _outcome(result: dict[str, Any]) -> str:
+    """The tally of ``results.stats`` that counts the result."""
+    return "successes" if result["success"] else "errors" \
+        if result.get("failureReason") == 2 else "failures"
 
 
 def _group(result: dict[str, Any]) -> tuple[str, int, str | None]:
@@ -351,7 +411,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
         handle.seek(0)
         seen: set[tuple[int, int]] = set()
         uuids: set[str] = set()
-        counts, bad = {"successes": 0, "failures": 0, "errors": 0}, False
+        counts, bad, spent = {"successes": 0, "failures": 0, "errors": 0}, False, _Spent()
         for index, value, code, message in _frame(handle, second):
             if code is not None:
                 bad = True
@@ -368,8 +428,7 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                 bad = True
                 yield BadRecord(index, *problem)
                 continue
-            counts["successes" if value["success"] else "errors"
-                   if value.get("failureReason") == 2 else "failures"] += 1
+            counts[_outcome(value)] += 1
             pair = value["testIdx"], value["promptIdx"]
             if pair in seen:  # one result per test and prompt: a copy must not count twice
                 bad = True
@@ -383,11 +442,12 @@ def read(path: Path, digest: Any = None) -> Iterator[Record | BadRecord]:
                 yield BadRecord(index, "DUPLICATE_ID", f"a second result with id {uuid[:60]!r}")
                 continue
             uuids.add(uuid)
+            spent.add(value)
             taken = ranks.get(_group(value), [])
             trial = bisect_left(taken, value["testIdx"]) + 1
             yield Record(index, unit(value, trial))
-        tallies = None if bad else _tallies(counts, meta.get("stats"), modern)
-        if tallies is not None:  # a result added, dropped or flipped: promptfoo's counts show
+        tallies = None if bad else _tallies(counts, meta.get("stats"), modern, spent)
+        if tallies is not None:  # a result added, dropped, flipped or its tokens edited
             yield BadRecord(1, "PROMPTFOO_STATS", tallies)
         if first.digest() != second.digest():
             yield BadRecord(1, "PROMPTFOO_CHANGED", f"{path.name} changed while it was read: "
