@@ -50,6 +50,12 @@ def table(name: str) -> str:
     for field in entry["fields"]:
         lines.append(f"| {_cell(field['field'])} | {_cell(field['since'])} | "
                      f"{_cell(field['before'])} | {_cell(field['absent'])} |")
+    if entry.get("producers"):
+        lines += ["", "| framework and instrumentation | scope | the run | tool-call arguments | "
+                  "the answer | content off |", "|---|---|---|---|---|---|"]
+        for row in entry["producers"]:
+            lines.append("| " + " | ".join(_cell(row[k]) for k in (
+                "framework", "scope", "run", "arguments", "answer", "content_off")) + " |")
     return "\n".join(lines)
 
 
