@@ -37,6 +37,7 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS",  # engine.judge's lazily resolved names
              "POSSESSIVE_REPEAT",  # a name in the re module's parser (inspections/_prefilter.py)
              "AGENT", "TOOL",  # OpenInference span kinds (records/otel/openinference.py)
+             "UNSET",  # OTLP status of a call read from output messages (records/otel/runs.py)
              "POST",  # the HTTP method (judge/_transport.py)
              "OFFLINE",  # engine.spec.schema's lazily made registry
              "PLAIN", "SHIPPED", "STRICT",  # tables of the generated schema checks (_checks.py)

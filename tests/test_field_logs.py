@@ -716,6 +716,14 @@ def test_every_version_the_matrix_names_as_tested_has_a_fixture_the_tool_wrote()
 
 # --- issue 37: where a run's parts are read, each shape as its producer means it -----------
 
+def _each_request(path: Path, out: Path, change: Any) -> None:
+    """``path``'s export with ``change(request)`` applied to every request (line)."""
+    requests = [json.loads(line) for line in path.read_text().splitlines()]
+    for request in requests:
+        change(request)
+    out.write_text("".join(json.dumps(r) + "\n" for r in requests))
+
+
 def _attribute(span: dict[str, Any], key: str) -> dict[str, Any] | None:
     return next((a["value"] for a in span.get("attributes", []) if a["key"] == key), None)
 
@@ -751,7 +759,7 @@ def test_tool_calls_recorded_twice_must_agree(tmp_path: Path) -> None:
     _edited(FIELD / "otel" / "pydantic_ai" / "content.jsonl", lowered, lower)
     options = recipes()["pydantic_ai"].get("options", {})
     found = problems(list(read_otel(lowered, None, **options)))
-    assert [code for code, _ in found] == ["OTEL_CALLS_DISAGREE"], found
+    assert [code for code, _ in found] == ["OTEL_DISAGREE"], found
     assert "ran with {'order_id': 'big', 'amount': 8}" in found[0][1]
 
     def drop_refunds(request: dict[str, Any]) -> None:
@@ -759,14 +767,10 @@ def test_tool_calls_recorded_twice_must_agree(tmp_path: Path) -> None:
             for scope in resource["scopeSpans"]:
                 scope["spans"] = [s for s in scope["spans"]
                                   if s["name"] != "execute_tool issue_refund"]
-    lines = [json.loads(line) for line in
-             (FIELD / "otel" / "pydantic_ai" / "content.jsonl").read_text().splitlines()]
-    for request in lines:
-        drop_refunds(request)
     dropped = tmp_path / "dropped.jsonl"
-    dropped.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    _each_request(FIELD / "otel" / "pydantic_ai" / "content.jsonl", dropped, drop_refunds)
     codes = [code for code, _ in problems(list(read_otel(dropped, None, **options)))]
-    assert codes == ["OTEL_CALLS_DISAGREE"] * 4  # the four runs that refund
+    assert codes == ["OTEL_DISAGREE"] * 4  # the four runs that refund
 
 
 def test_asked_for_tools_recorded_nowhere_are_unknown_never_none(tmp_path: Path) -> None:
@@ -793,12 +797,8 @@ def test_a_wrapper_of_a_producer_not_known_is_not_read_as_arguments(tmp_path: Pa
                 for span in scope["spans"]:  # the model's own request not recorded either
                     span["attributes"] = [a for a in span.get("attributes", []) if not
                                           a["key"].startswith("llm.output_messages.")]
-    lines = [json.loads(line) for line in
-             (FIELD / "otel" / "llama_index" / "default.jsonl").read_text().splitlines()]
-    for request in lines:
-        foreign(request)
     path = tmp_path / "foreign.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    _each_request(FIELD / "otel" / "llama_index" / "default.jsonl", path, foreign)
     options = recipes()["llama_index"].get("options", {})
     records = [r for r in read_otel(path, None, **options) if isinstance(r, Record)]
     assert len(records) == 6
@@ -807,3 +807,189 @@ def test_a_wrapper_of_a_producer_not_known_is_not_read_as_arguments(tmp_path: Pa
     assert (card["categories"]["tools"]["passed"], card["categories"]["tools"]["errors"]) \
         == (2, 4)
     assert code == 3
+
+
+# --- the hostile review of issue 37: exports mixing the shapes ----------------------------
+
+def _spans_of(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [span for resource in request["resourceSpans"] for scope in resource["scopeSpans"]
+            for span in scope["spans"]]
+
+
+def _set(span: dict[str, Any], key: str, value: Any) -> None:
+    """Set (or add) a span's attribute, as the OTLP/JSON value of ``value``."""
+    kind = "intValue" if isinstance(value, int) else "stringValue"
+    span["attributes"] = [a for a in span["attributes"] if a["key"] != key] + [
+        {"key": key, "value": {kind: value}}]
+
+
+def _big_runs(request: dict[str, Any]) -> bool:
+    return '"big"' in json.dumps(request) or "Order big" in json.dumps(request)
+
+
+def _gate_of(tmp_path: Path, framework: str, mode: str, change: Any) -> tuple[int, Any]:
+    """The field gate on ``framework``'s ``mode`` export with ``change(request)`` applied to
+    every request (one run each)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"{framework}-{mode}.jsonl"
+    _each_request(FIELD / "otel" / framework / f"{mode}.jsonl", path, change)
+    return gate(otel_gate(tmp_path, framework), "traces", path, tmp_path / "out")
+
+
+def test_a_chat_span_wrapped_around_the_real_calls_is_refused(tmp_path: Path) -> None:
+    """A benign chat span made the parent of a run's three real calls was read as the one
+    call (its output, no tool calls): the refund and the promise went unseen, PASS."""
+    def wrap(request: dict[str, Any]) -> None:
+        if not _big_runs(request):
+            return
+        spans = _spans_of(request)
+        chats = [s for s in spans if s.get("parentSpanId")]
+        outer = json.loads(json.dumps(chats[0]))
+        outer["spanId"] = "5f000000000000ee"
+        outer["startTimeUnixNano"] = str(min(int(c["startTimeUnixNano"]) for c in chats) - 1)
+        outer["endTimeUnixNano"] = str(max(int(c["endTimeUnixNano"]) for c in chats) + 1)
+        outer["attributes"] = [a for a in outer["attributes"]
+                               if not a["key"].startswith("gen_ai.usage")]
+        _set(outer, "gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [
+            {"type": "text", "content": "Nothing to refund."}]}]))
+        _set(outer, "gen_ai.response.finish_reasons", '["stop"]')
+        for chat in chats:
+            chat["parentSpanId"] = outer["spanId"]
+        request["resourceSpans"][0]["scopeSpans"][0]["spans"].insert(0, outer)
+    code, card = _gate_of(tmp_path, "logfire_openai", "default", wrap)
+    assert card["coverage"]["record_problems"] == {"OTEL_DISAGREE": 2}
+    assert code == 3
+
+
+def test_an_openinference_span_naming_another_operation_is_refused(tmp_path: Path) -> None:
+    """An OpenInference TOOL or LLM span given a gen_ai.operation.name of no GenAI kind was
+    left unread: the refund and the tokens of its call vanished, and with a benign agent
+    output the gate PASSed."""
+    def rename(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            if _attribute(span, "tool.name") == {"stringValue": "issue_refund"}:
+                _set(span, "gen_ai.operation.name", "run_tool")
+    code, card = _gate_of(tmp_path, "smolagents", "default", rename)
+    # the span is refused, and without it the run's calls disagree with the model's
+    assert card["coverage"]["record_problems"] == {"OTEL_BAD_SPAN": 4, "OTEL_DISAGREE": 4}
+    assert code == 3
+
+
+def test_a_message_cut_by_an_attribute_length_limit_is_no_answer(tmp_path: Path) -> None:
+    """OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT cuts gen_ai.output.messages into text that is
+    no JSON: read as the answer it passed "must not contain" on text never shown."""
+    def cut(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            value = _attribute(span, "gen_ai.output.messages")
+            if value is not None:
+                value["stringValue"] = value["stringValue"][:80]
+    code, card = _gate_of(tmp_path, "pydantic_ai", "content", cut)
+    assert card["categories"]["answer"]["errors"] == 6
+    assert code == 3
+
+
+def test_a_model_call_asking_for_tools_with_no_tool_run_after_it_is_unknown(
+        tmp_path: Path) -> None:
+    """The big runs' second model call (the refund) with its output dropped but its finish
+    reason kept: the run was read as having made only the lookup (tools PASS)."""
+    def drop(request: dict[str, Any]) -> None:
+        if not _big_runs(request):
+            return
+        chats = sorted((s for s in _spans_of(request) if s.get("parentSpanId")),
+                       key=lambda s: int(s["startTimeUnixNano"]))
+        chats[1]["attributes"] = [a for a in chats[1]["attributes"]
+                                  if a["key"] != "gen_ai.output.messages"]
+    code, card = _gate_of(tmp_path, "logfire_openai", "default", drop)
+    tools = card["categories"]["tools"]
+    assert (tools["passed"], tools["errors"]) == (4, 2)
+    assert code == 3
+
+
+def test_tool_spans_giving_one_call_id_twice_are_refused(tmp_path: Path) -> None:
+    """The refund's tool span relabelled as a second lookup under the lookup's call id
+    paired with the model's lookup twice, and the model's refund of 80 went unchecked."""
+    def relabel(request: dict[str, Any]) -> None:
+        spans = _spans_of(request)
+        lookup = next((s for s in spans if s["name"] == "execute_tool lookup_order"), None)
+        for span in spans:
+            if span["name"] == "execute_tool issue_refund" and lookup is not None:
+                span["name"] = "execute_tool lookup_order"
+                _set(span, "gen_ai.tool.name", "lookup_order")
+                _set(span, "gen_ai.tool.call.id",
+                     _attribute(lookup, "gen_ai.tool.call.id")["stringValue"])  # type: ignore[index]
+                span["attributes"] = [a for a in span["attributes"]
+                                      if a["key"] != "gen_ai.tool.call.arguments"]
+    code, card = _gate_of(tmp_path, "pydantic_ai", "content", relabel)
+    assert card["coverage"]["record_problems"] == {"OTEL_DISAGREE": 4}
+    assert code == 3
+
+
+def test_smolagents_final_answer_is_the_answer_only_as_the_runs_last_call(
+        tmp_path: Path) -> None:
+    """The refund relabelled as smolagents' final_answer (its span FinalAnswerTool, the
+    model's call final_answer, its arguments still the refund's) was dropped as the run's
+    answer: tools PASS. Only a last call given nothing but the answer is the answer."""
+    def relabel(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            if _attribute(span, "tool.name") == {"stringValue": "issue_refund"}:
+                span["name"] = "FinalAnswerTool"
+                _set(span, "tool.name", "final_answer")
+            for attribute in span["attributes"]:
+                if attribute["key"].endswith("tool_call.function.name") and \
+                        attribute["value"] == {"stringValue": "issue_refund"}:
+                    attribute["value"] = {"stringValue": "final_answer"}
+    code, card = _gate_of(tmp_path, "smolagents", "default", relabel)
+    tools = card["categories"]["tools"]
+    assert (tools["passed"], tools["failed"]) == (2, 4)  # final_answer is no allowed tool
+    assert code == 1
+
+
+def test_two_token_counts_on_one_span_that_differ_are_refused(tmp_path: Path) -> None:
+    """An OpenInference LLM span counting three times the tokens in llm.token_count.prompt
+    with the GenAI name beside it holding the smaller count: the smaller one was read."""
+    def double(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            value = _attribute(span, "llm.token_count.prompt")
+            if value is not None:
+                count = int(value["intValue"])
+                value["intValue"] = str(3 * count)
+                _set(span, "gen_ai.usage.input_tokens", count)
+    code, card = _gate_of(tmp_path, "smolagents", "default", double)
+    assert set(card["coverage"]["record_problems"]) == {"OTEL_BAD_SPAN"}
+    assert code == 3
+
+
+def test_answers_given_twice_must_agree_and_the_first_choice_is_the_first(
+        tmp_path: Path) -> None:
+    """A benign output.value on OpenAI Agents' root AGENT span beat the last model call's
+    "full refund approved"; a gen_ai.choice event of index -1 sorted first; a first choice
+    whose role was "Assistant" was skipped for a benign second one."""
+    def agent_output(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            if not span.get("parentSpanId"):
+                _set(span, "output.value", "Your order is settled.")
+    code, card = _gate_of(tmp_path, "openai_agents", "default", agent_output)
+    assert card["coverage"]["record_problems"] == {"OTEL_DISAGREE": 6}
+
+    def minus_one(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            if span["name"].startswith("invoke_agent"):
+                span["events"].append({"name": "gen_ai.choice", "timeUnixNano":
+                                       span["endTimeUnixNano"], "attributes": [
+                    {"key": "index", "value": {"intValue": "-1"}},
+                    {"key": "message", "value": {"stringValue": "Settled."}}]})
+    code, card = _gate_of(tmp_path / "h1", "strands", "default", minus_one)
+    assert set(card["coverage"]["record_problems"]) >= {"OTEL_BAD_SPAN"}
+    assert code == 3
+
+    def role(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            value = _attribute(span, "gen_ai.output.messages")
+            if value is not None and "full refund approved" in value["stringValue"]:
+                first = json.loads(value["stringValue"])[0]
+                benign = {**first, "parts": [{"type": "text", "content": "Settled."}]}
+                value["stringValue"] = json.dumps([{**first, "role": "Assistant"}, benign])
+    code, card = _gate_of(tmp_path / "r", "logfire_openai", "default", role)
+    assert (card["categories"]["answer"]["passed"], card["categories"]["answer"]["failed"]) \
+        == (4, 2)
+    assert code == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.records.clip import clip
 from engine.records.otel.values import Malformed, Scope, attributes, json_text
 
 INFERENCE = ("chat", "text_completion", "generate_content")
@@ -87,26 +88,38 @@ def _per_message(events: Any, attrs: dict[str, Any]) -> None:
                 tool_output = given["message"]
             continue
         if event["name"] == CHOICE:
+            index = given.get("index", len(choices))
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0 or \
+                    index in (i for i, _ in choices):
+                raise Malformed("OTEL_BAD_SPAN", f"a {CHOICE} event's index {clip(index)} is "
+                                "not a whole number >= 0 given once: which choice is first "
+                                "would be a guess")
             if "message" in given:
-                choices.append((given.get("index", len(choices)),
+                choices.append((index,
                                 {"role": "assistant", "parts": _parts(given["message"]),
                                  **({"finish_reason": given["finish_reason"]}
                                     if "finish_reason" in given else {})}))
         elif "content" in given:
             inputs.append({"role": given.get("role") or MESSAGE_EVENTS[event["name"]],
                            "parts": _parts(given["content"])})
+    given_by_events: dict[str, Any] = {}
     for key, value in (("gen_ai.tool.call.arguments", tool_input),
                        ("gen_ai.tool.call.result", tool_output)):
         if value is not None:
-            attrs.setdefault(key, value)
+            given_by_events[key] = value
     if inputs:
-        attrs.setdefault("gen_ai.input.messages", inputs)
+        given_by_events["gen_ai.input.messages"] = inputs
     if choices:
-        ordered = [m for _, m in sorted(choices, key=lambda c: (str(type(c[0])), c[0]))]
-        attrs.setdefault("gen_ai.output.messages", ordered)
+        ordered = [m for _, m in sorted(choices, key=lambda c: c[0])]
+        given_by_events["gen_ai.output.messages"] = ordered
         reasons = [m["finish_reason"] for m in ordered if "finish_reason" in m]
         if reasons:
-            attrs.setdefault("gen_ai.response.finish_reasons", reasons)
+            given_by_events["gen_ai.response.finish_reasons"] = reasons
+    for key, value in given_by_events.items():
+        if key in attrs:  # no producer writes both forms: which counts would be a guess
+            raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
+                            "deprecated per-message events")
+        attrs[key] = value
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine.records.otel.values import Scope, json_text
+from engine.records.otel.values import Malformed, Scope, json_text
 
 LLAMA_INDEX = "openinference.instrumentation.llama_index"
 SMOLAGENTS = "openinference.instrumentation.smolagents"
@@ -50,7 +50,13 @@ def _args_kwargs(value: Any) -> dict[str, Any] | None:
 # request in the LLM span's output gives the call's arguments).
 ARGUMENTS = {LLAMA_INDEX: _kwargs, SMOLAGENTS: _args_kwargs}
 # the framework's own tool by which a run delivers its answer: the answer, not an action
+# (when it is the run's last call and is given nothing but the answer: runs._answering)
 ANSWER_TOOLS = {SMOLAGENTS: {"FinalAnswerTool": "final_answer"}}
+ANSWER_TOOL = "specgate.answer_tool"  # the reader's own mark (registry drops a span's own)
+# the GenAI operations each OpenInference kind may also be written as: a span giving its
+# kind and another operation contradicts itself
+AS = {"invoke_agent": {"invoke_agent"}, "execute_tool": {"execute_tool"},
+      "chat": {"chat", "text_completion", "generate_content"}}
 
 KIND = "openinference.span.kind"
 # what OpenInference writes in place of content its configuration hides
@@ -62,10 +68,13 @@ MESSAGE = re.compile(r"llm\.(input|output)_messages\.([0-9]{1,6})\.message\.(.+)
 
 def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> None:
     kind = attrs.get(KIND)
-    if "gen_ai.operation.name" in attrs or not isinstance(kind, str) or \
-            kind.upper() not in OPERATION:
+    if not isinstance(kind, str) or kind.upper() not in OPERATION:
         return
     operation = OPERATION[kind.upper()]
+    if attrs.get("gen_ai.operation.name", operation) not in AS[operation]:
+        raise Malformed("OTEL_BAD_SPAN", f"the span is an OpenInference {kind[:20]} span and "
+                        f"its gen_ai.operation.name is {str(attrs['gen_ai.operation.name'])[:40]!r}"
+                        ": which it is would be a guess")
     given: dict[str, Any] = {"gen_ai.operation.name": operation}
     if operation == "invoke_agent":
         given["gen_ai.agent.name"] = attrs.get("agent.name", name)
@@ -73,11 +82,10 @@ def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> No
         if output is not None:
             given["gen_ai.output.messages"] = [
                 {"role": "assistant", "parts": [{"type": "text", "content": output}]}]
-    elif operation == "execute_tool" and \
-            ANSWER_TOOLS.get(scope.name, {}).get(name) == attrs.get("tool.name", name):
-        given["gen_ai.operation.name"] = "final_answer"  # the run's answer, read on the agent
     elif operation == "execute_tool":
         given["gen_ai.tool.name"] = attrs.get("tool.name", name)
+        if ANSWER_TOOLS.get(scope.name, {}).get(name) == given["gen_ai.tool.name"]:
+            given[ANSWER_TOOL] = True
         for theirs, ours in (("output.value", "gen_ai.tool.call.result"),
                              ("tool_call.id", "gen_ai.tool.call.id")):
             if theirs in attrs and attrs[theirs] != REDACTED:  # hidden: not recorded
@@ -106,7 +114,9 @@ def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> No
             if held:
                 given[f"gen_ai.{side}.messages"] = [_message(held[i]) for i in sorted(held)]
     for key, value in given.items():
-        attrs.setdefault(key, value)
+        if attrs.setdefault(key, value) != value and key.startswith("gen_ai.usage."):
+            raise Malformed("OTEL_BAD_SPAN", f"{key} and OpenInference's count of it differ: "
+                            "which counts would be a guess")
 
 
 def _agent_output(attrs: dict[str, Any], scope: Scope) -> str | None:

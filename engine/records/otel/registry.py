@@ -14,11 +14,12 @@ from engine.records.otel.values import Scope
 CONVENTIONS = (openinference, traceloop, genai)
 # the attributes a run keeps of a span below it, beyond gen_ai.* (the rest is dropped as
 # soon as the span is read)
-KEPT = ("error.type", traceloop.KIND)
+KEPT = ("error.type", traceloop.KIND, openinference.ANSWER_TOOL)
 
 
 def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> None:
     """A span's attributes, read by every convention in turn (``Malformed`` for a span
     that contradicts itself)."""
+    attrs.pop(openinference.ANSWER_TOOL, None)  # the reader's own mark, never the span's
     for convention in CONVENTIONS:
         convention.normalize(name, attrs, events, scope)

@@ -24,6 +24,7 @@ from engine.records.clip import clip
 from engine.records.formats import BadRecord, Record, mapped
 from engine.records.otel import openinference, traceloop
 from engine.records.otel.genai import INFERENCE, TOOL_SPAN
+from engine.records.otel.openinference import ANSWER_TOOL
 from engine.records.otel.otlp import spans
 from engine.records.otel.registry import KEPT
 from engine.records.otel.values import Malformed, Span, json_text, parsed
@@ -36,15 +37,15 @@ TRIAL_TEXT = re.compile(r"[1-9][0-9]{0,15}")
 
 
 def _text(messages: Any, role: str, first: bool = False) -> Any:
-    """The text parts of the last message of ``role`` (the first, when ``first``: of an
-    output's choices, the first is the one an application delivers) joined by newlines; a
-    plain string as it is; None when there is none."""
-    if isinstance(messages, str):
-        return messages
+    """The text parts of the last message of ``role`` joined by newlines (with ``first``:
+    of an output's choices the first, the one an application delivers, which must be of
+    ``role``); None when there is none, or when the messages are not the conventions' JSON
+    (a value cut short by an attribute length limit is no text)."""
     if not isinstance(messages, list):
         return None
-    for message in (messages if first else reversed(messages)):
-        if isinstance(message, dict) and message.get("role") == role:
+    candidates = messages[:1] if first else list(reversed(messages))
+    for message in candidates:
+        if isinstance(message, dict) and str(message.get("role")).lower() == role:
             parts = message.get("parts")
             if isinstance(parts, list):
                 texts = [p.get("content") for p in parts
@@ -82,6 +83,8 @@ def _tool_call(span: Span) -> dict[str, Any]:
         call["error"] = attrs.get("error.type") or span.status_message or "error"
     call["duration_ms"] = (span.end - span.start) / 1e6
     call["span_id"] = span.span
+    if attrs.get(ANSWER_TOOL):
+        call["answer_tool"] = True
     return call
 
 
@@ -229,10 +232,12 @@ def _identity(owner: Span, above: list[Span], naming: Naming) -> tuple[Any, Any]
 ASKS_TOOLS = frozenset({"tool_calls", "tool_use", "function_call", "tool_call"})
 RESPONSE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
             "gen_ai.output.messages", "gen_ai.response.finish_reasons", "gen_ai.response.id")
+# what the spans of one model call must record alike where more than one records it
+ONE_CALL = ("gen_ai.output.messages", "gen_ai.response.finish_reasons")
 
 
 class Disagree(Exception):
-    """Two places of one run record its tool calls differently."""
+    """Two places of one run record it differently."""
 
 
 @dataclass(frozen=True)
@@ -243,7 +248,13 @@ class ModelCall:
     spans: tuple[Span, ...]
 
     def first(self, key: str) -> Any:
-        return next((parsed(s.attrs[key]) for s in self.spans if key in s.attrs), None)
+        """What the call's spans record under ``key`` (the first that does; ``Disagree``
+        when another records it differently: a call nested in another is the same call)."""
+        found = [s.attrs[key] for s in self.spans if key in s.attrs]
+        if key in ONE_CALL and any(parsed(v) != parsed(found[0]) for v in found[1:]):
+            raise Disagree(f"the spans of one model call ({', '.join(s.span for s in self.spans)})"
+                           f" record {key} differently")
+        return parsed(found[0]) if found else None
 
     @property
     def responded(self) -> bool:
@@ -258,6 +269,10 @@ class ModelCall:
         reasons = [reasons] if isinstance(reasons, str) else reasons
         return isinstance(reasons, list) and any(
             isinstance(r, str) and r.lower() in ASKS_TOOLS for r in reasons)
+
+    @property
+    def start(self) -> int:
+        return self.spans[0].start
 
 
 def model_calls(inference: list[Span], spans_by_id: dict[str, Span]) -> list[ModelCall]:
@@ -282,21 +297,23 @@ def model_calls(inference: list[Span], spans_by_id: dict[str, Span]) -> list[Mod
     return [c for c in calls if c.responded]
 
 
-def _asked(call: ModelCall) -> list[dict[str, Any]]:
+def _asked(call: ModelCall) -> list[dict[str, Any]] | None:
     """The tool calls a model call's output asks for: the ``tool_call`` parts of its first
-    output message (of several choices, the first is the one acted on)."""
+    output message (of several choices, the first is the one acted on); None when the call
+    asked for tools (its finish reason) but its output is not recorded, or not readable."""
     messages = call.first("gen_ai.output.messages")
-    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
-        return []
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict) \
+            or not isinstance(messages[0].get("parts"), list):
+        return None if call.asked_for_tools else []
     asked = []
-    answering = set().union(*(openinference.answer_tools(s.scope) for s in call.spans))
-    for part in messages[0].get("parts") or []:
-        if isinstance(part, dict) and part.get("type") == "tool_call" and \
-                part.get("name") not in answering:
+    for part in messages[0]["parts"]:
+        if isinstance(part, dict) and part.get("type") == "tool_call":
             found: dict[str, Any] = {"name": part.get("name"), "id": part.get("id")}
             if "arguments" in part:
                 found["arguments"] = _arguments(part["arguments"])
             asked.append(found)
+    if call.asked_for_tools and not asked:
+        return None  # asked for tools, and none is recorded: unknown
     return asked
 
 
@@ -307,21 +324,24 @@ def _arguments(value: Any) -> Any:
 
 def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]]) -> None:
     """Raise ``Disagree`` unless the calls run (tool spans) are the calls the model asked
-    for (its output messages): the same number, and pair by pair (by call id where both
-    give one, else in order) the same tool and, where both record them, equal arguments.
-    Arguments missing from a tool span are taken from the model's request."""
+    for (its output messages): the same number, and pair by pair (by call id where every
+    call on both sides gives one, no id twice, else in order) the same tool and, where both
+    record them, equal arguments. Arguments missing from a tool span are taken from the
+    model's request."""
     if len(ran) != len(asked):
         raise Disagree(f"{len(ran)} tool calls ran (tool spans) but the model asked for "
                        f"{len(asked)} (its output messages)")
-    ids = [c.get("id") for c in asked]
-    by_id = all(isinstance(c.get("id"), str) and c["id"] for c in ran + asked) and \
-        len(set(ids)) == len(ids)
-    pairs = {c["id"]: c for c in asked} if by_id else None
-    for i, call in enumerate(ran):
-        other = pairs.get(call["id"]) if pairs is not None else asked[i]
-        if other is None:
-            raise Disagree(f"tool call {clip(call['id'])!r} ran but the model asked for no "
-                           "call of that id")
+    ran_ids, asked_ids = [c.get("id") for c in ran], [c.get("id") for c in asked]
+    if all(isinstance(i, str) and i for i in ran_ids + asked_ids):
+        if len(set(ran_ids)) < len(ran_ids) or len(set(asked_ids)) < len(asked_ids) or \
+                set(ran_ids) != set(asked_ids):
+            raise Disagree("the tool spans' call ids and those the model asked for are not "
+                           "the same calls, each once")
+        pairs = {c["id"]: c for c in asked}
+        others = [pairs[i] for i in ran_ids]
+    else:
+        others = asked
+    for i, (call, other) in enumerate(zip(ran, others, strict=True)):
         if other.get("name") != call.get("name"):
             raise Disagree(f"tool call {i} ran {clip(call.get('name'))!r} but the model "
                            f"asked for {clip(other.get('name'))!r}")
@@ -335,20 +355,43 @@ def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]]) -> None:
             call["arguments_from"] = "output_messages"
 
 
+def _answering(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls without the last one when that is the framework's own answer tool
+    (smolagents' ``final_answer``, marked by its reader) given nothing but the answer: the
+    run's answer, not an action. An answer tool anywhere else is a call like any other."""
+    if calls and calls[-1].get("answer_tool") and (
+            "arguments" not in calls[-1] or set(calls[-1]["arguments"]) <= {"answer"}):
+        return calls[:-1]
+    return calls
+
+
 def tool_calls(tools: list[Span], calls: list[ModelCall]) -> list[dict[str, Any]] | None:
     """The run's tool calls from every place the conventions record them: its tool spans
     and the tool-call parts of its model calls' output; where both record calls they must
     agree (``Disagree``). None when a model call asked for tools that no place records:
     the calls are unknown, never none."""
-    ran = [_tool_call(s) for s in tools]
-    asked = [c for call in calls for c in _asked(call)]
+    ran = _answering([_tool_call(s) for s in tools])
+    per_call = [_asked(c) for c in calls]
+    answer_names = set().union(*(openinference.answer_tools(s.scope)
+                                 for c in calls for s in c.spans))
+    if per_call and per_call[-1]:  # the answer tool, asked for by the last call only
+        per_call[-1] = _answering([{**c, "answer_tool": c.get("name") in answer_names}
+                                   for c in per_call[-1]])
+        for c in per_call[-1]:
+            c.pop("answer_tool", None)
+    if any(p is None for p in per_call):  # a call's requests unknown: the spans must show
+        starts = [s.start for s in tools]  # a tool ran after each call that asked
+        ends = [c.start for c in calls[1:]] + [max([*starts, *(c.start for c in calls)]) + 1]
+        if not ran or any(p is None and not any(c.start <= t < end for t in starts)
+                          for p, c, end in zip(per_call, calls, ends, strict=True)):
+            return None
+        return ran
+    asked = [c for p in per_call for c in p or []]
     if ran and asked:
         _agree(ran, asked)
         return ran
     if asked:
         return [{**c, "status": "UNSET", "from": "output_messages"} for c in asked]
-    if not ran and any(call.asked_for_tools for call in calls):
-        return None
     return ran
 
 
@@ -368,8 +411,15 @@ def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None
     outputs = parsed(attrs.get("gen_ai.output.messages"))
     if inputs is None and calls:
         inputs = calls[0].first("gen_ai.input.messages")
-    if outputs is None and calls:
-        outputs = calls[-1].first("gen_ai.output.messages")
+    answer = _text(outputs, "assistant", first=True)
+    if calls:  # the run's own answer and its last model call's, where both give one, agree
+        last = calls[-1].first("gen_ai.output.messages")
+        said = _text(last, "assistant", first=True)
+        if answer is not None and said is not None and answer.strip() != said.strip():
+            raise Disagree(f"the run span's answer {clip(answer)!r} is not its last model "
+                           f"call's {clip(said)!r}")
+        if outputs is None:
+            outputs, answer = last, said
     found = tool_calls(tools, calls)
     record: dict[str, Any] = {
         "id": ident, "case_id": case,
@@ -381,7 +431,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None
         "response_model": attrs.get("gen_ai.response.model") or next(
             (s.attrs["gen_ai.response.model"] for c in reversed(calls) for s in c.spans
              if "gen_ai.response.model" in s.attrs), None),
-        "input": _text(inputs, "user"), "output": _text(outputs, "assistant", first=True),
+        "input": _text(inputs, "user"), "output": answer,
         "tool_calls": found,
         "usage": _usage(owner), "inference_calls": len(calls),
         "latency_ms": (owner.end - owner.start) / 1e6,
@@ -495,8 +545,8 @@ def _run(owner: Span, tools: list[Span], inference: list[Span],
     try:
         return mapped(owner.line, unit(owner, tools, inference, case, trial, spans_by_id))
     except Disagree as exc:
-        return BadRecord(owner.line, "OTEL_CALLS_DISAGREE", f"span {owner.span} of trace "
-                         f"{owner.trace}: {exc}: which calls were made would be a guess")
+        return BadRecord(owner.line, "OTEL_DISAGREE", f"span {owner.span} of trace "
+                         f"{owner.trace}: {exc}: what the run did would be a guess")
 
 
 def _conventional(owner: Span) -> bool:
