@@ -187,7 +187,7 @@ OTEL_BAD_ID: an OTLP trace or span id that is not 16 / 8 bytes in hex or base64,
 OTEL_ORPHAN_SPAN: an OTLP span whose parent span is not in the export (not an invoke_agent span)
 OTEL_UNOWNED_SPAN: a tool call, inference or token usage span below no agent run (invoke_agent)
 OTEL_NO_CONVENTION: an otel-genai run or tool span of no convention the reader reads
-OTEL_DISAGREE: two places of one otel-genai run record it differently (tool calls, a call, the answer)
+OTEL_DISAGREE: two places of one otel-genai run record it differently (calls, a call, the answer)
 PROMPTFOO_CHANGED: a promptfoo results file not regular, or changed between the reader's passes
 PROMPTFOO_STATS: promptfoo's own results.stats disagree with its results (or are missing)
 RUN_UNNUMBERED: a run naming no trial number in a case whose other runs name theirs

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.field import otel_loopback as script
-from bench.field.otel_export import Batches, provider
+from bench.field.otel_export import Batches, environment, provider
 
 ENV = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true",
        "CREWAI_TRACING_ENABLED": "false", "CREWAI_STORAGE_DIR": "specgate-field"}
@@ -78,17 +78,15 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
     made = []
     for mode in modes or list(MODES):
         spec = MODES[mode]
-        saved = {key: os.environ.get(key) for key in spec["env"]}
-        os.environ.update(spec["env"])
-        tracer_provider, exporter = provider()
-        crewai_instrumentor = CrewAIInstrumentor()
-        crewai_instrumentor.instrument(tracer_provider=tracer_provider, **spec["crewai"])
-        instrumentors = [crewai_instrumentor]
-        if spec["openai"]:
-            instrumentors.append(OpenAIInstrumentor())
-            instrumentors[-1].instrument(tracer_provider=tracer_provider)
-        batches = Batches(exporter)
-        with script.serve() as (base_url, log):
+        with environment(spec["env"]), script.serve() as (base_url, log):
+            tracer_provider, exporter = provider()
+            crewai_instrumentor = CrewAIInstrumentor()
+            crewai_instrumentor.instrument(tracer_provider=tracer_provider, **spec["crewai"])
+            instrumentors = [crewai_instrumentor]
+            if spec["openai"]:
+                instrumentors.append(OpenAIInstrumentor())
+                instrumentors[-1].instrument(tracer_provider=tracer_provider)
+            batches = Batches(exporter)
             tools = [tool(f.__name__)(f) for f in (script.lookup_order, script.issue_refund,
                                                   script.escalate)]
             outputs = []
@@ -107,14 +105,9 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
                     result = crew.kickoff()
                 outputs.append(result.raw)
                 batches.take()
-        for instrumentor in instrumentors:
-            instrumentor.uninstrument()
-        tracer_provider.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+            for instrumentor in instrumentors:
+                instrumentor.uninstrument()
+            tracer_provider.shutdown()
         if trace.get_tracer_provider() is not global_before:
             raise RuntimeError("CrewAI replaced the global tracer provider")
         paths = batches.write(out / mode, ["jsonl"])

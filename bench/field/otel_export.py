@@ -13,7 +13,9 @@ written in:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,26 @@ def provider(service: str = SERVICE, install: bool = False) -> tuple[Any, Any]:
     if install:
         trace.set_tracer_provider(tracer_provider)
     return tracer_provider, exporter
+
+
+@contextmanager
+def environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """The process environment with ``values`` set (None: unset), as it was again
+    afterwards (a framework reads its settings from it when it is instrumented)."""
+    saved = {key: os.environ.get(key) for key in values}
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class Batches:

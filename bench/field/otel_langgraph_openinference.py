@@ -32,13 +32,12 @@ The venv:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from bench.field import langgraph_agent
 from bench.field import otel_loopback as script
-from bench.field.otel_export import Batches, provider
+from bench.field.otel_export import Batches, environment, provider
 
 QUIET = {"LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
 MODES: dict[str, dict[str, str]] = {
@@ -53,9 +52,7 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
     made = []
     for mode in modes or list(MODES):
         env = {**QUIET, **MODES[mode]}
-        saved = {key: os.environ.get(key) for key in env}
-        os.environ.update(env)
-        try:
+        with environment(env):
             tracer_provider, exporter = provider()
             instrumentor = LangChainInstrumentor()
             instrumentor.instrument(tracer_provider=tracer_provider)
@@ -69,12 +66,6 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
                     lambda case, trial: {}, batches.take)
             instrumentor.uninstrument()
             tracer_provider.shutdown()
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         paths = batches.write(out / mode, ["jsonl"])
         made.append({"mode": mode, "paths": paths, "outputs": outputs, "requests": log,
                      "settings": {

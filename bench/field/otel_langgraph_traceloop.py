@@ -35,13 +35,12 @@ The venv:
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 from typing import Any
 
 from bench.field import langgraph_agent
 from bench.field import otel_loopback as script
-from bench.field.otel_export import Batches, provider
+from bench.field.otel_export import Batches, environment, provider
 
 QUIET = {"LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
 MODES: dict[str, dict[str, str]] = {"default": {"TRACELOOP_TRACE_CONTENT": "true"},
@@ -60,11 +59,9 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
     made = []
     for mode in modes or list(MODES):
         env = {**QUIET, **MODES[mode]}
-        saved = {key: os.environ.get(key) for key in env}
-        os.environ.update(env)
         tracer_provider.id_generator.n = 0
         exporter.clear()
-        try:
+        with environment(env):
             batches = Batches(exporter)
             with script.serve() as (base_url, log):
                 agent = langgraph_agent.build(base_url)
@@ -73,12 +70,6 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
                     lambda case, trial: {"metadata": {"specgate.case_id": case,
                                                       "specgate.trial": trial}},
                     batches.take)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         paths = batches.write(out / mode, ["jsonl"])
         made.append({"mode": mode, "paths": paths, "outputs": outputs, "requests": log,
                      "settings": {

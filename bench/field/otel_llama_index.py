@@ -36,12 +36,11 @@ The venv (Python 3.11):
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
 from bench.field import otel_loopback as script
-from bench.field.otel_export import Batches, provider
+from bench.field.otel_export import Batches, environment, provider
 
 HIDE = ("OPENINFERENCE_HIDE_INPUTS", "OPENINFERENCE_HIDE_OUTPUTS",
         "OPENINFERENCE_HIDE_INPUT_MESSAGES", "OPENINFERENCE_HIDE_OUTPUT_MESSAGES",
@@ -69,20 +68,10 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
     made = []
     for mode in modes or list(MODES):
         env = MODES[mode]["env"]
-        saved = {name: os.environ.get(name) for name in HIDE}
-        for name in HIDE:
-            os.environ.pop(name, None)
-        os.environ.update(env)
         tracer_provider, exporter = provider()
         instrumentor = LlamaIndexInstrumentor()
-        try:
+        with environment({**dict.fromkeys(HIDE), **env}):
             instrumentor.instrument(tracer_provider=tracer_provider)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
         batches = Batches(exporter)
         with script.serve() as (base_url, log):
             llm = OpenAILike(model=script.MODEL, api_base=base_url, api_key="loopback",

@@ -141,9 +141,8 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
                                             "specgate.trial=N (resource attributes)",
                          "loopback": "serve(qualified=True): the model calls the tools by "
                                      "the plugin-qualified names offered"},
-                     "env": {**COMMON_ENV, **MODES[mode],
-                             "OTEL_RESOURCE_ATTRIBUTES":
-                                 "specgate.case_id=CASE,specgate.trial=N (per run)"}})
+                     "env": dict(COMMON_ENV, **MODES[mode], OTEL_RESOURCE_ATTRIBUTES=(
+                         "specgate.case_id=CASE,specgate.trial=N (per run)"))})
     return made
 
 

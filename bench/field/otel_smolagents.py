@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.field import otel_loopback as script
-from bench.field.otel_export import Batches, provider
+from bench.field.otel_export import Batches, environment, provider
 
 MODES: dict[str, dict[str, str]] = {
     "default": {},
@@ -95,18 +95,10 @@ def make(out: Path, modes: list[str] | None = None) -> list[dict[str, Any]]:
     os.environ.update(ENV)
     made = []
     for mode in modes or list(MODES):
-        saved = {k: os.environ.get(k) for k in MODES[mode]}
-        os.environ.update(MODES[mode])
-        try:
+        with environment(MODES[mode]):
             tracer_provider, exporter = provider()
             instrumentor = SmolagentsInstrumentor()
             instrumentor.instrument(tracer_provider=tracer_provider)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         batches = Batches(exporter)
         with script.serve(final_tool="final_answer", step_role="assistant") as (base_url, log):
             model = OpenAIServerModel(model_id=script.MODEL, api_base=base_url,
