@@ -36,7 +36,6 @@ The venv (Python 3.11):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +46,7 @@ MODES: dict[str, Any] = {"default": 2, "legacy": 1}
 # logfire's resource names the host, its id, the pid and the git commit; pinned here
 RESOURCE = {"service.instance.id": "field-0", "host.name": "field", "host.id": "field-host",
             "process.pid": 1}
-TOOLS: dict[str, Callable[..., Any]] = {
-    "lookup_order": script.lookup_order, "issue_refund": script.issue_refund,
-    "escalate": script.escalate}
-SCHEMAS = [
-    {"type": "function", "function": {
-        "name": "lookup_order", "description": "Look an order up by its id.",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                       "required": ["order_id"]}}},
-    {"type": "function", "function": {
-        "name": "issue_refund", "description": "Refund an order by the given amount.",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"},
-                                                        "amount": {"type": "number"}},
-                       "required": ["order_id", "amount"]}}},
-    {"type": "function", "function": {
-        "name": "escalate", "description": "Hand the conversation to a human.",
-        "parameters": {"type": "object", "properties": {"reason": {"type": "string"}},
-                       "required": ["reason"]}}},
-]
+TOOLS, SCHEMAS = script.TOOLS, script.SCHEMAS
 
 
 def run_agent(client: Any, case: str, trial: int) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -122,6 +122,26 @@ def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
 def escalate(reason: str) -> dict[str, Any]:
     """Hand the conversation to a human."""
     return {"escalated": True, "reason": reason}
+
+
+# the tools and their OpenAI function schemas, for a loop written by hand around the client
+TOOLS: dict[str, Callable[..., Any]] = {
+    "lookup_order": lookup_order, "issue_refund": issue_refund, "escalate": escalate}
+SCHEMAS = [
+    {"type": "function", "function": {
+        "name": "lookup_order", "description": "Look an order up by its id.",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                       "required": ["order_id"]}}},
+    {"type": "function", "function": {
+        "name": "issue_refund", "description": "Refund an order by the given amount.",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"},
+                                                        "amount": {"type": "number"}},
+                       "required": ["order_id", "amount"]}}},
+    {"type": "function", "function": {
+        "name": "escalate", "description": "Hand the conversation to a human.",
+        "parameters": {"type": "object", "properties": {"reason": {"type": "string"}},
+                       "required": ["reason"]}}},
+]
 
 
 # --- the server ------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +34,7 @@ MODES: dict[str, dict[str, str]] = {
                   "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only"},
 }
 ENV_KEYS = ("OTEL_SEMCONV_STABILITY_OPT_IN", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-TOOLS: dict[str, Callable[..., Any]] = {
-    "lookup_order": script.lookup_order, "issue_refund": script.issue_refund,
-    "escalate": script.escalate}
-SCHEMAS = [
-    {"type": "function", "function": {
-        "name": "lookup_order", "description": "Look an order up by its id.",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                       "required": ["order_id"]}}},
-    {"type": "function", "function": {
-        "name": "issue_refund", "description": "Refund an order by the given amount.",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"},
-                                                        "amount": {"type": "number"}},
-                       "required": ["order_id", "amount"]}}},
-    {"type": "function", "function": {
-        "name": "escalate", "description": "Hand the conversation to a human.",
-        "parameters": {"type": "object", "properties": {"reason": {"type": "string"}},
-                       "required": ["reason"]}}},
-]
+TOOLS, SCHEMAS = script.TOOLS, script.SCHEMAS
 
 
 def run_agent(client: Any, handler: Any, case: str, trial: int) -> str:
