@@ -993,3 +993,135 @@ def test_answers_given_twice_must_agree_and_the_first_choice_is_the_first(
     assert (card["categories"]["answer"]["passed"], card["categories"]["answer"]["failed"]) \
         == (4, 2)
     assert code == 1
+
+
+# --- the second hostile review of issue 37 --------------------------------------------------
+
+def _chats(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted((s for s in _spans_of(request) if _attribute(s, "gen_ai.operation.name")
+                   == {"stringValue": "chat"}), key=lambda s: int(s["startTimeUnixNano"]))
+
+
+def _without(span: dict[str, Any], *keys: str) -> None:
+    span["attributes"] = [a for a in span["attributes"] if a["key"] not in keys]
+
+
+def test_requests_known_beside_requests_unknown_must_still_have_run(tmp_path: Path) -> None:
+    """The lookup's output dropped (its finish reason kept) and the refund's tool span
+    deleted while the model's request of a refund of 80 stays: the tool spans stood for the
+    calls unchecked, tools PASS."""
+    def edit(request: dict[str, Any]) -> None:
+        if _big_runs(request):
+            _without(_chats(request)[0], "gen_ai.output.messages")
+            for scope in request["resourceSpans"][0]["scopeSpans"]:
+                scope["spans"] = [s for s in scope["spans"]
+                                  if s["name"] != "execute_tool issue_refund"]
+    code, card = _gate_of(tmp_path, "pydantic_ai", "content", edit)
+    assert card["coverage"]["record_problems"] == {"OTEL_DISAGREE": 2}
+    assert code == 3
+
+
+def test_a_sub_agents_later_call_is_not_the_runs_answer(tmp_path: Path) -> None:
+    """An output guardrail (an agent inside the run) whose model call ends after the run's
+    last one, answering {"tripwire": false}: read as the run's answer, the delivered "full
+    refund approved" went unchecked."""
+    def guardrail(request: dict[str, Any]) -> None:
+        if not _big_runs(request):
+            return
+        spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        root = next(s for s in spans if not s.get("parentSpanId"))
+        last = _chats(request)[-1]
+        end = int(last["endTimeUnixNano"])
+        agent = {"traceId": root["traceId"], "spanId": "6a00000000000001",
+                 "parentSpanId": root["spanId"], "name": "invoke_agent guardrail",
+                 "startTimeUnixNano": str(end + 1000), "endTimeUnixNano": str(end + 5000),
+                 "attributes": [{"key": "gen_ai.operation.name",
+                                 "value": {"stringValue": "invoke_agent"}}]}
+        check = json.loads(json.dumps(last))
+        check.update(spanId="6a00000000000002", parentSpanId=agent["spanId"],
+                     startTimeUnixNano=str(end + 2000), endTimeUnixNano=str(end + 4000))
+        _set(check, "gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [
+            {"type": "text", "content": '{"tripwire": false}'}]}]))
+        spans += [agent, check]
+    code, card = _gate_of(tmp_path, "pydantic_ai", "content", guardrail)
+    answer = card["categories"]["answer"]
+    assert (answer["passed"], answer["failed"]) == (4, 2)
+    assert code == 1
+
+
+def test_a_call_whose_output_is_gone_asked_for_unknown_tools(tmp_path: Path) -> None:
+    """smolagents (like four other producers) writes no finish reason saying a call asked
+    for tools: with the refund call's output and its tool span removed, the call was read
+    as asking nothing (tools PASS). A call recording no output asked for what is unknown."""
+    def edit(request: dict[str, Any]) -> None:
+        if not _big_runs(request):
+            return
+        for span in _spans_of(request):
+            if _attribute(span, "tool.name") == {"stringValue": "issue_refund"}:
+                span["attributes"] = []  # (dropped below)
+            if any('"issue_refund"' in json.dumps(a) for a in span["attributes"]
+                   if a["key"].startswith("llm.output_messages")):
+                span["attributes"] = [a for a in span["attributes"]
+                                      if not a["key"].startswith("llm.output_messages")]
+        for scope in request["resourceSpans"][0]["scopeSpans"]:
+            scope["spans"] = [s for s in scope["spans"] if s["attributes"]]
+    code, card = _gate_of(tmp_path, "smolagents", "default", edit)
+    tools = card["categories"]["tools"]
+    assert (tools["passed"], tools["errors"]) == (4, 2)
+    assert code == 3
+
+
+def test_a_call_stripped_of_its_response_is_still_a_call(tmp_path: Path) -> None:
+    """The refund's chat span with its output, finish reason, tokens and response id
+    removed was no call at all: the refund and its tokens vanished (tools PASS)."""
+    def edit(request: dict[str, Any]) -> None:
+        if _big_runs(request):
+            _without(_chats(request)[1], "gen_ai.output.messages", "gen_ai.response.id",
+                     "gen_ai.response.finish_reasons", "gen_ai.usage.input_tokens",
+                     "gen_ai.usage.output_tokens")
+    code, card = _gate_of(tmp_path, "logfire_openai", "default", edit)
+    tools, efficiency = card["categories"]["tools"], card["categories"]["efficiency"]
+    assert (tools["passed"], tools["errors"]) == (4, 2)
+    assert efficiency["errors"] == 2  # the tokens of that call are not known: no total
+    assert code == 3
+
+
+def test_a_call_counting_no_tokens_leaves_the_total_unknown(tmp_path: Path) -> None:
+    """The last call of each run made heavy (over the 400 budget), then its counts
+    removed: the run's total was the sum of the others, under the budget (PASS)."""
+    def edit(request: dict[str, Any]) -> None:
+        _without(_chats(request)[-1], "gen_ai.usage.input_tokens",
+                 "gen_ai.usage.output_tokens")
+    code, card = _gate_of(tmp_path, "pydantic_ai", "content", edit)
+    assert card["categories"]["efficiency"]["errors"] == 6
+
+
+def test_an_output_given_twice_by_details_events_is_refused(tmp_path: Path) -> None:
+    """strands (latest) gives content on gen_ai.client.inference.operation.details events; a
+    second one giving the output again, benign, replaced the first (answer PASS)."""
+    benign = json.dumps([{"role": "assistant", "parts": [{"type": "text",
+                                                          "content": "Order settled."}]}])
+
+    def edit(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            events = span.get("events", [])
+            if any("full refund approved" in json.dumps(e) for e in events):
+                events.append({"name": "gen_ai.client.inference.operation.details",
+                               "timeUnixNano": events[-1]["timeUnixNano"], "attributes": [
+                                   {"key": "gen_ai.output.messages",
+                                    "value": {"stringValue": benign}}]})
+    code, card = _gate_of(tmp_path, "strands", "latest", edit)
+    assert "OTEL_BAD_SPAN" in card["coverage"]["record_problems"]
+    assert code == 3
+
+
+def test_smolagents_answer_is_what_its_final_answer_was_given(tmp_path: Path) -> None:
+    """smolagents' AGENT span's output.value changed to a benign text while its
+    final_answer call gave "full refund approved": the benign text was read (answer PASS)."""
+    def edit(request: dict[str, Any]) -> None:
+        for span in _spans_of(request):
+            if _attribute(span, "openinference.span.kind") == {"stringValue": "AGENT"}:
+                _set(span, "output.value", "Order settled.")
+    code, card = _gate_of(tmp_path, "smolagents", "default", edit)
+    assert card["coverage"]["record_problems"] == {"OTEL_DISAGREE": 6}
+    assert code == 3

@@ -102,9 +102,9 @@ def observed_actions(unit: Mapping[str, Any], params: Mapping[str, Any]) -> list
     if actions is not MISSING:
         return _strings(actions)
     calls = select(params["calls"], unit)
-    if calls is MISSING:
-        return None
-    calls = [calls] if isinstance(calls, dict) else calls if isinstance(calls, list) else []
+    if calls is MISSING or not isinstance(calls, dict | list):
+        return None  # unknown (or no list of calls): never "no action"
+    calls = [calls] if isinstance(calls, dict) else calls
     return [n for n in (call_name(c) for c in calls if isinstance(c, dict)) if n]
 
 

@@ -17,6 +17,9 @@ LEGACY = {"gen_ai.usage.prompt_tokens": "gen_ai.usage.input_tokens",
           "gen_ai.usage.completion_tokens": "gen_ai.usage.output_tokens"}
 TOOL_SPAN = "execute_tool "  # the semantic conventions name a tool span "execute_tool {tool}"
 DETAILS = "gen_ai.client.inference.operation.details"  # the conventions' event for content
+# what a later event may give again, replacing the earlier (strands writes a loop cycle's
+# input twice, once per model call); anything else given twice must be the same
+REPEATED = ("gen_ai.input.messages", "gen_ai.system_instructions")
 DETAILED = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
             "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
 
@@ -50,8 +53,12 @@ def _details(events: Any, attrs: dict[str, Any]) -> None:
     for event in events:
         if not isinstance(event, dict) or event.get("name") != DETAILS:
             continue
-        given.update((k, v) for k, v in attributes(event.get("attributes")).items()
-                     if k in DETAILED)
+        for key, value in attributes(event.get("attributes")).items():
+            if key in REPEATED or given.get(key, value) == value:
+                given[key] = value
+            elif key in DETAILED:  # an output, a call's arguments given twice, differently
+                raise Malformed("OTEL_BAD_SPAN", f"two {DETAILS} events of the span give "
+                                f"{key} differently: which counts would be a guess")
     for key, value in given.items():
         if attrs.setdefault(key, value) != value:
             raise Malformed("OTEL_BAD_SPAN", f"{key} is given by the span and by its "
@@ -83,8 +90,14 @@ def _per_message(events: Any, attrs: dict[str, Any]) -> None:
         given = attributes(event.get("attributes"))
         if attrs.get("gen_ai.operation.name") == "execute_tool":
             if event["name"] == "gen_ai.tool.message" and "content" in given:
+                if tool_input is not None and tool_input != given["content"]:
+                    raise Malformed("OTEL_BAD_SPAN", "two gen_ai.tool.message events of a "
+                                    "tool span give its input differently")
                 tool_input = given["content"]
             elif event["name"] == CHOICE and "message" in given:
+                if tool_output is not None and tool_output != given["message"]:
+                    raise Malformed("OTEL_BAD_SPAN", "two gen_ai.choice events of a tool "
+                                    "span give its result differently")
                 tool_output = given["message"]
             continue
         if event["name"] == CHOICE:

@@ -53,6 +53,9 @@ ARGUMENTS = {LLAMA_INDEX: _kwargs, SMOLAGENTS: _args_kwargs}
 # (when it is the run's last call and is given nothing but the answer: runs._answering)
 ANSWER_TOOLS = {SMOLAGENTS: {"FinalAnswerTool": "final_answer"}}
 ANSWER_TOOL = "specgate.answer_tool"  # the reader's own mark (registry drops a span's own)
+# LLM spans a producer writes that are no call of the model (llama-index prepares the
+# request in a span of its own, recording no response): not read as a call
+NOT_CALLS = {LLAMA_INDEX: "._prepare_chat_with_tools"}
 # the GenAI operations each OpenInference kind may also be written as: a span giving its
 # kind and another operation contradicts itself
 AS = {"invoke_agent": {"invoke_agent"}, "execute_tool": {"execute_tool"},
@@ -75,6 +78,8 @@ def normalize(name: str, attrs: dict[str, Any], events: Any, scope: Scope) -> No
         raise Malformed("OTEL_BAD_SPAN", f"the span is an OpenInference {kind[:20]} span and "
                         f"its gen_ai.operation.name is {str(attrs['gen_ai.operation.name'])[:40]!r}"
                         ": which it is would be a guess")
+    if operation == "chat" and scope.name in NOT_CALLS and name.endswith(NOT_CALLS[scope.name]):
+        operation = "prepare"  # no GenAI operation: neither a call nor a run
     given: dict[str, Any] = {"gen_ai.operation.name": operation}
     if operation == "invoke_agent":
         given["gen_ai.agent.name"] = attrs.get("agent.name", name)

@@ -88,12 +88,14 @@ def _tool_call(span: Span) -> dict[str, Any]:
     return call
 
 
-def _usage(owner: Span) -> dict[str, Any]:
+def _usage(owner: Span, calls: list[ModelCall] | None = None) -> dict[str, Any]:
     """Token usage of the run below ``owner``, each token counted once: producers record
     one call's tokens at several levels of a branch (an agent span the total of what is
     below it, a model call on an outer and an inner span, ADK's ``call_llm`` around its
     ``generate_content``), so a span counts the larger of its own count and the sum of
-    those below it; no token is left out, none is counted twice."""
+    those below it; no token is left out, none is counted twice. A count that some model
+    calls record and another does not is unknown (never the smaller sum), unless the run's
+    own span records the run's total."""
     usage: dict[str, Any] = {}
     order, stack = [], [owner]
     while stack:  # parents before children; summed in reverse: children first
@@ -108,7 +110,8 @@ def _usage(owner: Span) -> dict[str, Any]:
             own = node.attrs.get(name)
             seen = seen or own is not None
             total[id(node)] = max(own or 0, sum(total[id(c)] for c in node.children))
-        if seen:
+        counted = [c.counted(name) for c in calls or []]
+        if seen and (all(counted) or name in owner.attrs):
             usage[key] = total[id(owner)]
     if len(usage) == 2:  # one of the two counted nowhere: the total is unknown, not smaller
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
@@ -230,8 +233,6 @@ def _identity(owner: Span, above: list[Span], naming: Naming) -> tuple[Any, Any]
 
 # a model call that ended asking for tools (OpenAI's, Anthropic's and Bedrock's words)
 ASKS_TOOLS = frozenset({"tool_calls", "tool_use", "function_call", "tool_call"})
-RESPONSE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-            "gen_ai.output.messages", "gen_ai.response.finish_reasons", "gen_ai.response.id")
 # what the spans of one model call must record alike where more than one records it
 ONE_CALL = ("gen_ai.output.messages", "gen_ai.response.finish_reasons")
 
@@ -246,6 +247,7 @@ class ModelCall:
     nested in it (some instrumentations write a call as several), in start order."""
 
     spans: tuple[Span, ...]
+    depth: int = 0  # the agent spans between it and the run's (a sub-agent's call: > 0)
 
     def first(self, key: str) -> Any:
         """What the call's spans record under ``key`` (the first that does; ``Disagree``
@@ -256,12 +258,8 @@ class ModelCall:
                            f" record {key} differently")
         return parsed(found[0]) if found else None
 
-    @property
-    def responded(self) -> bool:
-        """Whether the call records anything of a response (a span that records none,
-        such as llama-index's ``_prepare_chat_with_tools``, is no call of the model)."""
-        return any(k in s.attrs for s in self.spans for k in RESPONSE) or any(
-            _status(s) == "ERROR" for s in self.spans)
+    def counted(self, key: str) -> bool:
+        return any(key in s.attrs for s in self.spans)
 
     @property
     def asked_for_tools(self) -> bool:
@@ -275,26 +273,28 @@ class ModelCall:
         return self.spans[0].start
 
 
-def model_calls(inference: list[Span], spans_by_id: dict[str, Span]) -> list[ModelCall]:
+def model_calls(owner: Span, inference: list[Span], spans_by_id: dict[str, Span]) -> \
+        list[ModelCall]:
     """The run's calls of the model, in start order: an inference span inside another is
-    part of that one's call, and one recording no response is none."""
+    part of that one's call (a span that is no call of the model, such as llama-index's
+    ``_prepare_chat_with_tools``, is not an inference span: openinference.NOT_CALLS)."""
     inside: dict[int, list[Span]] = {id(s): [s] for s in inference}
-    outer: list[Span] = []
+    outer: list[tuple[Span, int]] = []
     for span in inference:  # (start order)
         parent = spans_by_id.get(span.parent)
-        holder = None
+        holder, depth = None, 0
         for _ in range(len(spans_by_id)):  # (no cycle: every span here is reached)
-            if parent is None:
+            if parent is None or parent is owner:
                 break
             if id(parent) in inside:
                 holder = parent
+            depth += parent.operation == "invoke_agent"
             parent = spans_by_id.get(parent.parent)
         if holder is None:
-            outer.append(span)
+            outer.append((span, depth))
         else:
             inside[id(holder)].append(span)
-    calls = [ModelCall(tuple(inside[id(s)])) for s in outer]
-    return [c for c in calls if c.responded]
+    return [ModelCall(tuple(inside[id(s)]), depth) for s, depth in outer]
 
 
 def _asked(call: ModelCall) -> list[dict[str, Any]] | None:
@@ -304,7 +304,8 @@ def _asked(call: ModelCall) -> list[dict[str, Any]] | None:
     messages = call.first("gen_ai.output.messages")
     if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict) \
             or not isinstance(messages[0].get("parts"), list):
-        return None if call.asked_for_tools else []
+        return None  # what it asked for is not recorded (several producers write no finish
+        # reason that says so, and Google ADK writes "stop" on a call asking for tools)
     asked = []
     for part in messages[0]["parts"]:
         if isinstance(part, dict) and part.get("type") == "tool_call":
@@ -322,26 +323,38 @@ def _arguments(value: Any) -> Any:
     return decoded if isinstance(decoded, dict) else value
 
 
-def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]]) -> None:
+def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]], whole: bool = True) -> None:
     """Raise ``Disagree`` unless the calls run (tool spans) are the calls the model asked
-    for (its output messages): the same number, and pair by pair (by call id where every
-    call on both sides gives one, no id twice, else in order) the same tool and, where both
-    record them, equal arguments. Arguments missing from a tool span are taken from the
-    model's request."""
-    if len(ran) != len(asked):
+    for (its output messages): the same number (with ``whole``; else every call asked for is
+    among those run, in order, where some call's requests are not recorded), and pair by pair
+    (by call id where every call on both sides gives one, no id twice, else in order) the
+    same tool and, where both record them, equal arguments. Arguments missing from a tool
+    span are taken from the model's request."""
+    if len(ran) < len(asked) or (whole and len(ran) != len(asked)):
         raise Disagree(f"{len(ran)} tool calls ran (tool spans) but the model asked for "
-                       f"{len(asked)} (its output messages)")
+                       f"{len(asked)}{'' if whole else ' or more'} (its output messages)")
     ran_ids, asked_ids = [c.get("id") for c in ran], [c.get("id") for c in asked]
+    pairs: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
     if all(isinstance(i, str) and i for i in ran_ids + asked_ids):
         if len(set(ran_ids)) < len(ran_ids) or len(set(asked_ids)) < len(asked_ids) or \
-                set(ran_ids) != set(asked_ids):
+                not set(asked_ids) <= set(ran_ids) or (whole and set(ran_ids) != set(asked_ids)):
             raise Disagree("the tool spans' call ids and those the model asked for are not "
                            "the same calls, each once")
-        pairs = {c["id"]: c for c in asked}
-        others = [pairs[i] for i in ran_ids]
-    else:
-        others = asked
-    for i, (call, other) in enumerate(zip(ran, others, strict=True)):
+        by_id = {c["id"]: c for c in asked}
+        pairs = [(i, c, by_id[c["id"]]) for i, c in enumerate(ran) if c["id"] in by_id]
+    elif whole:
+        pairs = [(i, c, other) for i, (c, other) in enumerate(zip(ran, asked, strict=True))]
+    else:  # each call asked for, the next call run of its tool
+        at = 0
+        for other in asked:
+            at = next((i for i in range(at, len(ran)) if ran[i].get("name") ==
+                       other.get("name")), len(ran))
+            if at == len(ran):
+                raise Disagree(f"the model asked for {clip(other.get('name'))!r}, which no "
+                               "tool span after the earlier calls ran")
+            pairs.append((at, ran[at], other))
+            at += 1
+    for i, call, other in pairs:
         if other.get("name") != call.get("name"):
             raise Disagree(f"tool call {i} ran {clip(call.get('name'))!r} but the model "
                            f"asked for {clip(other.get('name'))!r}")
@@ -353,6 +366,22 @@ def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]]) -> None:
         if "arguments" not in call and "arguments" in other:
             call["arguments"] = other["arguments"]
             call["arguments_from"] = "output_messages"
+
+
+def _answer_given(tools: list[Span], calls: list[ModelCall]) -> str | None:
+    """The answer a run's answer tool was given (the last tool span, marked by its
+    convention's reader, or the last call's request of it), else None."""
+    for call in reversed([_tool_call(s) for s in tools][-1:]):
+        if call.get("answer_tool") and isinstance(call.get("arguments"), dict):
+            answer = call["arguments"].get("answer")
+            return answer if isinstance(answer, str) else None
+    names = set().union(*(openinference.answer_tools(s.scope) for c in calls for s in c.spans))
+    asked = _asked(calls[-1]) if calls else None
+    if asked and asked[-1].get("name") in names and isinstance(asked[-1].get("arguments"),
+                                                                dict):
+        answer = asked[-1]["arguments"].get("answer")
+        return answer if isinstance(answer, str) else None
+    return None
 
 
 def _answering(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -379,14 +408,17 @@ def tool_calls(tools: list[Span], calls: list[ModelCall]) -> list[dict[str, Any]
                                    for c in per_call[-1]])
         for c in per_call[-1]:
             c.pop("answer_tool", None)
-    if any(p is None for p in per_call):  # a call's requests unknown: the spans must show
-        starts = [s.start for s in tools]  # a tool ran after each call that asked
+    asked = [c for p in per_call for c in p or []]
+    if per_call and all(p is None for p in per_call):  # no call's output recorded (content
+        return ran or None  # off): the tool spans are the record, with no span: unknown
+    if any(p is None for p in per_call):  # some call's requests unknown: a tool ran after
+        starts = [s.start for s in tools]  # each such call, and those known ran
         ends = [c.start for c in calls[1:]] + [max([*starts, *(c.start for c in calls)]) + 1]
         if not ran or any(p is None and not any(c.start <= t < end for t in starts)
                           for p, c, end in zip(per_call, calls, ends, strict=True)):
             return None
+        _agree(ran, asked, whole=False)
         return ran
-    asked = [c for p in per_call for c in p or []]
     if ran and asked:
         _agree(ran, asked)
         return ran
@@ -403,7 +435,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None
     status = "ERROR" if failed else _status(owner)
     ident = f"{owner.trace}-{owner.span}"
     case = ident if case is None else case
-    calls = model_calls(inference, spans_by_id or {owner.span: owner})
+    calls = model_calls(owner, inference, spans_by_id or {owner.span: owner})
     model = attrs.get("gen_ai.request.model") or next(
         (s.attrs["gen_ai.request.model"] for c in calls for s in c.spans
          if "gen_ai.request.model" in s.attrs), None)
@@ -412,14 +444,21 @@ def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None
     if inputs is None and calls:
         inputs = calls[0].first("gen_ai.input.messages")
     answer = _text(outputs, "assistant", first=True)
-    if calls:  # the run's own answer and its last model call's, where both give one, agree
-        last = calls[-1].first("gen_ai.output.messages")
+    # the answer is the last call of the outermost agent that calls the model: a call of an
+    # agent inside it (a guardrail, a sub-agent) is not what the run answered
+    own = [c for c in calls if c.depth == min(c.depth for c in calls)]
+    if own:  # the run's own answer and its last model call's, where both give one, agree
+        last = own[-1].first("gen_ai.output.messages")
         said = _text(last, "assistant", first=True)
-        if answer is not None and said is not None and answer.strip() != said.strip():
-            raise Disagree(f"the run span's answer {clip(answer)!r} is not its last model "
+        if answer is not None and said is not None and answer.strip() not in said:
+            raise Disagree(f"the run span's answer {clip(answer)!r} is not in its last model "
                            f"call's {clip(said)!r}")
         if outputs is None:
             outputs, answer = last, said
+    given = _answer_given(tools, calls)  # smolagents' final_answer(answer=...)
+    if given is not None and answer is not None and given.strip() != answer.strip():
+        raise Disagree(f"the run's answer {clip(answer)!r} is not the {clip(given)!r} its "
+                       "answer tool was given")
     found = tool_calls(tools, calls)
     record: dict[str, Any] = {
         "id": ident, "case_id": case,
@@ -433,7 +472,7 @@ def unit(owner: Span, tools: list[Span], inference: list[Span], case: Any = None
              if "gen_ai.response.model" in s.attrs), None),
         "input": _text(inputs, "user"), "output": answer,
         "tool_calls": found,
-        "usage": _usage(owner), "inference_calls": len(calls),
+        "usage": _usage(owner, calls), "inference_calls": len(calls),
         "latency_ms": (owner.end - owner.start) / 1e6,
         "status": status, "error": status == "ERROR", "failed_agents": failed,
         "error_type": attrs.get("error.type"),
@@ -505,7 +544,7 @@ def _trace_units(spans_by_id: dict[str, Span], naming: Naming = Naming()) -> \
         if id(span) not in reached and span.parent in spans_by_id:
             yield BadRecord(span.line, "OTEL_ORPHAN_SPAN", f"span {span.span} of trace "
                             f"{span.trace} is not below any root span (its parents form a "
-                            "cycle)")
+                            "cycle, or one of them was refused)")
     for span in unowned:
         yield BadRecord(span.line, "OTEL_UNOWNED_SPAN", f"span {span.span} of trace "
                         f"{span.trace} ({span.operation or 'token usage'}) is below no "
