@@ -96,9 +96,13 @@ UNATTAINABLE_GATE: a threshold the Wilson lower bound can never reach (1.0)
 UNKNOWN_CATEGORY: a waiver scope or a policy test names a category the policy does not have
 UNKNOWN_CONTROL: a control identifier that is in no loaded catalogue
 UNKNOWN_INSPECTION: an inspection type that is not in the engine's table
-UNKNOWN_INSPECTION_ID: a category or fallback names an inspection id that does not exist
+UNKNOWN_INSPECTION_ID: a category, fallback or policy test names an inspection id that does not exist
 UNKNOWN_REASON_CODE: reason_codes renames, or a policy test wants, a code never given
 UNKNOWN_WAIVER_SCOPE: a waiver scope names a case the suite lacks: it would match no row
+TEST_NEEDS_EVALUATION: a policy test case gives records but the test names no Evaluation
+TEST_POLICY_MISMATCH: a policy test's Evaluation runs another policy file than the one tested
+NEEDS_RECORDS: a policy test case of category counts wants rows or gives waivers
+INLINE_RECORDS_FORMAT: a policy test case writes records inline for an input that is not jsonl
 UNUSED_INSPECTION: an inspection that no category runs, so its rows would count nowhere
 REPORT_WITHOUT_INSPECTION: spec.report names a report built from an inspection the policy lacks
 BAD_DATA_FILE: a data file a spec names (lexicon, detector, catalogue) cannot be used

@@ -317,9 +317,21 @@ def with_policy(evaluation: Evaluation, policy: Policy) -> Evaluation:
     return dataclasses.replace(evaluation, policy=policy)
 
 
-def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Policy]]:
+@dataclass
+class PolicyTest:
+    """A checked PolicyTest: its file, data, compiled Policy, the Evaluation its record-level
+    cases run through (None when it names none), and each case's records file, resolved."""
+
+    file: Path
+    data: dict[str, Any]
+    policy: Policy
+    evaluation: Evaluation | None = None
+    records_files: dict[int, Path] = field(default_factory=dict)
+
+
+def load_policy_tests(paths: list[Path]) -> list[PolicyTest]:
     """Every PolicyTest under ``paths`` with its compiled Policy; SpecErrors if any is bad."""
-    out: list[tuple[Path, dict[str, Any], Policy]] = []
+    out: list[PolicyTest] = []
     problems: list[Problem] = []
     for path in paths:
         loader = _Loader(path if path.is_dir() else path.parent)
@@ -336,17 +348,38 @@ def load_policy_tests(paths: list[Path]) -> list[tuple[Path, dict[str, Any], Pol
     return out
 
 
-def _policy_test(loader: _Loader, file: Path) -> tuple[Path, dict[str, Any], Policy] | None:
-    """A PolicyTest with its compiled Policy, the names it takes from the Policy checked."""
+def _policy_test(loader: _Loader, file: Path) -> PolicyTest | None:
+    """A PolicyTest with its compiled Policy (and Evaluation, when it names one), the names
+    it takes from them checked."""
     checked = loader.checked(file, "PolicyTest")
     if checked is None:
         return None
-    target = loader.path(checked, ("spec", "policy"), checked.data["spec"]["policy"])
+    spec = checked.data["spec"]
+    target = loader.path(checked, ("spec", "policy"), spec["policy"])
     policy = loader.compile(target, "Policy") if target else None
     if policy is None:
         return None
-    loader.problems.extend(crossrefs.policy_test(checked, policy.categories))
-    return file, checked.data, policy
+    evaluation = None
+    if "evaluation" in spec:
+        where = loader.path(checked, ("spec", "evaluation"), spec["evaluation"])
+        evaluation = _evaluation(loader, where, {}) if where else None
+        if evaluation is None:
+            return None
+        if evaluation.policy is not policy:
+            loader.problems.append(checked.problem(
+                ("spec", "evaluation"), "TEST_POLICY_MISMATCH",
+                f"the Evaluation's policy is '{evaluation.policy.name}' from another file, "
+                f"not the policy under test '{policy.name}' ({spec['policy']})",
+                "name an Evaluation whose spec.policy is the file spec.policy names"))
+    files = {}
+    for i, case in enumerate(spec["cases"]):
+        if "records_file" in case["given"]:
+            found = loader.path(checked, ("spec", "cases", i, "given", "records_file"),
+                                case["given"]["records_file"])
+            if found is not None:
+                files[i] = found
+    loader.problems.extend(crossrefs.policy_test(checked, policy, evaluation))
+    return PolicyTest(file, checked.data, policy, evaluation, files)
 
 
 def _evaluation(loader: _Loader, file: Path, overrides: dict[str, Path]) -> Evaluation | None:
