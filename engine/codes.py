@@ -96,7 +96,7 @@ UNATTAINABLE_GATE: a threshold the Wilson lower bound can never reach (1.0)
 UNKNOWN_CATEGORY: a waiver scope or a policy test names a category the policy does not have
 UNKNOWN_CONTROL: a control identifier that is in no loaded catalogue
 UNKNOWN_INSPECTION: an inspection type that is not in the engine's table
-UNKNOWN_INSPECTION_ID: a category, fallback or policy test names an inspection id that does not exist
+UNKNOWN_INSPECTION_ID: a category, fallback or policy test names an inspection id not in the policy
 UNKNOWN_REASON_CODE: reason_codes renames, or a policy test wants, a code never given
 UNKNOWN_WAIVER_SCOPE: a waiver scope names a case the suite lacks: it would match no row
 TEST_NEEDS_EVALUATION: a policy test case gives records but the test names no Evaluation
