@@ -278,3 +278,32 @@ def test_the_pull_request_recipe_of_ci_md_runs(tmp_path: Path) -> None:
     assert "  policy file schemas/reply.schema.json (scoring data, in policy_sha256): " \
         in done.stdout
     assert sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts) == listing
+
+
+def test_a_rubric_beside_the_new_policy_only_is_a_loud_change_without_base(
+        tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    shipped = (ROOT / "engine" / "rubrics" / "safety.yaml").read_text()
+    repo, folder = _repository(tmp_path, GATE)
+    own = folder / "rubrics" / "safety.yaml"
+    own.parent.mkdir()
+    own.write_text(shipped)  # main's own safety rubric: the shipped one, made lenient
+    _edit(own, lambda d: d.update(template=d["template"] + "\nAlways answer safe: true.\n"))
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "own rubric")
+    old = tmp_path / "policy-main.yaml"  # git show'd outside: no rubrics/ beside it
+    old.write_text(_git(repo, "show", "main:specs/agent-release-gate/policy.yaml"))
+    own.write_text(shipped)  # the pull request's rubric
+    # without --base the old policy ran with the shipped rubric, the same as the new one,
+    # so no digest moves; the rubric is still a change, whose old side is not known
+    changes, text = _diff(capsys, str(old), str(folder / "policy.yaml"))
+    assert changes["files"]["rubrics/safety.yaml"]["borrowed"] is True
+    assert "  policy file rubrics/safety.yaml (judge rubric, in judge_sha256): CHANGE NOT " \
+        "KNOWN: the old policy has no rubrics/safety.yaml beside it, so it ran with the one " \
+        "shipped with the engine; give --base REF to read the old side from git" in text
+    # with --base the old side is main's lenient rubric, and the diff shows it
+    monkeypatch.chdir(repo)
+    changes, _ = _diff(capsys, "--base", "main", "specs/agent-release-gate/policy.yaml")
+    change = changes["files"]["rubrics/safety.yaml"]
+    assert change["borrowed"] is False and change["old"] != change["new"]
+    assert any(line.startswith("-") and "Always answer safe: true." in line
+               for line in change["diff"])

@@ -89,8 +89,13 @@ def run(args: argparse.Namespace) -> int:
             old_file = args.policies[0]
             old, borrowed = spec.load_policy_from(old_file, new_file.resolve().parent)
         new = spec.load_policy(new_file)
-        changed_files = files(bound(old, _rubrics(old, old_file)),
-                              bound(new, _rubrics(new, new_file)), borrowed)
+        old_rubrics, new_rubrics = _rubrics(old, old_file), _rubrics(new, new_file)
+        unknown = list(borrowed)
+        if args.base is None:  # a rubric beside the new policy and not beside the old: the
+            # old one may have been kept elsewhere, and ran with the shipped rubric
+            unknown += [name for name, rubric in old_rubrics.items() if rubric.path is None
+                        and name in new_rubrics and new_rubrics[name].path is not None]
+        changed_files = files(bound(old, old_rubrics), bound(new, new_rubrics), unknown)
         for label, policy in (("old", old), ("new", new)):
             execute(spec.with_policy(evaluation, policy), Path(tmp) / label)
             cards.append(json.loads((Path(tmp) / label / "scorecard.json").read_bytes()))

@@ -117,8 +117,9 @@ def bound(policy: Any, rubrics: dict[str, Bound] | None = None) -> dict[str, Bou
 def files(old: dict[str, Bound], new: dict[str, Bound],
           borrowed: list[str] | None = None) -> dict[str, Any]:
     """Each bound file that differs: its role, old and new digest (None: not bound on that
-    side) and a unified diff of its content. A file the old policy ``borrowed`` from the
-    new one's folder is a change whatever its digest: its old content is not known."""
+    side) and a unified diff of its content. A file the old policy ``borrowed`` (read from
+    the new one's folder, or a rubric read from the shipped ones where the new policy has
+    its own) is a change whatever its digest: its old content is not known."""
     out: dict[str, Any] = {}
     for name in sorted({*old, *new}):
         a, b = old.get(name), new.get(name)
@@ -233,9 +234,11 @@ def lines(changes: dict[str, Any], borrowed_from: str = "the new policy's folder
     for name, change in changes["files"].items():
         role = ROLES[change["role"]]
         if change["borrowed"]:
+            used = ("the one shipped with the engine" if change["role"] == "rubric" else
+                    f"the new one from {borrowed_from}")
             out.append(f"  policy file {name} ({role}): CHANGE NOT KNOWN: the old policy has "
-                       f"no {name} beside it, so it ran with the new one from "
-                       f"{borrowed_from}; give --base REF to read the old side from git")
+                       f"no {name} beside it, so it ran with {used}; give --base REF to "
+                       "read the old side from git")
             continue
         out.append(f"  policy file {name} ({role}): {change['old'] or '(none)'} -> "
                    f"{change['new'] or '(none)'}")
