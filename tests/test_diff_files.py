@@ -307,3 +307,18 @@ def test_a_rubric_beside_the_new_policy_only_is_a_loud_change_without_base(
     assert change["borrowed"] is False and change["old"] != change["new"]
     assert any(line.startswith("-") and "Always answer safe: true." in line
                for line in change["diff"])
+
+
+def test_a_problem_of_the_old_policy_at_base_is_located_at_ref(
+        tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    repo, folder = _repository(tmp_path)
+    policy = folder / "policy.yaml"
+    text = policy.read_text()
+    policy.write_text(text.replace("  scoring_version:", "  scoring_version: [1]\n  x:", 1))
+    _git(repo, "commit", "-qam", "broken")
+    policy.write_text(text)
+    monkeypatch.chdir(repo)
+    assert main(["diff", "--base", "main", "specs/example/policy.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("main:specs/example/policy.yaml:"), err
+    assert str(tmp_path) not in err and "/tmp" not in err

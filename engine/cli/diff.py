@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import tempfile
@@ -15,7 +16,7 @@ from engine.cli.common import (
     overrides,
     shown,
 )
-from engine.errors import UsageError
+from engine.errors import SpecErrors, UsageError
 from engine.run.execute import execute
 from engine.spec import evaluation as spec
 
@@ -62,6 +63,18 @@ def _rubrics(policy: Any, file: Path) -> dict[str, Any]:
     return out
 
 
+def _at_ref(file: Path, top: Path, ref: str) -> Any:
+    """The old Policy read from git; its problems located as ``REF:path`` (not in the
+    temporary folder it was written to)."""
+    try:
+        return spec.load_policy(file)
+    except SpecErrors as exc:
+        raise SpecErrors([dataclasses.replace(
+            p, file=f"{ref}:{Path(p.file).resolve().relative_to(top.resolve()).as_posix()}")
+            if Path(p.file).resolve().is_relative_to(top.resolve()) else p
+            for p in exc.problems]) from None
+
+
 def run(args: argparse.Namespace) -> int:
 
     from engine.spec import base as git_base
@@ -81,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         base = None
         if args.base is not None:  # the whole old side from git: nothing is borrowed
             old_file, commit = git_base.checkout(args.policies[0], args.base, Path(tmp) / "base")
-            old, borrowed = spec.load_policy(old_file), list[str]()
+            old, borrowed = _at_ref(old_file, Path(tmp) / "base", args.base), list[str]()
             base = {"ref": args.base, "commit": commit}
         else:  # an old policy kept elsewhere (git show main:... > /tmp/old.yaml) reads the
             # data files it names from the new policy's folder when they are not beside it:
