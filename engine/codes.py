@@ -363,6 +363,7 @@ NO_JUDGE_MODEL: a judge provider chosen on the command line without a model
 NO_REPLAY: judge provider replay without --judge-replay
 NO_TESTS: engine test found no PolicyTest
 BAD_PREDICATE: engine attest --predicate is not a JSON object (text, or @FILE)
+BASE_UNREADABLE: engine diff --base: no git or repository, no such revision, or no such policy in it
 IO_ERROR: the operating system refused a read or write; nothing partial is kept
 USAGE: a command line or input that cannot be used, without a more precise code
 ENGINE_ERROR: an engine error without a more precise code (fallback)

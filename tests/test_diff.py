@@ -74,10 +74,11 @@ def test_diff_against_a_policy_from_git_history(spec: Spec, capsys: Any) -> None
     assert sorted(changes["reasons"]["added"]) == [
         "FAIL BELOW_THRESHOLD [resolution]", "FAIL CONDITION_FALSE",
         "FAIL OVERALL_BELOW_THRESHOLD"]
-    # the same as text, with the borrowed file named
+    # the same as text, with the borrowed file named as a change
     assert main(["diff", str(old), str(new)]) == 0
     text = capsys.readouterr().out
-    assert "schemas/reply.schema.json not beside" in text
+    assert "  policy file schemas/reply.schema.json (scoring data, in policy_sha256): CHANGE " \
+        "NOT KNOWN: the old policy has no schemas/reply.schema.json beside it" in text
     # rates and scores with three places, as scorecard.md writes them
     assert "  overall: score 0.983 -> 0.990, threshold 0.9 -> 0.99, met True -> False" in text
     assert "rate 0.969 -> 1.000" in text

@@ -92,6 +92,12 @@ class RubricError(ValueError):
     """A rubric that cannot be used, with the reason."""
 
 
+def source(name: str, local: Path | None) -> tuple[Path | None, str]:
+    """Where the rubric ``name`` is read from (None: shipped with the engine) and its text,
+    as ``load_rubric`` finds it; RubricError when there is none."""
+    return _locate(name, local)
+
+
 def _locate(name: str, local: Path | None) -> tuple[Path | None, str]:
     if local is not None and (local / f"{name}.yaml").is_file():
         return local / f"{name}.yaml", opened.read_text(local / f"{name}.yaml")

@@ -7,6 +7,7 @@ all bound into ``policy_sha256`` or ``presentation_digests``), compiled once at 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.errors import Problem
@@ -137,6 +138,11 @@ class Policy:
     scoring version), its scoring data digests, the engine scoring version."""
     presentation_digests: dict[str, str] = field(default_factory=dict)
     """Digests of files that change only how findings read (fix templates, catalogues)."""
+    scoring_files: dict[str, Path] = field(default_factory=dict)
+    """The files whose digests ``document`` binds (``scoring_data``), by their path in the
+    spec: where they were read (``engine diff`` shows their content)."""
+    presentation_files: dict[str, Path] = field(default_factory=dict)
+    """The same for ``presentation_digests``."""
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
     """``regressed`` / ``improved`` -> the formula that says when a category is so."""
     report: str | None = None

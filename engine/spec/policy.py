@@ -153,6 +153,7 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   report=spec.get("report"), waivers=spec.get("waivers", []),
                   catalogues=parts.agent_card[0], card_mappings=parts.agent_card[1],
                   presentation_digests=files.digests(files.presentation),
+                  scoring_files=dict(files.scoring), presentation_files=dict(files.presentation),
                   caveats=files.caveats,
                   calibration_required=calibration.get("required", False),
                   min_kappa=calibration.get("min_kappa", 0.85),
