@@ -145,30 +145,38 @@ def test_the_pre_commit_hooks_run_as_pre_commit_runs_them(work: Path) -> None:
     assert done.returncode == 2 and "policy.yaml:" in done.stderr
 
 
-GITLAB = yaml.safe_load((ROOT / "templates" / "specgate.gitlab-ci.yml").read_text())
+SPEC, GITLAB = yaml.safe_load_all((ROOT / "templates" / "specgate.gitlab-ci.yml").read_text())
+PINNED = "0123456789abcdef0123456789abcdef01234567"  # the commit the include names
+INPUTS = {"project": "acme/specgate", "ref": PINNED}
 
 
-def gitlab(work: Path, variables: dict[str, str]) -> tuple[int, str]:
+def interpolated(text: str) -> str:
+    """What GitLab writes into the job when the pipeline is created: each
+    ``$[[ inputs.NAME ]]`` replaced by the value the include gave."""
+    return re.sub(r"\$\[\[ inputs\.(\w+) \]\]", lambda m: INPUTS[m.group(1)], text)
+
+
+def gitlab(work: Path, variables: dict[str, str]) -> tuple[int, str, str]:
     """The template's script (after its pip install) and after_script, each as GitLab's
     runner runs a list of commands (bash, stopping at the first failure), with its
     variables and the pipeline's id in the environment; the exit code of the script, and
-    what after_script printed."""
+    what after_script printed, and the script's log."""
     job = GITLAB[".specgate"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
     env |= job["variables"] | {"CI_PIPELINE_ID": "815"} | variables
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    commands = [c for c in job["script"] if "pip install" not in c]
+    commands = [interpolated(c) for c in job["script"] if "pip install" not in c]
     done = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)
     after = subprocess.run(["bash", "-c", "\n".join(job["after_script"])], cwd=work,
                            env=env, capture_output=True, text=True, timeout=60)
-    return done.returncode, after.stdout
+    return done.returncode, after.stdout, done.stdout + done.stderr
 
 
 def test_the_gitlab_template_signs_with_the_file_variable(work: Path, tmp_path: Path) -> None:
     assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     key = str(tmp_path / "keys" / "private.pem")  # a File variable: its path
-    code, printed = gitlab(work, {"SPECGATE_SIGNING_KEY": key})
+    code, printed, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key})
     assert code == 0 and printed.startswith("## specgate: exit code 0")
     assert main(["verify", str(work / "gate-out"), "--trusted-key",
                  str(tmp_path / "keys" / "public.pem"), "--run-id", "815"]) == 0
@@ -176,11 +184,11 @@ def test_the_gitlab_template_signs_with_the_file_variable(work: Path, tmp_path: 
 
 
 def test_the_gitlab_template_in_a_fork_and_in_a_release_without_its_key(work: Path) -> None:
-    code, printed = gitlab(work, {})
+    code, printed, _ = gitlab(work, {})
     assert code == 0 and printed.startswith("UNSIGNED RUN")
     assert (work / "gate-out" / "summary.md").is_file()
     shutil.rmtree(work / "gate-out")
-    code, printed = gitlab(work, {"SPECGATE_REQUIRE_SIGNATURE": "true"})
+    code, printed, _ = gitlab(work, {"SPECGATE_REQUIRE_SIGNATURE": "true"})
     assert code == 2 and not (work / "gate-out").exists()
 
 
@@ -211,7 +219,7 @@ def test_the_gitlab_template_signs_the_candidate_it_is_given(work: Path,
     assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     key = str(tmp_path / "keys" / "private.pem")
     both = f"{BUILD}@sha256:{DIGEST} {BUILD}-tools@sha256:{'1' * 64}"
-    code, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+    code, _, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
                             "SPECGATE_SUBJECT": both})
     assert code == 0
     card = (work / "gate-out" / "scorecard.json").read_text()
@@ -248,8 +256,79 @@ def test_the_gitlab_template_signs_every_build_of_a_multi_line_subject(
         work: Path, tmp_path: Path) -> None:
     assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     key = str(tmp_path / "keys" / "private.pem")
-    code, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+    code, _, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
                             "SPECGATE_SUBJECT": LINES})
     assert code == 0
     card = json.loads((work / "gate-out" / "scorecard.json").read_bytes())
     assert [c["name"] for c in card["candidates"]] == [BUILD, f"{BUILD}-tools"]
+
+
+# issue 38: whoever may set a pipeline variable (or a variable of the project) chooses its
+# value; none of these values may rebind an input, add an option, expand a glob or change
+# what is installed
+@pytest.mark.parametrize("specs", ["specs/example --input runs=OTHER.jsonl",
+                                   "specs/example\n--input=runs=OTHER.jsonl",
+                                   "--help", "--input runs=OTHER.jsonl specs/example"])
+def test_the_gitlab_template_takes_no_option_through_its_specs(work: Path,
+                                                               specs: str) -> None:
+    (work / "OTHER.jsonl").write_text("")
+    code, _, log = gitlab(work, {"SPECGATE_SPECS": specs})
+    assert code == 2 and not (work / "gate-out").exists()
+    assert "SPECGATE_SPECS names spec files or folders only" in log
+    assert "starts with '-'; nothing was run" in log
+
+
+def test_the_gitlab_template_expands_no_glob_in_its_specs(work: Path) -> None:
+    code, _, log = gitlab(work, {"SPECGATE_SPECS": "specs/ex*"})
+    assert code == 2 and not (work / "gate-out").exists()
+    assert "specs/ex*:1:1: FILE_NOT_FOUND" in log  # the word itself, never specs/example
+
+
+def test_the_gitlab_template_passes_values_whole(work: Path, tmp_path: Path) -> None:
+    """An output folder or subject that reads like an option stays the value it is."""
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    key = str(tmp_path / "keys" / "private.pem")
+    code, _, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+                               "SPECGATE_OUT": "--json"})
+    assert code == 0 and (work / "--json" / "scorecard.json.sig").is_file()
+    code, _, log = gitlab(work, {"SPECGATE_SPECS": "specs/example",
+                                 "SPECGATE_SUBJECT": "--input runs=OTHER.jsonl"})
+    assert code == 2 and "--input" in log and not (work / "gate-out").exists()
+
+
+def test_the_gitlab_template_requires_governance_signed_specs(work: Path,
+                                                              tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "gov")]) == 0
+    public = tmp_path / "gov" / "public.pem"
+    for given in (str(public), public.read_text()):  # a File variable, or the PEM text
+        code, printed, _ = gitlab(work, {"SPECGATE_SPECS": "specs/example",
+                                         "SPECGATE_GOVERNANCE_KEY": given})
+        assert code == 3 and "SPECS_UNSIGNED" in printed
+        shutil.rmtree(work / "gate-out")
+    assert main(["sign-specs", str(work / "specs" / "example"), "--key",
+                 str(tmp_path / "gov" / "private.pem")]) == 0
+    code, _, _ = gitlab(work, {"SPECGATE_SPECS": "specs/example",
+                               "SPECGATE_GOVERNANCE_KEY": public.read_text()})
+    assert code == 0
+    card = json.loads((work / "gate-out" / "scorecard.json").read_bytes())
+    assert card["provenance"]["specs"]["status"] == "verified"
+
+
+def test_the_gitlab_template_installs_this_repository_at_the_included_commit() -> None:
+    """The one install line, as GitLab writes it into the job (inputs interpolated) and
+    bash expands it, whatever the pipeline's variables say: this repository, by git, at
+    the commit the include names; no variable of the job chooses it."""
+    assert SPEC["spec"]["inputs"]["ref"]["regex"] == "^[0-9a-f]{40}$"
+    assert "default" not in SPEC["spec"]["inputs"]["ref"]  # an include must name it
+    assert not re.match(SPEC["spec"]["inputs"]["ref"]["regex"], "main")
+    install = [c for c in GITLAB[".specgate"]["script"] if "pip install" in c]
+    assert len(install) == 1 and install[0].startswith("python3 -m pip install --quiet ")
+    argument = install[0].removeprefix("python3 -m pip install --quiet ")
+    env = {"PATH": os.environ["PATH"], "CI_JOB_TOKEN": "TOKEN",
+           "CI_SERVER_HOST": "gitlab.example", "SPECGATE_INSTALL": "specgate",
+           "SPECGATE_REF": "main"}
+    words = subprocess.run(["bash", "-c", f"printf '%s\\n' {interpolated(argument)}"],
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert words.splitlines() == [
+        f"git+https://gitlab-ci-token:TOKEN@gitlab.example/acme/specgate.git@{PINNED}"]
+    assert not any(k.startswith("SPECGATE_INSTALL") for k in GITLAB[".specgate"]["variables"])
