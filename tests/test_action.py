@@ -21,7 +21,7 @@ from engine.cli import main
 from .conftest import ROOT, SHIPPED
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
-EXPRESSION = re.compile(r"^\$\{\{ (inputs|github)\.([\w-]+) \}\}$")
+EXPRESSION = re.compile(r"^\$\{\{ (inputs|github)\.([\w.-]+) \}\}$")
 
 
 def step(name: str) -> dict[str, Any]:
@@ -40,6 +40,8 @@ def run_step(name: str, work: Path, inputs: dict[str, str], extra: dict[str, str
             assert expr.startswith("${{ steps.gate.outputs."), expr
             continue
         kind, field = found.groups()
+        if kind == "github" and field != "action_path":  # the event's: passed in ``extra``
+            continue
         env[key] = values[field] if kind == "inputs" else str(ROOT)
     temp = work.parent / "runner-temp"
     temp.mkdir(exist_ok=True)
@@ -67,8 +69,8 @@ def work(tmp_path: Path) -> Path:
 def test_the_action_is_a_composite_that_uploads_and_exits_with_the_gates_code() -> None:
     assert ACTION["runs"]["using"] == "composite"
     names = [s["name"] for s in ACTION["runs"]["steps"]]
-    assert names == ["Install specgate", "Gate", "Upload the evidence",
-                     "Exit with the gate's code"]
+    assert names == ["Install specgate", "Gate", "Comment on the pull request",
+                     "Upload the evidence", "Exit with the gate's code"]
     assert step("Upload the evidence")["if"].startswith("always()")
     assert step("Exit with the gate's code")["if"] == "always()"
     for s in ACTION["runs"]["steps"]:  # inputs reach scripts as variables, never as text
@@ -332,3 +334,111 @@ def test_the_gitlab_template_installs_this_repository_at_the_included_commit() -
     assert words.splitlines() == [
         f"git+https://gitlab-ci-token:TOKEN@gitlab.example/acme/specgate.git@{PINNED}"]
     assert not any(k.startswith("SPECGATE_INSTALL") for k in GITLAB[".specgate"]["variables"])
+
+
+@pytest.mark.parametrize("specs", ["specs/example --input runs=OTHER.jsonl", "--help",
+                                   "specs/example\n--input=runs=OTHER.jsonl"])
+def test_the_action_takes_no_option_through_its_specs(work: Path, specs: str) -> None:
+    (work / "OTHER.jsonl").write_text("")
+    code, outputs, summary = run_step("Gate", work, {"specs": specs}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert not (work / "gate-out").exists()
+    assert summary.startswith("> **specgate did not run**: specs names spec files or "
+                              "folders only, and '-")
+
+
+def test_the_action_expands_no_glob_and_reads_every_line_of_its_specs(work: Path) -> None:
+    code, outputs, _ = run_step("Gate", work, {"specs": "specs/ex*"}, {})
+    assert outputs["exit-code"] == "2" and not (work / "gate-out").exists()
+    code, outputs, summary = run_step("Gate", work,
+                                      {"specs": "specs/example\nspecs/inspect-example\n"}, {})
+    assert outputs["exit-code"] == "0"
+    assert "| support-agent | **PASS** | 0 |" in summary
+    assert "| inspect-arithmetic | **PASS** | 0 |" in summary
+
+
+def test_a_key_the_run_cannot_use_is_never_reported_signed(work: Path) -> None:
+    code, outputs, summary = run_step("Gate", work, {"signing-key": "not a key"}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert summary.startswith("> **Unsigned run**: a signing key was given but this run "
+                              "wrote no signed evidence (exit 2)")
+
+
+def test_a_release_stopped_for_its_key_says_why_in_the_job_summary(work: Path) -> None:
+    code, outputs, summary = run_step("Gate", work, {"require-signature": "true"}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert summary.startswith("> **specgate did not run**: require-signature is true and "
+                              "no signing key was given")
+
+
+@pytest.mark.parametrize("install", ["specgate", "specgate==0.0.1", "specgate-engine",
+                                     "git+https://github.com/acme/specgate@main",
+                                     "--index-url=https://evil.example/simple specgate"])
+def test_the_action_installs_nothing_by_name(work: Path, install: str) -> None:
+    code, _, _ = run_step("Install specgate", work, {"install": install}, {})
+    assert code == 2
+
+
+def fake_gh(folder: Path, existing: str) -> Path:
+    """A stand-in for GitHub's API, which no test reaches: gh logs its arguments and the
+    body it was given, and lists ``existing`` as the id of our earlier comment."""
+    folder.mkdir()
+    (folder / "gh").write_text(f"""#!/usr/bin/env bash
+printf '%s\\n' "$*" >> {folder}/calls
+for a in "$@"; do case "$a" in body=@*) cat "${{a#body=@}}" > {folder}/body;; esac; done
+case "$*" in *--paginate*) printf '%s' '{existing}';; esac
+""")
+    (folder / "gh").chmod(0o755)
+    return folder
+
+
+def pull_request(work: Path) -> str:
+    """``work`` as a pull request's checkout: a base commit, then a change of the example's
+    threshold; origin is the repository itself. Returns the base commit."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=work, check=True, capture_output=True, text=True).stdout
+    git("init", "-q")
+    git("add", "specs")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD").strip()
+    git("remote", "add", "origin", str(work))
+    policy = work / "specs" / "example" / "policy.yaml"
+    policy.write_text(policy.read_text() + "# a reviewer's note\n")
+    cases = work / "specs" / "example" / "tests" / "policy.test.yaml"
+    cases.write_text(cases.read_text() + "# another\n")  # the same Policy's folder
+    git("commit", "-qam", "change")
+    return base
+
+
+@pytest.mark.parametrize("existing", ["", "77"])
+def test_the_action_posts_or_updates_one_pull_request_comment(work: Path, tmp_path: Path,
+                                                              existing: str) -> None:
+    base = pull_request(work)
+    code, outputs, _ = run_step("Gate", work, {"specs": "specs/example"}, {})
+    assert outputs == {"exit-code": "0", "signed": "false"}
+    gh = fake_gh(tmp_path / "gh", existing)
+    event = {"SPECGATE_SIGNED": outputs["signed"], "SPECGATE_EXIT": outputs["exit-code"],
+             "SPECGATE_BASE": base, "SPECGATE_PULL": "12", "SPECGATE_REPOSITORY": "acme/agent",
+             "GH_TOKEN": "t", "PATH": f"{gh}{os.pathsep}{Path(sys.executable).parent}"
+                                      f"{os.pathsep}{os.environ['PATH']}"}
+    assert step("Comment on the pull request")["if"].startswith(
+        "always() && inputs.comment == 'true' && github.event_name == 'pull_request'")
+    code, _, _ = run_step("Comment on the pull request", work,
+                          {"specs": "specs/example", "comment": "true"}, event)
+    assert code == 0
+    calls = (gh / "calls").read_text().splitlines()
+    assert calls[0].startswith("api --paginate repos/acme/agent/issues/12/comments --jq ")
+    assert calls[1] == (f"api --method PATCH repos/acme/agent/issues/comments/77 -F body=@"
+                        if existing else
+                        "api --method POST repos/acme/agent/issues/12/comments -F body=@") + \
+        str(tmp_path / "runner-temp" / "specgate-comment.md")
+    body = (gh / "body").read_text()
+    assert body.startswith("<!-- specgate: the gate's pull request comment -->\n"
+                           "> **Unsigned run**")
+    assert "## evaluation support-agent v1.0.0" in body  # the scorecard.md of the run
+    assert f"## Spec changes against the base ({base})" in body
+    assert "\n    specs/example/policy.yaml\n    specs/example/tests/policy.test.yaml\n" in body
+    # engine diff --base (issue 38, section 1) for the one Policy the changes belong to
+    assert body.count("### What the policy change moves") == 1
+    assert f"\n    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body
