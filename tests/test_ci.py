@@ -65,7 +65,7 @@ def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def github(tmp_path: Path, work: Path, attempt: str = "1") -> tuple[int, str]:
     """The GitHub job's steps after `pip install .`; returns the exit code and the step
     summary. $GITHUB_STEP_SUMMARY and $RUNNER_TEMP are files the runner would provide."""
-    steps = recipe("GitHub Actions")["jobs"]["gate"]["steps"]
+    steps = recipe("GitHub Actions")["jobs"]["release"]["steps"]
     runs = [s for s in steps if "run" in s and not s["run"].startswith("pip install")]
     assert [s.get("name") for s in runs] == [None, "Gate"]
     private, _ = keypair(tmp_path)
@@ -175,6 +175,51 @@ def test_an_evaluation_swapped_for_an_older_signed_pass_is_named(tmp_path: Path)
 
 def utc(when: dt.datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def workflows() -> list[tuple[str, dict[str, Any]]]:
+    """Every GitHub workflow shown in docs/ci.md (a YAML block with ``on:`` and ``jobs:``)."""
+    text = (ROOT / "docs" / "ci.md").read_text()
+    found = []
+    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+        parsed = yaml.safe_load(block)
+        if isinstance(parsed, dict) and "jobs" in parsed:
+            found.append((parsed["name"], parsed))
+    return found
+
+
+def test_only_the_release_job_on_main_holds_the_signing_key() -> None:
+    """A repository secret reaches every same-repository pull request run, which runs the
+    pull request's own workflow file: only a job bound to a protected environment, run
+    by a push to main, may name a secret (issue 38)."""
+    shown = workflows()
+    assert len(shown) == 2  # the Action's and the written-out one
+    for _, workflow in shown:
+        events = workflow[True]  # YAML 1.1 reads the key `on` as true
+        assert "pull_request_target" not in events and "workflow_run" not in events
+        assert events["push"] == {"branches": ["main"]}
+        holders = {name for name, job in workflow["jobs"].items()
+                   if "secrets." in yaml.safe_dump(job)}
+        assert holders == {"release"}
+        release = workflow["jobs"]["release"]
+        assert release["environment"] == "release"
+        assert release["if"] == ("github.event_name == 'push' && "
+                                 "github.ref == 'refs/heads/main'")
+        pull = workflow["jobs"]["pull-request"]
+        assert pull["if"] == "github.event_name == 'pull_request'"
+        assert "environment" not in pull
+
+
+def test_the_pull_request_job_runs_unsigned_and_says_so(tmp_path: Path) -> None:
+    work = repo(tmp_path, only="example")
+    steps = recipe("GitHub Actions")["jobs"]["pull-request"]["steps"]
+    gate = next(s for s in steps if s.get("name") == "Gate (unsigned)")
+    summary = tmp_path / "step-summary.md"
+    done = bash(gate["run"], work, {"GITHUB_STEP_SUMMARY": str(summary), **GITHUB_RUN})
+    assert done.returncode == 0 and "::warning::pull request run: unsigned" in done.stdout
+    assert summary.read_text().startswith("> **Unsigned run**")
+    assert (work / "gate-out" / "scorecard.json").is_file()
+    assert not (work / "gate-out" / "scorecard.json.sig").exists()
 
 
 def test_the_github_recipe_explains_a_failed_gate(tmp_path: Path) -> None:
