@@ -52,7 +52,9 @@ def run_step(name: str, work: Path, inputs: dict[str, str], extra: dict[str, str
             "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "4711",
             "GITHUB_RUN_ATTEMPT": "2",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"} | extra
-    done = subprocess.run(["bash", "-e", "-c", step(name)["run"]], cwd=work, env=env,
+    # GitHub runs `shell: bash` as bash --noprofile --norc -eo pipefail
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                           step(name)["run"]], cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     assert not list(temp.glob("specgate-key.pem"))  # the key never outlives the step
@@ -168,7 +170,7 @@ def gitlab(work: Path, variables: dict[str, str]) -> tuple[int, str, str]:
     env |= job["variables"] | {"CI_PIPELINE_ID": "815"} | variables
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     commands = [interpolated(c) for c in job["script"] if "pip install" not in c]
-    done = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=work, env=env,
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(commands)], cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)
     after = subprocess.run(["bash", "-c", "\n".join(job["after_script"])], cwd=work,
                            env=env, capture_output=True, text=True, timeout=60)
@@ -387,6 +389,8 @@ def fake_gh(folder: Path, existing: str) -> Path:
 printf '%s\\n' "$*" >> {folder}/calls
 for a in "$@"; do case "$a" in body=@*) cat "${{a#body=@}}" > {folder}/body;; esac; done
 case "$*" in *--paginate*) printf '%s' '{existing}';; esac
+case "$*" in *--paginate*) [ -n '{existing}' ] && printf '\\n99\\n';; esac
+exit 0
 """)
     (folder / "gh").chmod(0o755)
     return folder
@@ -429,7 +433,7 @@ def test_the_action_posts_or_updates_one_pull_request_comment(work: Path, tmp_pa
     assert code == 0
     calls = (gh / "calls").read_text().splitlines()
     assert calls[0].startswith("api --paginate repos/acme/agent/issues/12/comments --jq ")
-    assert calls[1] == (f"api --method PATCH repos/acme/agent/issues/comments/77 -F body=@"
+    assert calls[1] == ("api --method PATCH repos/acme/agent/issues/comments/77 -F body=@"
                         if existing else
                         "api --method POST repos/acme/agent/issues/12/comments -F body=@") + \
         str(tmp_path / "runner-temp" / "specgate-comment.md")

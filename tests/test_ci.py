@@ -432,3 +432,94 @@ def test_the_deploy_job_admits_only_the_build_that_passed(tmp_path: Path) -> Non
     assert gate("gate-out") == 0
     done = bash(line, work, env)
     assert done.returncode == 1 and "names no candidate" in done.stdout
+
+
+def note_recipe() -> dict[str, Any]:
+    text = (ROOT / "docs" / "ci.md").read_text()
+    section = text.split("\n### A note on the merge request\n", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    return yaml.safe_load(block.group(1))["agent-gate-note"]
+
+
+class Notes:
+    """GitLab's notes API of one merge request, on the loopback address: it lists
+    ``existing`` and records each write (method, path, token, body)."""
+
+    def __init__(self, existing: list[dict[str, Any]]) -> None:
+        import http.server
+        import threading
+        import urllib.parse
+
+        self.writes: list[tuple[str, str, str, str]] = []
+        notes = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                data = json.dumps(existing).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def write(self) -> None:
+                length = int(self.headers["Content-Length"])
+                form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+                notes.writes.append((self.command, self.path,
+                                     self.headers["PRIVATE-TOKEN"], form["body"][0]))
+                self.send_response(201)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_POST = do_PUT = write
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v4"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("existing", [[], [{"id": 5, "body": "LGTM"},
+                                           {"id": 9, "body": "<!-- specgate -->\nold"}]])
+def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
+                                                           existing: list[Any]) -> None:
+    job = note_recipe()
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    assert "SIGNING_KEY" not in yaml.safe_dump(job)  # the note job holds no signing key
+    work = repo(tmp_path, only="example")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=work, check=True, capture_output=True, text=True).stdout
+    git("init", "-q")
+    git("add", "specs")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD").strip()
+    git("remote", "add", "origin", str(work))
+    policy = work / "specs" / "example" / "policy.yaml"
+    policy.write_text(policy.read_text() + "# changed\n")
+    git("commit", "-qam", "change")
+    assert main(["run", str(work / "specs" / "example"), "--out", str(work / "gate-out")]) == 0
+    api = Notes(existing)
+    env = {"CI_MERGE_REQUEST_DIFF_BASE_SHA": base, "CI_API_V4_URL": api.url,
+           "CI_PROJECT_ID": "42", "CI_MERGE_REQUEST_IID": "7", "SPECGATE_NOTE_TOKEN": "tok"}
+    try:
+        for line in job["script"]:
+            if line.startswith("pip install"):
+                continue
+            done = bash(line, work, env)
+            assert done.returncode == 0, done.stderr
+    finally:
+        api.server.shutdown()
+        api.server.server_close()
+    assert len(api.writes) == 1
+    method, path, token, body = api.writes[0]
+    notes = "/api/v4/projects/42/merge_requests/7/notes"
+    assert (method, path, token) == (("PUT", f"{notes}/9", "tok") if existing
+                                     else ("POST", notes, "tok"))
+    assert body.startswith("<!-- specgate -->\n## evaluation support-agent v1.0.0")
+    assert f"Spec files changed against {base}:\n\n    specs/example/policy.yaml\n" in body
+    assert f"    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body
