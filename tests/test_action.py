@@ -21,7 +21,7 @@ from engine.cli import main
 from .conftest import ROOT, SHIPPED
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
-EXPRESSION = re.compile(r"^\$\{\{ (inputs|github)\.([\w-]+) \}\}$")
+EXPRESSION = re.compile(r"^\$\{\{ (inputs|github)\.([\w.-]+) \}\}$")
 
 
 def step(name: str) -> dict[str, Any]:
@@ -40,6 +40,8 @@ def run_step(name: str, work: Path, inputs: dict[str, str], extra: dict[str, str
             assert expr.startswith("${{ steps.gate.outputs."), expr
             continue
         kind, field = found.groups()
+        if kind == "github" and field != "action_path":  # the event's: passed in ``extra``
+            continue
         env[key] = values[field] if kind == "inputs" else str(ROOT)
     temp = work.parent / "runner-temp"
     temp.mkdir(exist_ok=True)
@@ -50,7 +52,9 @@ def run_step(name: str, work: Path, inputs: dict[str, str], extra: dict[str, str
             "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "4711",
             "GITHUB_RUN_ATTEMPT": "2",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"} | extra
-    done = subprocess.run(["bash", "-e", "-c", step(name)["run"]], cwd=work, env=env,
+    # GitHub runs `shell: bash` as bash --noprofile --norc -eo pipefail
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                           step(name)["run"]], cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     assert not list(temp.glob("specgate-key.pem"))  # the key never outlives the step
@@ -67,8 +71,8 @@ def work(tmp_path: Path) -> Path:
 def test_the_action_is_a_composite_that_uploads_and_exits_with_the_gates_code() -> None:
     assert ACTION["runs"]["using"] == "composite"
     names = [s["name"] for s in ACTION["runs"]["steps"]]
-    assert names == ["Install specgate", "Gate", "Upload the evidence",
-                     "Exit with the gate's code"]
+    assert names == ["Install specgate", "Gate", "Comment on the pull request",
+                     "Upload the evidence", "Exit with the gate's code"]
     assert step("Upload the evidence")["if"].startswith("always()")
     assert step("Exit with the gate's code")["if"] == "always()"
     for s in ACTION["runs"]["steps"]:  # inputs reach scripts as variables, never as text
@@ -145,30 +149,38 @@ def test_the_pre_commit_hooks_run_as_pre_commit_runs_them(work: Path) -> None:
     assert done.returncode == 2 and "policy.yaml:" in done.stderr
 
 
-GITLAB = yaml.safe_load((ROOT / "templates" / "specgate.gitlab-ci.yml").read_text())
+SPEC, GITLAB = yaml.safe_load_all((ROOT / "templates" / "specgate.gitlab-ci.yml").read_text())
+PINNED = "0123456789abcdef0123456789abcdef01234567"  # the commit the include names
+INPUTS = {"project": "acme/specgate", "ref": PINNED}
 
 
-def gitlab(work: Path, variables: dict[str, str]) -> tuple[int, str]:
+def interpolated(text: str) -> str:
+    """What GitLab writes into the job when the pipeline is created: each
+    ``$[[ inputs.NAME ]]`` replaced by the value the include gave."""
+    return re.sub(r"\$\[\[ inputs\.(\w+) \]\]", lambda m: INPUTS[m.group(1)], text)
+
+
+def gitlab(work: Path, variables: dict[str, str]) -> tuple[int, str, str]:
     """The template's script (after its pip install) and after_script, each as GitLab's
     runner runs a list of commands (bash, stopping at the first failure), with its
     variables and the pipeline's id in the environment; the exit code of the script, and
-    what after_script printed."""
+    what after_script printed, and the script's log."""
     job = GITLAB[".specgate"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
     env |= job["variables"] | {"CI_PIPELINE_ID": "815"} | variables
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    commands = [c for c in job["script"] if "pip install" not in c]
-    done = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=work, env=env,
+    commands = [interpolated(c) for c in job["script"] if "pip install" not in c]
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(commands)], cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)
     after = subprocess.run(["bash", "-c", "\n".join(job["after_script"])], cwd=work,
                            env=env, capture_output=True, text=True, timeout=60)
-    return done.returncode, after.stdout
+    return done.returncode, after.stdout, done.stdout + done.stderr
 
 
 def test_the_gitlab_template_signs_with_the_file_variable(work: Path, tmp_path: Path) -> None:
     assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     key = str(tmp_path / "keys" / "private.pem")  # a File variable: its path
-    code, printed = gitlab(work, {"SPECGATE_SIGNING_KEY": key})
+    code, printed, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key})
     assert code == 0 and printed.startswith("## specgate: exit code 0")
     assert main(["verify", str(work / "gate-out"), "--trusted-key",
                  str(tmp_path / "keys" / "public.pem"), "--run-id", "815"]) == 0
@@ -176,11 +188,11 @@ def test_the_gitlab_template_signs_with_the_file_variable(work: Path, tmp_path: 
 
 
 def test_the_gitlab_template_in_a_fork_and_in_a_release_without_its_key(work: Path) -> None:
-    code, printed = gitlab(work, {})
+    code, printed, _ = gitlab(work, {})
     assert code == 0 and printed.startswith("UNSIGNED RUN")
     assert (work / "gate-out" / "summary.md").is_file()
     shutil.rmtree(work / "gate-out")
-    code, printed = gitlab(work, {"SPECGATE_REQUIRE_SIGNATURE": "true"})
+    code, printed, _ = gitlab(work, {"SPECGATE_REQUIRE_SIGNATURE": "true"})
     assert code == 2 and not (work / "gate-out").exists()
 
 
@@ -211,7 +223,7 @@ def test_the_gitlab_template_signs_the_candidate_it_is_given(work: Path,
     assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     key = str(tmp_path / "keys" / "private.pem")
     both = f"{BUILD}@sha256:{DIGEST} {BUILD}-tools@sha256:{'1' * 64}"
-    code, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+    code, _, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
                             "SPECGATE_SUBJECT": both})
     assert code == 0
     card = (work / "gate-out" / "scorecard.json").read_text()
@@ -248,8 +260,189 @@ def test_the_gitlab_template_signs_every_build_of_a_multi_line_subject(
         work: Path, tmp_path: Path) -> None:
     assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
     key = str(tmp_path / "keys" / "private.pem")
-    code, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+    code, _, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
                             "SPECGATE_SUBJECT": LINES})
     assert code == 0
     card = json.loads((work / "gate-out" / "scorecard.json").read_bytes())
     assert [c["name"] for c in card["candidates"]] == [BUILD, f"{BUILD}-tools"]
+
+
+# issue 38: whoever may set a pipeline variable (or a variable of the project) chooses its
+# value; none of these values may rebind an input, add an option, expand a glob or change
+# what is installed
+@pytest.mark.parametrize("specs", ["specs/example --input runs=OTHER.jsonl",
+                                   "specs/example\n--input=runs=OTHER.jsonl",
+                                   "--help", "--input runs=OTHER.jsonl specs/example"])
+def test_the_gitlab_template_takes_no_option_through_its_specs(work: Path,
+                                                               specs: str) -> None:
+    (work / "OTHER.jsonl").write_text("")
+    code, _, log = gitlab(work, {"SPECGATE_SPECS": specs})
+    assert code == 2 and not (work / "gate-out").exists()
+    assert "SPECGATE_SPECS names spec files or folders only" in log
+    assert "starts with '-'; nothing was run" in log
+
+
+def test_the_gitlab_template_expands_no_glob_in_its_specs(work: Path) -> None:
+    code, _, log = gitlab(work, {"SPECGATE_SPECS": "specs/ex*"})
+    assert code == 2 and not (work / "gate-out").exists()
+    assert "specs/ex*:1:1: FILE_NOT_FOUND" in log  # the word itself, never specs/example
+
+
+def test_the_gitlab_template_passes_values_whole(work: Path, tmp_path: Path) -> None:
+    """An output folder or subject that reads like an option stays the value it is."""
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    key = str(tmp_path / "keys" / "private.pem")
+    code, _, _ = gitlab(work, {"SPECGATE_SIGNING_KEY": key, "SPECGATE_SPECS": "specs/example",
+                               "SPECGATE_OUT": "--json"})
+    assert code == 0 and (work / "--json" / "scorecard.json.sig").is_file()
+    code, _, log = gitlab(work, {"SPECGATE_SPECS": "specs/example",
+                                 "SPECGATE_SUBJECT": "--input runs=OTHER.jsonl"})
+    assert code == 2 and "--input" in log and not (work / "gate-out").exists()
+
+
+def test_the_gitlab_template_requires_governance_signed_specs(work: Path,
+                                                              tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "gov")]) == 0
+    public = tmp_path / "gov" / "public.pem"
+    for given in (str(public), public.read_text()):  # a File variable, or the PEM text
+        code, printed, _ = gitlab(work, {"SPECGATE_SPECS": "specs/example",
+                                         "SPECGATE_GOVERNANCE_KEY": given})
+        assert code == 3 and "SPECS_UNSIGNED" in printed
+        shutil.rmtree(work / "gate-out")
+    assert main(["sign-specs", str(work / "specs" / "example"), "--key",
+                 str(tmp_path / "gov" / "private.pem")]) == 0
+    code, _, _ = gitlab(work, {"SPECGATE_SPECS": "specs/example",
+                               "SPECGATE_GOVERNANCE_KEY": public.read_text()})
+    assert code == 0
+    card = json.loads((work / "gate-out" / "scorecard.json").read_bytes())
+    assert card["provenance"]["specs"]["status"] == "verified"
+
+
+def test_the_gitlab_template_installs_this_repository_at_the_included_commit() -> None:
+    """The one install line, as GitLab writes it into the job (inputs interpolated) and
+    bash expands it, whatever the pipeline's variables say: this repository, by git, at
+    the commit the include names; no variable of the job chooses it."""
+    assert SPEC["spec"]["inputs"]["ref"]["regex"] == "^[0-9a-f]{40}$"
+    assert "default" not in SPEC["spec"]["inputs"]["ref"]  # an include must name it
+    assert not re.match(SPEC["spec"]["inputs"]["ref"]["regex"], "main")
+    install = [c for c in GITLAB[".specgate"]["script"] if "pip install" in c]
+    assert len(install) == 1 and install[0].startswith("python3 -m pip install --quiet ")
+    argument = install[0].removeprefix("python3 -m pip install --quiet ")
+    env = {"PATH": os.environ["PATH"], "CI_JOB_TOKEN": "TOKEN",
+           "CI_SERVER_HOST": "gitlab.example", "SPECGATE_INSTALL": "specgate",
+           "SPECGATE_REF": "main"}
+    words = subprocess.run(["bash", "-c", f"printf '%s\\n' {interpolated(argument)}"],
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert words.splitlines() == [
+        f"git+https://gitlab-ci-token:TOKEN@gitlab.example/acme/specgate.git@{PINNED}"]
+    assert not any(k.startswith("SPECGATE_INSTALL") for k in GITLAB[".specgate"]["variables"])
+
+
+@pytest.mark.parametrize("specs", ["specs/example --input runs=OTHER.jsonl", "--help",
+                                   "specs/example\n--input=runs=OTHER.jsonl"])
+def test_the_action_takes_no_option_through_its_specs(work: Path, specs: str) -> None:
+    (work / "OTHER.jsonl").write_text("")
+    code, outputs, summary = run_step("Gate", work, {"specs": specs}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert not (work / "gate-out").exists()
+    assert summary.startswith("> **specgate did not run**: specs names spec files or "
+                              "folders only, and '-")
+
+
+def test_the_action_expands_no_glob_and_reads_every_line_of_its_specs(work: Path) -> None:
+    code, outputs, _ = run_step("Gate", work, {"specs": "specs/ex*"}, {})
+    assert outputs["exit-code"] == "2" and not (work / "gate-out").exists()
+    code, outputs, summary = run_step("Gate", work,
+                                      {"specs": "specs/example\nspecs/inspect-example\n"}, {})
+    assert outputs["exit-code"] == "0"
+    assert "| support-agent | **PASS** | 0 |" in summary
+    assert "| inspect-arithmetic | **PASS** | 0 |" in summary
+
+
+def test_a_key_the_run_cannot_use_is_never_reported_signed(work: Path) -> None:
+    code, outputs, summary = run_step("Gate", work, {"signing-key": "not a key"}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert summary.startswith("> **Unsigned run**: a signing key was given but this run "
+                              "wrote no signed evidence (exit 2)")
+
+
+def test_a_release_stopped_for_its_key_says_why_in_the_job_summary(work: Path) -> None:
+    code, outputs, summary = run_step("Gate", work, {"require-signature": "true"}, {})
+    assert outputs == {"exit-code": "2", "signed": "false"}
+    assert summary.startswith("> **specgate did not run**: require-signature is true and "
+                              "no signing key was given")
+
+
+@pytest.mark.parametrize("install", ["specgate", "specgate==0.0.1", "specgate-engine",
+                                     "git+https://github.com/acme/specgate@main",
+                                     "--index-url=https://evil.example/simple specgate"])
+def test_the_action_installs_nothing_by_name(work: Path, install: str) -> None:
+    code, _, _ = run_step("Install specgate", work, {"install": install}, {})
+    assert code == 2
+
+
+def fake_gh(folder: Path, existing: str) -> Path:
+    """A stand-in for GitHub's API, which no test reaches: gh logs its arguments and the
+    body it was given, and lists ``existing`` as the id of our earlier comment."""
+    folder.mkdir()
+    (folder / "gh").write_text(f"""#!/usr/bin/env bash
+printf '%s\\n' "$*" >> {folder}/calls
+for a in "$@"; do case "$a" in body=@*) cat "${{a#body=@}}" > {folder}/body;; esac; done
+case "$*" in *--paginate*) printf '%s' '{existing}';; esac
+case "$*" in *--paginate*) [ -n '{existing}' ] && printf '\\n99\\n';; esac
+exit 0
+""")
+    (folder / "gh").chmod(0o755)
+    return folder
+
+
+def pull_request(work: Path) -> str:
+    """``work`` as a pull request's checkout: a base commit, then a change of the example's
+    threshold; origin is the repository itself. Returns the base commit."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=work, check=True, capture_output=True, text=True).stdout
+    git("init", "-q")
+    git("add", "specs")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD").strip()
+    git("remote", "add", "origin", str(work))
+    policy = work / "specs" / "example" / "policy.yaml"
+    policy.write_text(policy.read_text() + "# a reviewer's note\n")
+    cases = work / "specs" / "example" / "tests" / "policy.test.yaml"
+    cases.write_text(cases.read_text() + "# another\n")  # the same Policy's folder
+    git("commit", "-qam", "change")
+    return base
+
+
+@pytest.mark.parametrize("existing", ["", "77"])
+def test_the_action_posts_or_updates_one_pull_request_comment(work: Path, tmp_path: Path,
+                                                              existing: str) -> None:
+    base = pull_request(work)
+    code, outputs, _ = run_step("Gate", work, {"specs": "specs/example"}, {})
+    assert outputs == {"exit-code": "0", "signed": "false"}
+    gh = fake_gh(tmp_path / "gh", existing)
+    event = {"SPECGATE_SIGNED": outputs["signed"], "SPECGATE_EXIT": outputs["exit-code"],
+             "SPECGATE_BASE": base, "SPECGATE_PULL": "12", "SPECGATE_REPOSITORY": "acme/agent",
+             "GH_TOKEN": "t", "PATH": f"{gh}{os.pathsep}{Path(sys.executable).parent}"
+                                      f"{os.pathsep}{os.environ['PATH']}"}
+    assert step("Comment on the pull request")["if"].startswith(
+        "always() && inputs.comment == 'true' && github.event_name == 'pull_request'")
+    code, _, _ = run_step("Comment on the pull request", work,
+                          {"specs": "specs/example", "comment": "true"}, event)
+    assert code == 0
+    calls = (gh / "calls").read_text().splitlines()
+    assert calls[0].startswith("api --paginate repos/acme/agent/issues/12/comments --jq ")
+    assert calls[1] == ("api --method PATCH repos/acme/agent/issues/comments/77 -F body=@"
+                        if existing else
+                        "api --method POST repos/acme/agent/issues/12/comments -F body=@") + \
+        str(tmp_path / "runner-temp" / "specgate-comment.md")
+    body = (gh / "body").read_text()
+    assert body.startswith("<!-- specgate: the gate's pull request comment -->\n"
+                           "> **Unsigned run**")
+    assert "## evaluation support-agent v1.0.0" in body  # the scorecard.md of the run
+    assert f"## Spec changes against the base ({base})" in body
+    assert "\n    specs/example/policy.yaml\n    specs/example/tests/policy.test.yaml\n" in body
+    # engine diff --base (issue 38, section 1) for the one Policy the changes belong to
+    assert body.count("### What the policy change moves") == 1
+    assert f"\n    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body

@@ -65,7 +65,7 @@ def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def github(tmp_path: Path, work: Path, attempt: str = "1") -> tuple[int, str]:
     """The GitHub job's steps after `pip install .`; returns the exit code and the step
     summary. $GITHUB_STEP_SUMMARY and $RUNNER_TEMP are files the runner would provide."""
-    steps = recipe("GitHub Actions")["jobs"]["gate"]["steps"]
+    steps = recipe("GitHub Actions")["jobs"]["release"]["steps"]
     runs = [s for s in steps if "run" in s and not s["run"].startswith("pip install")]
     assert [s.get("name") for s in runs] == [None, "Gate"]
     private, _ = keypair(tmp_path)
@@ -175,6 +175,51 @@ def test_an_evaluation_swapped_for_an_older_signed_pass_is_named(tmp_path: Path)
 
 def utc(when: dt.datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def workflows() -> list[tuple[str, dict[str, Any]]]:
+    """Every GitHub workflow shown in docs/ci.md (a YAML block with ``on:`` and ``jobs:``)."""
+    text = (ROOT / "docs" / "ci.md").read_text()
+    found = []
+    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+        parsed = yaml.safe_load(block)
+        if isinstance(parsed, dict) and "jobs" in parsed:
+            found.append((parsed["name"], parsed))
+    return found
+
+
+def test_only_the_release_job_on_main_holds_the_signing_key() -> None:
+    """A repository secret reaches every same-repository pull request run, which runs the
+    pull request's own workflow file: only a job bound to a protected environment, run
+    by a push to main, may name a secret (issue 38)."""
+    shown = workflows()
+    assert len(shown) == 2  # the Action's and the written-out one
+    for _, workflow in shown:
+        events = workflow[True]  # YAML 1.1 reads the key `on` as true
+        assert "pull_request_target" not in events and "workflow_run" not in events
+        assert events["push"] == {"branches": ["main"]}
+        holders = {name for name, job in workflow["jobs"].items()
+                   if "secrets." in yaml.safe_dump(job)}
+        assert holders == {"release"}
+        release = workflow["jobs"]["release"]
+        assert release["environment"] == "release"
+        assert release["if"] == ("github.event_name == 'push' && "
+                                 "github.ref == 'refs/heads/main'")
+        pull = workflow["jobs"]["pull-request"]
+        assert pull["if"] == "github.event_name == 'pull_request'"
+        assert "environment" not in pull
+
+
+def test_the_pull_request_job_runs_unsigned_and_says_so(tmp_path: Path) -> None:
+    work = repo(tmp_path, only="example")
+    steps = recipe("GitHub Actions")["jobs"]["pull-request"]["steps"]
+    gate = next(s for s in steps if s.get("name") == "Gate (unsigned)")
+    summary = tmp_path / "step-summary.md"
+    done = bash(gate["run"], work, {"GITHUB_STEP_SUMMARY": str(summary), **GITHUB_RUN})
+    assert done.returncode == 0 and "::warning::pull request run: unsigned" in done.stdout
+    assert summary.read_text().startswith("> **Unsigned run**")
+    assert (work / "gate-out" / "scorecard.json").is_file()
+    assert not (work / "gate-out" / "scorecard.json.sig").exists()
 
 
 def test_the_github_recipe_explains_a_failed_gate(tmp_path: Path) -> None:
@@ -387,3 +432,94 @@ def test_the_deploy_job_admits_only_the_build_that_passed(tmp_path: Path) -> Non
     assert gate("gate-out") == 0
     done = bash(line, work, env)
     assert done.returncode == 1 and "names no candidate" in done.stdout
+
+
+def note_recipe() -> dict[str, Any]:
+    text = (ROOT / "docs" / "ci.md").read_text()
+    section = text.split("\n### A note on the merge request\n", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    return yaml.safe_load(block.group(1))["agent-gate-note"]
+
+
+class Notes:
+    """GitLab's notes API of one merge request, on the loopback address: it lists
+    ``existing`` and records each write (method, path, token, body)."""
+
+    def __init__(self, existing: list[dict[str, Any]]) -> None:
+        import http.server
+        import threading
+        import urllib.parse
+
+        self.writes: list[tuple[str, str, str, str]] = []
+        notes = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                data = json.dumps(existing).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def write(self) -> None:
+                length = int(self.headers["Content-Length"])
+                form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+                notes.writes.append((self.command, self.path,
+                                     self.headers["PRIVATE-TOKEN"], form["body"][0]))
+                self.send_response(201)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_POST = do_PUT = write
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v4"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("existing", [[], [{"id": 5, "body": "LGTM"},
+                                           {"id": 9, "body": "<!-- specgate -->\nold"}]])
+def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
+                                                           existing: list[Any]) -> None:
+    job = note_recipe()
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    assert "SIGNING_KEY" not in yaml.safe_dump(job)  # the note job holds no signing key
+    work = repo(tmp_path, only="example")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=work, check=True, capture_output=True, text=True).stdout
+    git("init", "-q")
+    git("add", "specs")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD").strip()
+    git("remote", "add", "origin", str(work))
+    policy = work / "specs" / "example" / "policy.yaml"
+    policy.write_text(policy.read_text() + "# changed\n")
+    git("commit", "-qam", "change")
+    assert main(["run", str(work / "specs" / "example"), "--out", str(work / "gate-out")]) == 0
+    api = Notes(existing)
+    env = {"CI_MERGE_REQUEST_DIFF_BASE_SHA": base, "CI_API_V4_URL": api.url,
+           "CI_PROJECT_ID": "42", "CI_MERGE_REQUEST_IID": "7", "SPECGATE_NOTE_TOKEN": "tok"}
+    try:
+        for line in job["script"]:
+            if line.startswith("pip install"):
+                continue
+            done = bash(line, work, env)
+            assert done.returncode == 0, done.stderr
+    finally:
+        api.server.shutdown()
+        api.server.server_close()
+    assert len(api.writes) == 1
+    method, path, token, body = api.writes[0]
+    notes = "/api/v4/projects/42/merge_requests/7/notes"
+    assert (method, path, token) == (("PUT", f"{notes}/9", "tok") if existing
+                                     else ("POST", notes, "tok"))
+    assert body.startswith("<!-- specgate -->\n## evaluation support-agent v1.0.0")
+    assert f"Spec files changed against {base}:\n\n    specs/example/policy.yaml\n" in body
+    assert f"    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body

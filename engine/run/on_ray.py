@@ -22,7 +22,8 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise UsageError("--executor ray needs Ray: pip install 'specgate[ray]'",
+            raise UsageError("--executor ray needs Ray: pip install 'ray>=2.9' (or, in a "
+                             "checkout of specgate, pip install '.[ray]')",
                              "RAY_NOT_INSTALLED") from None
         self.ray, self.count, self.address = ray, count, address
         self._remote: Any = None
