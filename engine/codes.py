@@ -67,6 +67,7 @@ BAD_CHARACTER: a control character YAML does not allow outside a quoted, escaped
 BAD_SCALAR: a binary value or a string holding a lone UTF-16 surrogate
 NON_FINITE: NaN or an infinity in a spec
 INTEGER_RANGE: an integer beyond 2**53, which JSON readers cannot keep exactly
+YAML_AMBIGUOUS: a plain value YAML 1.1 and 1.2 read differently (1:06:40, 4_000, 017, 0b1, yes, 1e3)
 NON_STRING_KEY: a mapping key that is not a string (quote it)
 EMPTY_SPEC: the file holds no YAML document
 SPEC_TOO_DEEP: a spec nests deeper than the YAML reader allows

@@ -256,3 +256,25 @@ def test_a_missing_bind_is_one_problem_not_every_name_unknown(tmp_path: Path,
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].endswith("policy.yaml:13:7: MISSING_KEY: spec.inspections[0]: 'bind' is "
                              "required here"), lines
+
+
+def test_a_base_60_or_grouped_number_is_refused_where_it_is(tmp_path: Path,
+                                                            capsys: Any) -> None:
+    # `limit: 1:06:40` loads as 4000 and `min_n: 4_000_0` as 40000 in YAML 1.1: neither is
+    # what a reviewer of the pull request reads.
+    folder = tmp_path / "example"
+    shutil.copytree(ROOT / "specs" / "example", folder)
+    policy = folder / "policy.yaml"
+    text = policy.read_text()
+    assert "    min_n: 8\n" in text and "      limit: 4000\n" in text
+    policy.write_text(text.replace("    min_n: 8\n", "    min_n: 4_000_0\n")
+                      .replace("      limit: 4000\n", "      limit: 1:06:40\n"))
+    lines = policy.read_text().splitlines()
+    at_n = next(i for i, line in enumerate(lines, 1) if "min_n: 4_000_0" in line)
+    at_limit = next(i for i, line in enumerate(lines, 1) if "limit: 1:06:40" in line)
+    code, problems, _ = validate(folder, capsys)
+    assert code == 2
+    assert [line.split(": ")[:3] for line in problems] == [
+        [f"{policy}:{at_n}:12", "YAML_AMBIGUOUS", "spec.gate.min_n"],
+        [f"{policy}:{at_limit}:14", "YAML_AMBIGUOUS", "spec.inspections[5].limit"]]
+    assert "read here as 40000" in problems[0] and "read here as 4000," in problems[1]
