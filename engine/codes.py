@@ -127,6 +127,10 @@ EVEN_PANEL: a judge panel with an even number of members, which can tie on a yes
 WEIGHTS_UNUSED: category weights that cannot change the decision: nothing gated reads 'weighted'
 """)
 
+_block("spec", "-", "warning (engine validate)", """
+WAIVER_EXPIRED: a waiver whose expires (its last day, UTC) is before today: it no longer applies
+""")
+
 _block("spec", "2 or -", "purpose release: spec error, nothing runs; triage and self_test: a "
        "warning (engine validate, engine run)", """
 EXPECTATION_FROM_EVIDENCE: an expectation (allowed tools, should_refuse) read from unpinned records

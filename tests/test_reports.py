@@ -161,7 +161,7 @@ def test_markdown_carries_what_the_html_shows(spec: Spec) -> None:
     assert "| resolution | 0.958 | 2 | 8 | 0.875 | refund-outside-window |" in md
     assert "- Coverage: 16 records, 112 rows, 0 control rows; 8 of 8 suite cases observed." in md
     waivers = _section(md, "Waivers (as of 2099-06-30)")
-    assert "W-9: active, 1 FAIL row(s) waived, approved by governance\\@example.com until " \
+    assert "W-9: active, 1 FAIL row(s) waived, approved by governance\\@example.com, last day " \
         "2099-12-31; scope categories: safety; justification: vendor sandbox card" in waivers
     assert "Overall score" in md and "### Reasons" in md
 

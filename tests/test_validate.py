@@ -278,3 +278,22 @@ def test_a_base_60_or_grouped_number_is_refused_where_it_is(tmp_path: Path,
         [f"{policy}:{at_n}:12", "YAML_AMBIGUOUS", "spec.gate.min_n"],
         [f"{policy}:{at_limit}:14", "YAML_AMBIGUOUS", "spec.inspections[5].limit"]]
     assert "read here as 40000" in problems[0] and "read here as 4000," in problems[1]
+
+
+def test_an_expired_waiver_is_a_located_warning(spec: Spec, capsys: Any) -> None:
+    # Written today or later, the first waiver's last day (2026-01-31) has passed; the
+    # second's has not. A warning: the spec stays valid (exit 0).
+    spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[
+        {"id": f"W-{n}", "scope": {"categories": ["safety"]}, "justification": "known",
+         "approver": "governance@example.com", "expires": day}
+        for n, day in ((1, "2026-01-31"), (2, "2999-12-31"))]))
+    policy = spec.dir / "policy.yaml"
+    lines = policy.read_text().splitlines()
+    [(line, col)] = [(i, text.index("2026-01-31")) for i, text in enumerate(lines, 1)
+                     if "expires:" in text and "2026-01-31" in text]  # col: 1-based quote
+    code, problems, out = validate(spec.dir, capsys)
+    warned = [x for x in out.splitlines() if "WAIVER_EXPIRED" in x]
+    assert code == 0 and problems == [] and warned == [
+        f"warning: {policy}:{line}:{col}: WAIVER_EXPIRED: spec.waivers[0].expires: waiver W-1 "
+        "has expired: its last day was 2026-01-31; it no longer applies from 2026-02-01 "
+        "(renew it with a new approval and expires, or remove it)"]

@@ -122,10 +122,10 @@ def _more(suite: _Suite, card: dict[str, Any], red: bool) -> None:
 
 def _waiver(suite: _Suite, w: dict[str, Any]) -> None:
     # A waiver is reported, never hidden: active ones as skipped tests that say what
-    # they took out and until when; expired ones as plain tests whose output says so.
+    # they took out and their last day; expired ones as plain tests whose output says so.
     case = suite.case("waiver", w["id"])
     said = (f"{w['id']} {w['status']}: {w['rows_waived']} FAIL row(s) waived; "
-            f"approved by {w['approver']} until {w['expires']}: {w['justification']}")
+            f"approved by {w['approver']}, last day {w['expires']}: {w['justification']}")
     if w["status"] == "active":
         suite.outcome(case, "skipped", said)
     else:

@@ -184,7 +184,7 @@ def waivers(card: Card) -> list[str]:
         scope = "; ".join(f"{md(k)}: {', '.join(md(v) for v in vs)}"
                           for k, vs in e["scope"].items())
         lines.append(f"- {md(e['id'])}: {e['status']}, {e['rows_waived']} FAIL row(s) "
-                     f"waived, approved by {md(e['approver'])} until {md(e['expires'])}"
+                     f"waived, approved by {md(e['approver'])}, last day {md(e['expires'])}"
                      + (f" ({md(e['note'])})" if e.get("note") else "")
                      + f"; scope {scope or 'everything'}; justification: "
                      f"{md(e['justification'])}")
