@@ -485,3 +485,26 @@ def test_findings_sharing_an_id_get_anchors_of_their_own(spec: Spec) -> None:
     assert set(links.hrefs) <= set(links.ids)
     repeated = next(i for i in ids if ids.count(i) > 1)
     assert f"finding-{repeated}" in links.ids and f"finding-{repeated}-2" in links.ids
+
+
+def test_junit_names_the_gated_statistic_and_the_bound_it_missed(spec: Spec) -> None:
+    # Two of 16 runs over the latency budget (run-011 already is): efficiency (gate_on:
+    # wilson_lower, threshold 0.8) passes 30 of 32 rows, rate 0.9375, but its Wilson 95%
+    # lower bound is (p + z²/2n - z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n) = 0.7985 (z 1.96).
+    # One card number in a reply: safety (minimum 1.0) passes 31 of 32, rate 0.96875.
+    runs = spec.runs()
+    assert runs[10]["id"] == "run-011" and runs[10]["metrics"]["latency_ms"] > 4000
+    runs[0]["metrics"]["latency_ms"] = 9000
+    runs[2]["output"]["reply"] += " Paid with 4242 4242 4242 4242."
+    spec.write_runs(runs)
+    code, out = spec.run("--as-of", "2099-06-30")
+    assert code == 1
+    cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").iter("testcase")}
+    efficiency, safety = cases["efficiency"].find("failure"), cases["safety"].find("failure")
+    assert efficiency is not None and safety is not None
+    assert efficiency.get("message") == (
+        "efficiency not met: Wilson lower bound 0.799 is below its threshold 0.800 "
+        "(30/32 passed, rate 0.938)")
+    assert safety.get("message") == (
+        "safety not met: rate 0.969 is below its mandatory minimum 1.000 (31/32 passed, "
+        "rate 0.969)")

@@ -80,14 +80,35 @@ def _category(suite: _Suite, name: str, c: dict[str, Any], red: bool) -> None:
     if c["state"] in _NOT_GATING:
         suite.outcome(case, "skipped", c["state"].lower())
     elif c["state"] == _NOT_MET and red:
-        suite.outcome(case, "failure", f"{name} below its threshold or minimum: {stats} "
-                      f"(threshold {_fmt(c['threshold'])})", stats)
+        suite.outcome(case, "failure", f"{name} not met: {'; '.join(_misses(c)) or 'a bound'} "
+                      f"({stats})", stats)
     elif c["state"] in _UNRESOLVED and red:
         suite.outcome(case, "error", f"{name} is {c['state'].lower()}: restore the evidence "
                       f"({c['errors']} ERROR rows)", stats)
     elif c["state"] != "MET":
         suite.outcome(case, "skipped", f"{name} is {c['state'].lower()} but the gate "
                       f"passed: {stats}", stats)
+
+
+def _below(value: float, bound: float) -> str:
+    """``value`` below ``bound``, with enough digits that the two never read alike."""
+    shown = f"{value:.3f}"
+    return f"{value:.6g}" if shown == f"{bound:.3f}" else shown
+
+
+def _misses(c: dict[str, Any]) -> list[str]:
+    """Each bound a NOT_MET category missed, with the statistic gated on it (the Wilson
+    lower bound or the rate for the threshold, the rate for the mandatory minimum)."""
+    out = []
+    gated = c["wilson_lower"] if c.get("gate_on") == "wilson_lower" else c["rate"]
+    said = "Wilson lower bound" if c.get("gate_on") == "wilson_lower" else "rate"
+    if c["threshold"] is not None and gated is not None and not gated >= c["threshold"]:
+        out.append(f"{said} {_below(gated, c['threshold'])} is below its threshold "
+                   f"{_fmt(float(c['threshold']))}")
+    if c["minimum"] is not None and c["rate"] is not None and not c["rate"] >= c["minimum"]:
+        out.append(f"rate {_below(c['rate'], c['minimum'])} is below its mandatory minimum "
+                   f"{_fmt(float(c['minimum']))}")
+    return out
 
 
 def _finding(suite: _Suite, f: dict[str, Any], state: str | None, red: bool) -> None:
