@@ -115,16 +115,17 @@ def test_results_written_by_promptfoo_are_gated_with_a_row_per_result(tmp_path: 
 
 
 def test_the_ci_block_accepts_promptfoos_failed_test_exit_only(tmp_path: Path) -> None:
-    # docs/promptfoo.md's CI block, as written (less its npm install), with .tools/ holding
-    # the promptfoo found here: tests that fail (promptfoo's exit 100) let the job go on to
+    # docs/promptfoo.md's CI block, as written (less its npm install), in a checkout whose
+    # .tools/ holds the promptfoo found here: tests that fail (promptfoo's exit 100) let the job go on to
     # gate fresh results; a missing config (exit 1) stops it, under the shell's -e as CI runs
     # it, and leaves no older results file to gate.
     promptfoo = Path(_promptfoo()).resolve()
     page = (ROOT / "docs" / "promptfoo.md").read_text()
     block = page.split("## In CI", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     lines = block.splitlines()
-    assert lines[0].startswith("npm install --prefix .tools promptfoo@")
-    script = "\n".join(lines[1:])
+    assert lines[1].startswith("npm install --prefix .tools promptfoo@")
+    script = "\n".join(lines[:1] + lines[2:])  # it goes to the repository root first
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     tools = tmp_path / ".tools" / "node_modules" / ".bin"
     tools.mkdir(parents=True)
     for tool in promptfoo.parent.iterdir():  # promptfoo and, where it came with it, node
