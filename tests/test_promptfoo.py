@@ -116,9 +116,9 @@ def test_results_written_by_promptfoo_are_gated_with_a_row_per_result(tmp_path: 
 
 def test_the_ci_block_accepts_promptfoos_failed_test_exit_only(tmp_path: Path) -> None:
     # docs/promptfoo.md's CI block, as written (less its npm install), in a checkout whose
-    # .tools/ holds the promptfoo found here: tests that fail (promptfoo's exit 100) let the job go on to
-    # gate fresh results; a missing config (exit 1) stops it, under the shell's -e as CI runs
-    # it, and leaves no older results file to gate.
+    # .tools/ holds the promptfoo found here: tests that fail (promptfoo's exit 100) let
+    # the job go on to gate fresh results; a missing config (exit 1) stops it, under the
+    # shell's -e as CI runs it, and leaves no older results file to gate.
     promptfoo = Path(_promptfoo()).resolve()
     page = (ROOT / "docs" / "promptfoo.md").read_text()
     block = page.split("## In CI", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
