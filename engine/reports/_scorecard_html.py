@@ -765,13 +765,13 @@ def root(context, missing=missing):
     yield '\n</table>\n'
     if (undefined(name='signed') if l_0_signed is missing else l_0_signed):
         pass
-        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
+        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
     else:
         pass
-        yield '<p class="note"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
+        yield '<p class="note"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
     yield '\n</body>\n</html>'
 
 blocks = {}
 debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&50=156&51=159&55=168&56=178&57=189&58=197&59=203&64=211&66=229&67=239&70=242&74=269&75=279&76=295&77=315&79=323&80=326&81=334&82=341&83=360&84=378&85=381&87=398&88=401&91=414&92=420&93=434&94=444&95=447&98=474&99=480&100=508&101=511&104=526&106=532&110=568&111=583&112=612&113=623&114=637&115=640&117=660&118=675&121=683&122=686&124=688&127=708&132=740&133=744&134=746&135=748&136=750&138=765'
-source_sha256 = 'd73cdf1085c0e84f125060e370cf1ed720112b8a6f608baa614df64d19da2579'
+source_sha256 = '48eb2909a864a04be2dcc49ff6206ee6ec53b1ee0f05774ffab8fa4d8741a0c4'
 jinja2_version = '3.1.6'

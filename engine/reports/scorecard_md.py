@@ -243,7 +243,7 @@ def agent_card(card: Card) -> list[str]:
 
 def foot(card: Card) -> list[str]:
     return [f"Scorecard rows_sha256 `{card['rows_sha256']}`; verify with "
-            "`engine verify scorecard.json --trusted-key governance-signing.pub.pem`, "
+            "`engine verify scorecard.json --trusted-key runner-signing.pub.pem`, "
             "pinning the signer's public key obtained out of band, never a key shipped "
             "beside the evidence."]
 
@@ -259,7 +259,7 @@ def unsigned_foot(card: Card) -> list[str]:
     return [f"**Unsigned.** Scorecard rows_sha256 `{card['rows_sha256']}`; no signature covers "
             "this report or scorecard.json, so nothing shows who made them or that they are "
             "unchanged. A signed run (`engine run --key`) is verified with `engine verify "
-            "scorecard.json --trusted-key governance-signing.pub.pem`, pinning the signer's "
+            "scorecard.json --trusted-key runner-signing.pub.pem`, pinning the signer's "
             "public key obtained out of band."]
 
 
