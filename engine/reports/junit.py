@@ -100,14 +100,15 @@ def _misses(c: dict[str, Any]) -> list[str]:
     """Each bound a NOT_MET category missed, with the statistic gated on it (the Wilson
     lower bound or the rate for the threshold, the rate for the mandatory minimum)."""
     out = []
-    gated = c["wilson_lower"] if c.get("gate_on") == "wilson_lower" else c["rate"]
-    said = "Wilson lower bound" if c.get("gate_on") == "wilson_lower" else "rate"
-    if c["threshold"] is not None and gated is not None and not gated >= c["threshold"]:
-        out.append(f"{said} {_below(gated, c['threshold'])} is below its threshold "
-                   f"{_fmt(float(c['threshold']))}")
-    if c["minimum"] is not None and c["rate"] is not None and not c["rate"] >= c["minimum"]:
-        out.append(f"rate {_below(c['rate'], c['minimum'])} is below its mandatory minimum "
-                   f"{_fmt(float(c['minimum']))}")
+    lower = c.get("gate_on") == "wilson_lower"
+    gated, rate = c.get("wilson_lower" if lower else "rate"), c.get("rate")
+    threshold, minimum = c.get("threshold"), c.get("minimum")  # a scorecard may lack one
+    if threshold is not None and gated is not None and not gated >= threshold:
+        out.append(f"{'Wilson lower bound' if lower else 'rate'} {_below(gated, threshold)} "
+                   f"is below its threshold {_fmt(float(threshold))}")
+    if minimum is not None and rate is not None and not rate >= minimum:
+        out.append(f"rate {_below(rate, minimum)} is below its mandatory minimum "
+                   f"{_fmt(float(minimum))}")
     return out
 
 

@@ -147,7 +147,7 @@ _MORE = {"tool_call": [
     "**Contracts.** `contracts` selects an object mapping a tool's name to its contract; a "
     "call of a tool without one is not checked against any. A contract is either "
     "`{\"json_schema\": <JSON Schema 2020-12>}` (formats checked; a `$ref` outside it is "
-    "never followed) or the **compact contract** Assevra records carry, an object of up to "
+    "never followed) or the **compact contract**, an object of up to "
     "three keys:", "",
     "- `required`: the argument names every call must give;",
     "- `types`: argument name to one of "
