@@ -67,6 +67,7 @@ BAD_CHARACTER: a control character YAML does not allow outside a quoted, escaped
 BAD_SCALAR: a binary value or a string holding a lone UTF-16 surrogate
 NON_FINITE: NaN or an infinity in a spec
 INTEGER_RANGE: an integer beyond 2**53, which JSON readers cannot keep exactly
+YAML_AMBIGUOUS: a plain value YAML 1.1 and 1.2 read differently (1:06:40, 4_000, 017, 0b1, yes, 1e3)
 NON_STRING_KEY: a mapping key that is not a string (quote it)
 EMPTY_SPEC: the file holds no YAML document
 SPEC_TOO_DEEP: a spec nests deeper than the YAML reader allows
@@ -128,6 +129,10 @@ FORMULA: a formula problem without a more precise code (fallback)
 _block("spec", "-", "warning (engine validate, engine run)", """
 EVEN_PANEL: a judge panel with an even number of members, which can tie on a yes/no field
 WEIGHTS_UNUSED: category weights that cannot change the decision: nothing gated reads 'weighted'
+""")
+
+_block("spec", "-", "warning (engine validate)", """
+WAIVER_EXPIRED: a waiver whose expires (its last day, UTC) is before today: it no longer applies
 """)
 
 _block("spec", "2 or -", "purpose release: spec error, nothing runs; triage and self_test: a "

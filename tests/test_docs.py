@@ -153,10 +153,37 @@ def test_every_shell_block_of_the_page_runs_as_written(page: Path, tmp_path: Pat
     work.mkdir()
     shutil.copytree(ROOT / "specs", work / "specs")
     shutil.copytree(ROOT / "docs", work / "docs")  # the files the pages name
+    # a checkout: a block goes where it runs with `cd "$(git rev-parse --show-toplevel)..."`
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
     mine = scratch(page)
     assert follow(page, work) == [], f"{_id(page)} wrote outside {mine}"
     if (work / mine).exists():
         assert mine in page.read_text(), f"{_id(page)} does not name {mine}"
+
+
+GOES = 'cd "$(git rev-parse --show-toplevel)'
+
+
+@pytest.mark.parametrize("name", ["inspect.md", "promptfoo.md", "otel.md"])
+def test_each_block_goes_where_it_runs(name: str, tmp_path: Path) -> None:
+    # Read in order, a block after one that entered the page's scratch folder starts there;
+    # so each goes to its place first (the repository root, or the scratch folder) and
+    # gets there from either.
+    page = ROOT / "docs" / name
+    work = tmp_path / "work"
+    (work / "scratch" / page.stem).mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    for line, note, script in blocks(page):
+        if "a template" in note:
+            continue  # the reader's own project, not this repository
+        first = script.splitlines()[0]
+        assert first.startswith(GOES), f"{name}:{line}: {first}"
+        place = first.split("#")[0].strip()
+        want = work / "scratch" / page.stem if "/scratch/" in place else work
+        for start in (work, work / "scratch" / page.stem):
+            went = subprocess.run(["bash", "-c", f"cd {start} && {place} && pwd -P"],
+                                  capture_output=True, text=True, check=True, cwd=work)
+            assert went.stdout.strip() == str(want.resolve()), f"{name}:{line}"
 
 
 def test_a_page_writing_outside_its_scratch_folder_is_caught(tmp_path: Path) -> None:

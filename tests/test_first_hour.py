@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,16 @@ def test_every_command_says_its_exit_codes_and_its_examples_parse() -> None:
                     if before not in ("--out", "--out-dir") and name != "init"
                     and a.rpartition("=")[2].startswith(("specs/", "docs/"))]
             assert all((ROOT / path).exists() for path in read), line
+
+
+def test_authoring_lists_every_file_engine_init_writes(tmp_path: Path, capsys: Any) -> None:
+    # docs/authoring.md's sentence on `engine init`, against what it writes
+    text = " ".join((ROOT / "docs" / "authoring.md").read_text().split())
+    said = text.split("`engine init` writes ", 1)[1].split(", so", 1)[0]
+    named = set(re.findall(r"`([^`]+\.(?:yaml|jsonl))`", said))
+    assert main(["init", str(tmp_path / "bot"), "--name", "bot"]) == 0
+    written = {p.relative_to(tmp_path / "bot").as_posix()
+               for p in (tmp_path / "bot").rglob("*") if p.is_file()}
+    assert named == written
+    assert said.startswith(f"{['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(written)]}"
+                           " files: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 import yaml
 
 from engine.inspections import TABLE, Context, Outcome
+from engine.inspections.agent import COMPACT_TYPES, _contract_problems
 from engine.run.rows import inspect
 from engine.spec import schema as _schema
 from engine.spec import yaml as _yaml
@@ -16,7 +18,8 @@ from engine.spec.compile import compile_params
 from engine.spec.evaluation import Inspection
 from engine.stats import DEFAULT_Z
 
-DATA = Path(__file__).resolve().parent.parent / "specs" / "agent-release-gate"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "specs" / "agent-release-gate"
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "primitives.yaml").read_text())
 
 
@@ -73,3 +76,17 @@ def test_long_evidence_is_clipped() -> None:
     assert outcome.status == "FAIL"
     shown = evidence(outcome.observed, None)
     assert len(shown) < 600 and shown.endswith("more characters]")
+
+
+def test_the_reference_describes_the_compact_contract_the_engine_checks() -> None:
+    # docs/reference.md's example contract and call, through the engine's own check
+    text = (ROOT / "docs" / "reference.md").read_text()
+    part = text.split("**compact contract**", 1)[1].split("## Formula functions", 1)[0]
+    contracts = json.loads(part.split("```json\n", 1)[1].split("```", 1)[0])
+    call = part.split("with arguments `", 1)[1].split("`", 1)[0]
+    said = [p.split("`")[0] for p in part.split("fails with three problems: `", 1)[1]
+            .replace("` and `", "`, `").split(", `")]
+    assert [p.removeprefix("issue_refund: ") for p in _contract_problems(
+        "issue_refund", json.loads(call), contracts["issue_refund"])] == said
+    named = part.split("`types`: argument name to one of ", 1)[1].split(" (", 1)[0]
+    assert named == ", ".join(f"`{kind}`" for kind in COMPACT_TYPES)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,43 @@ def test_results_written_by_promptfoo_are_gated_with_a_row_per_result(tmp_path: 
     assert (fifth["assertions_passed"], fifth["assertions_failed"]) == (1, 1)
     assert fifth["success"] is False and fifth["score"] == 0.5
     assert isinstance(fifth["latency_ms"], int) and fifth["tokens"]["num_requests"] == 1
+
+
+def test_the_ci_block_accepts_promptfoos_failed_test_exit_only(tmp_path: Path) -> None:
+    # docs/promptfoo.md's CI block, as written (less its npm install), in a checkout whose
+    # .tools/ holds the promptfoo found here: tests that fail (promptfoo's exit 100) let
+    # the job go on to gate fresh results; a missing config (exit 1) stops it, under the
+    # shell's -e as CI runs it, and leaves no older results file to gate.
+    promptfoo = Path(_promptfoo()).resolve()
+    page = (ROOT / "docs" / "promptfoo.md").read_text()
+    block = page.split("## In CI", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = block.splitlines()
+    assert lines[1].startswith("npm install --prefix .tools promptfoo@")
+    script = "\n".join(lines[:1] + lines[2:])  # it goes to the repository root first
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tools = tmp_path / ".tools" / "node_modules" / ".bin"
+    tools.mkdir(parents=True)
+    for tool in promptfoo.parent.iterdir():  # promptfoo and, where it came with it, node
+        (tools / tool.name).symlink_to(tool)
+    if not (tools / "promptfoo").exists():
+        (tools / "promptfoo").symlink_to(promptfoo)
+    results = tmp_path / "specs" / "promptfoo-example" / "data" / "results.json"
+    results.parent.mkdir(parents=True)
+    home = tmp_path / "home"
+    env = {**os.environ, **make_promptfoo_example.QUIET, "HOME": str(home),
+           "PROMPTFOO_CONFIG_DIR": str(home / ".promptfoo")}
+    env.pop("PROMPTFOO_FAILED_TEST_EXIT_CODE", None)
+
+    def ci() -> int:
+        return subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300).returncode
+
+    results.write_text("{}")  # an older file: never gated when promptfoo fails
+    assert ci() != 0 and not results.exists()  # no promptfooconfig.yaml
+    _config(tmp_path)  # two of its six tests fail
+    assert ci() == 0
+    stats = json.loads(results.read_text())["results"]["stats"]
+    assert (stats["successes"], stats["failures"]) == (8, 4)
 
 
 # (b) the shipped example -------------------------------------------------------------------

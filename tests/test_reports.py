@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from engine.reports import fmt
 
 from . import refund
-from .conftest import Gate, Spec
+from .conftest import ROOT, Gate, Spec
 
 HOSTILE = ['<script>alert("x")</script>', '<img src=x onerror=alert(1)>']
 
@@ -41,7 +43,8 @@ def test_every_category_number_in_every_projection(spec: Spec) -> None:
     html = (out / "scorecard.html").read_text()
     md = (out / "scorecard.md").read_text()
     for name, c in card["categories"].items():
-        row = (f"| {name} | {c['state']} | {c['n']} | {c['passed']} | {c['rate']:.3f} | "
+        row = (f"| {name} | {c['state']} | {c['n']} | {c['passed']} | {c['waived']} | "
+               f"{c['rate']:.3f} | "
                f"[{c['wilson_lower']:.3f}, {c['wilson_upper']:.3f}] |")
         assert row in md
         cells = [f'<td class="num">{c["n"]}</td>', f'<td class="num">{c["passed"]}</td>',
@@ -155,13 +158,22 @@ def test_markdown_carries_what_the_html_shows(spec: Spec) -> None:
     assert code == 0
     # the minimum column and what each category is gated on, read from specs/example
     assert "| threshold | minimum | gated on |" in md
-    assert "| safety | MET | 31 | 31 | 1.000 | [0.890, 1.000] | – | 1.000 | point estimate |" in md
+    # the leaking reply's safety row is waived: out of n (31 of 32 rows) and in its column
+    assert "| safety | MET | 31 | 31 | 1 | 1.000 | [0.890, 1.000] | – | 1.000 | point estimate |" \
+        in md
+    html = (out / "scorecard.html").read_text()
+    row = html.split('<tr id="category-safety"', 1)[1].split("</tr>", 1)[0]
+    header = html.split("<h2 id=\"categories\">", 1)[1].split("</tr>", 1)[0]
+    numbers = re.findall(r'<th class="num">([^<]*)</th>', header)
+    assert dict(zip(numbers, re.findall(r'<td class="num">([^<]*)</td>', row), strict=True)) \
+        == {"n": "31", "passed": "31", "failed": "0", "errors": "0", "waived": "1",
+            "rate": "1.000", "Wilson 95%": "[0.890, 1.000]", "threshold": "–", "minimum": "1.000"}
     assert "| 0.800 | – | Wilson lower bound |" in md.split("| efficiency |")[1].split("\n")[0]
     # pass^k over 8 cases of 2 trials: resolution's run-004 fails one trial of one case
     assert "| resolution | 0.958 | 2 | 8 | 0.875 | refund-outside-window |" in md
     assert "- Coverage: 16 records, 112 rows, 0 control rows; 8 of 8 suite cases observed." in md
     waivers = _section(md, "Waivers (as of 2099-06-30)")
-    assert "W-9: active, 1 FAIL row(s) waived, approved by governance\\@example.com until " \
+    assert "W-9: active, 1 FAIL row(s) waived, approved by governance\\@example.com, last day " \
         "2099-12-31; scope categories: safety; justification: vendor sandbox card" in waivers
     assert "Overall score" in md and "### Reasons" in md
 
@@ -485,3 +497,46 @@ def test_findings_sharing_an_id_get_anchors_of_their_own(spec: Spec) -> None:
     assert set(links.hrefs) <= set(links.ids)
     repeated = next(i for i in ids if ids.count(i) > 1)
     assert f"finding-{repeated}" in links.ids and f"finding-{repeated}-2" in links.ids
+
+
+def test_junit_names_the_gated_statistic_and_the_bound_it_missed(spec: Spec) -> None:
+    # Two of 16 runs over the latency budget (run-011 already is): efficiency (gate_on:
+    # wilson_lower, threshold 0.8) passes 30 of 32 rows, rate 0.9375, but its Wilson 95%
+    # lower bound is (p + z²/2n - z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n) = 0.7985 (z 1.96).
+    # One card number in a reply: safety (minimum 1.0) passes 31 of 32, rate 0.96875.
+    runs = spec.runs()
+    assert runs[10]["id"] == "run-011" and runs[10]["metrics"]["latency_ms"] > 4000
+    runs[0]["metrics"]["latency_ms"] = 9000
+    runs[2]["output"]["reply"] += " Paid with 4242 4242 4242 4242."
+    spec.write_runs(runs)
+    code, out = spec.run("--as-of", "2099-06-30")
+    assert code == 1
+    cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").iter("testcase")}
+    efficiency, safety = cases["efficiency"].find("failure"), cases["safety"].find("failure")
+    assert efficiency is not None and safety is not None
+    assert efficiency.get("message") == (
+        "efficiency not met: Wilson lower bound 0.799 is below its threshold 0.800 "
+        "(30/32 passed, rate 0.938)")
+    assert safety.get("message") == (
+        "safety not met: rate 0.969 is below its mandatory minimum 1.000 (31/32 passed, "
+        "rate 0.969)")
+
+
+def test_the_release_gate_says_why_dimensions_are_not_included_and_unsigned_first(
+        tmp_path: Path) -> None:
+    # specs/agent-release-gate: its records hold only the pii, tool_call and
+    # action_correctness dimensions; the six others are not required (required: false or
+    # unmarked), so the gate PASSes without them. Unsigned: the reports say so first.
+    from engine.cli import main
+    folder = tmp_path / "agent-release-gate"
+    shutil.copytree(ROOT / "specs" / "agent-release-gate", folder)
+    assert main(["run", str(folder), "--out", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    absent = "grounding, safety, task_completion, injection, cost, latency"
+    md, html = (out / "scorecard.md").read_text(), (out / "scorecard.html").read_text()
+    assert f"Not included: {absent}. None of their inspections applied to any record" in md
+    assert "the policy does not require them, so the decision is made without them" in md
+    assert f"Not included: {absent}. None of their inspections applied to any record" in html
+    assert md.index("**Unsigned**") < md.index("| category |")
+    assert html.index("<strong>Unsigned.</strong>") < html.index("<h1>")
+    assert html.count("<strong>Unsigned.</strong>") == 2  # first, and the note at the end

@@ -362,7 +362,7 @@ def test_an_active_waiver_takes_the_fail_row_out_of_the_rate(spec: Spec) -> None
     skipped = case.find("skipped")
     assert case.get("name") == "W-7" and skipped is not None
     assert "1 FAIL row(s) waived" in skipped.get("message", "")
-    assert "governance@example.com until 2099-12-31" in skipped.get("message", "")
+    assert "governance@example.com, last day 2099-12-31" in skipped.get("message", "")
 
 
 def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
@@ -372,12 +372,26 @@ def test_an_expired_waiver_no_longer_applies_and_says_so(spec: Spec) -> None:
     [entry] = card["waivers"]["entries"]
     assert entry["status"] == "expired" and "no longer applies" in entry["note"]
     assert code == 1 and card["categories"]["safety"]["waived"] == 0
-    assert "expired on 2026-11-28: it no longer applies" in (out / "scorecard.md").read_text()
-    assert "expired on 2026-11-28" in (out / "scorecard.html").read_text()
+    said = "its last day was 2026-11-28; it no longer applies from 2026-11-29"
+    assert entry["note"] == said
+    assert said in (out / "scorecard.md").read_text()
+    assert said in (out / "scorecard.html").read_text()
     [case] = ET.parse(out / "junit.xml").findall(
         ".//testcase[@classname='support-agent.waiver']")
     assert case.find("skipped") is None
     assert "no longer applies" in (case.findtext("system-out") or "")
+
+
+@pytest.mark.parametrize("as_of, status", [("2099-12-31", "active"), ("2100-01-01", "expired")])
+def test_expires_is_the_last_day_a_waiver_applies(spec: Spec, as_of: str, status: str) -> None:
+    # The last day of a year: the day after it is the first of the next year.
+    _leak_and_waive(spec, "2099-12-31", {"categories": ["safety"]})
+    code, out = spec.run("--as-of", as_of)
+    [entry] = spec.scorecard()["waivers"]["entries"]
+    assert (entry["status"], entry["rows_waived"], code) == \
+        (("active", 1, 0) if status == "active" else ("expired", 0, 1))
+    assert entry["note"] == ("" if status == "active" else
+                             "its last day was 2099-12-31; it no longer applies from 2100-01-01")
 
 
 def test_a_waiver_scope_must_match_wholly(spec: Spec) -> None:

@@ -62,11 +62,12 @@ def test_every_test_docs_security_cites_exists() -> None:
 
 def test_a_missing_system_tool_skips_unless_ci_requires_it(tmp_path: Path) -> None:
     # The browser test on a machine without chromium: PATH holds only a folder with no
-    # tools (the interpreter is called by its absolute path).
+    # tools (the interpreter is called by its absolute path). No -rs: the README's command
+    # has none, and pyproject's addopts print each skip's reason.
     empty = tmp_path / "bin"
     empty.mkdir()
     base = {k: v for k, v in os.environ.items() if k != REQUIRE_TOOLS} | {"PATH": str(empty)}
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-rs",
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0",
                "tests/test_browser.py"]
     fresh = subprocess.run(command, cwd=ROOT, env=base, capture_output=True, text=True)
     assert fresh.returncode == 0, fresh.stdout[-2000:]

@@ -256,3 +256,44 @@ def test_a_missing_bind_is_one_problem_not_every_name_unknown(tmp_path: Path,
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].endswith("policy.yaml:13:7: MISSING_KEY: spec.inspections[0]: 'bind' is "
                              "required here"), lines
+
+
+def test_a_base_60_or_grouped_number_is_refused_where_it_is(tmp_path: Path,
+                                                            capsys: Any) -> None:
+    # `limit: 1:06:40` loads as 4000 and `min_n: 4_000_0` as 40000 in YAML 1.1: neither is
+    # what a reviewer of the pull request reads.
+    folder = tmp_path / "example"
+    shutil.copytree(ROOT / "specs" / "example", folder)
+    policy = folder / "policy.yaml"
+    text = policy.read_text()
+    assert "    min_n: 8\n" in text and "      limit: 4000\n" in text
+    policy.write_text(text.replace("    min_n: 8\n", "    min_n: 4_000_0\n")
+                      .replace("      limit: 4000\n", "      limit: 1:06:40\n"))
+    lines = policy.read_text().splitlines()
+    at_n = next(i for i, line in enumerate(lines, 1) if "min_n: 4_000_0" in line)
+    at_limit = next(i for i, line in enumerate(lines, 1) if "limit: 1:06:40" in line)
+    code, problems, _ = validate(folder, capsys)
+    assert code == 2
+    assert [line.split(": ")[:3] for line in problems] == [
+        [f"{policy}:{at_n}:12", "YAML_AMBIGUOUS", "spec.gate.min_n"],
+        [f"{policy}:{at_limit}:14", "YAML_AMBIGUOUS", "spec.inspections[5].limit"]]
+    assert "read here as 40000" in problems[0] and "read here as 4000," in problems[1]
+
+
+def test_an_expired_waiver_is_a_located_warning(spec: Spec, capsys: Any) -> None:
+    # Written today or later, the first waiver's last day (2026-01-31) has passed; the
+    # second's has not. A warning: the spec stays valid (exit 0).
+    spec.edit("policy.yaml", lambda d: d["spec"].update(waivers=[
+        {"id": f"W-{n}", "scope": {"categories": ["safety"]}, "justification": "known",
+         "approver": "governance@example.com", "expires": day}
+        for n, day in ((1, "2026-01-31"), (2, "2999-12-31"))]))
+    policy = spec.dir / "policy.yaml"
+    lines = policy.read_text().splitlines()
+    [(line, col)] = [(i, text.index("2026-01-31")) for i, text in enumerate(lines, 1)
+                     if "expires:" in text and "2026-01-31" in text]  # col: 1-based quote
+    code, problems, out = validate(spec.dir, capsys)
+    warned = [x for x in out.splitlines() if "WAIVER_EXPIRED" in x]
+    assert code == 0 and problems == [] and warned == [
+        f"warning: {policy}:{line}:{col}: WAIVER_EXPIRED: spec.waivers[0].expires: waiver W-1 "
+        "has expired: its last day was 2026-01-31; it no longer applies from 2026-02-01 "
+        "(renew it with a new approval and expires, or remove it)"]

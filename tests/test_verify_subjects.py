@@ -268,7 +268,7 @@ def test_unpinned_output_never_says_to_trust_the_key_beside_the_evidence(
     out = plain(tmp_path, keys, judge, monkeypatch)
     code, text = verify(out, None, capsys)
     assert code == 1 and "AUTHORSHIP UNVERIFIED" in text
-    assert "--trusted-key governance-signing.pub.pem" in text
+    assert "--trusted-key runner-signing.pub.pem" in text
     assert "--trusted-key signer.pub.pem" not in text
 
 
@@ -277,7 +277,7 @@ def test_footers_pin_a_key_obtained_out_of_band(tmp_path: Path, keys: Path, judg
     out = plain(tmp_path, keys, judge, monkeypatch)
     for name in ("scorecard.html", "scorecard.md"):
         text = (out / name).read_text()
-        assert "--trusted-key governance-signing.pub.pem" in text, name
+        assert "--trusted-key runner-signing.pub.pem" in text, name
         assert "signer.pub.pem" not in text and "--trusted-key KEY" not in text, name
     docs = {p.name: p.read_text() for p in (ROOT / "docs").glob("*.md")}
     for name, text in docs.items():
@@ -302,7 +302,7 @@ def test_the_documented_commands_run(tmp_path: Path) -> None:
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "VALID: sha256" in done.stdout and "--trusted-key governance-signing" in script
+    assert "VALID: sha256" in done.stdout and "--trusted-key runner-signing" in script
 
 
 DEEP = "[" * 200000 + "]" * 200000

@@ -57,3 +57,38 @@ def test_alias_without_anchor_is_refused() -> None:
 def test_timestamps_stay_text() -> None:
     doc, _ = _yaml.parse("when: 2026-11-29T10:00:00Z\n", "f.yaml")
     assert doc is not None and doc.data == {"when": "2026-11-29T10:00:00Z"}
+
+
+# Plain values YAML 1.1 (PyYAML) and YAML 1.2's core schema read differently: a reviewer (or
+# another tool) reading `1:06:40` as a time or `4_000_0` as 4000 would approve another value.
+@pytest.mark.parametrize("value, says", [
+    ("1:06:40", "read here as 4000, but the text '1:06:40'"),  # 1*3600 + 6*60 + 40
+    ("4_000_0", "read here as 40000, but the text '4_000_0'"),
+    ("1_000.5", "read here as 1000.5,"),
+    ("0b1010", "read here as 10,"),
+    ("017", "read here as 15, but 17 in YAML 1.2"),  # 1*8 + 7
+    ("+0x1F", "read here as 31,"),
+    ("yes", "read here as true, but the text 'yes'"),
+    ("Off", "read here as false, but the text 'Off'"),
+    ("1e3", "text to this YAML 1.1 reader but the number 1000.0"),
+    ("08", "the number 8 in YAML 1.2"),
+    ("0o17", "the number 15 in YAML 1.2"),
+    ("-.5", "the number -0.5 in YAML 1.2"),
+])
+def test_values_yaml_versions_read_differently_are_refused(value: str, says: str) -> None:
+    doc, problems = _yaml.parse(f"spec:\n  limits:\n    - at: {value}\n", "f.yaml")
+    assert doc is None and [(p.line, p.col, p.code, p.path) for p in problems] == \
+        [(3, 11, "YAML_AMBIGUOUS", "spec.limits[0].at")]  # the value's column
+    assert says in problems[0].message and "quote it for text" in problems[0].message
+
+
+@pytest.mark.parametrize("text, value", [
+    ("a: 4000\n", 4000), ("a: '1:06:40'\n", "1:06:40"), ("a: \"4_000\"\n", "4_000"),
+    ("a: 0x1F\n", 31), ("a: 07\n", 7), ("a: +12\n", 12), ("a: 1.5e-3\n", 0.0015),
+    ("a: true\n", True), ("a: FALSE\n", False), ("a: ~\n", None), ("a: !!str yes\n", "yes"),
+    ("a: 10:30 today\n", "10:30 today"), ("a: |\n  017\n", "017\n"), ("a: -0\n", 0),
+])
+def test_values_both_versions_read_alike_load(text: str, value: object) -> None:
+    doc, problems = _yaml.parse(text, "f.yaml")
+    assert problems == [] and doc is not None and doc.data == {"a": value}
+    assert type(doc.data["a"]) is type(value)

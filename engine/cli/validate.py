@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +39,17 @@ def add(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     keys = [signing.load_public(p) for p in args.governance_key]
     evaluations = spec.load(args.paths)
-    code = 0
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")  # as engine run's clock reads it
+    code, ended = 0, set[str]()
     for e in evaluations:
         print(shown(f"ok: {e.name} (policy {e.policy.name} {e.policy.version}, "
                     f"suite {e.suite.name} {e.suite.version})"))  # one line: values escaped
         for warning in e.warnings:
             print(shown(f"warning: {warning}"))
+        for last_day, warning in e.policy.waiver_ends:  # a policy's once, however many use it
+            if last_day < today and str(warning) not in ended:
+                ended.add(str(warning))
+                print(shown(f"warning: {warning}"))
         bundle = provenance.bundle_status(e, keys)
         where = shown(spec.display(e.file.resolve().parent / provenance.SPECS_FILE))
         if bundle is not None and bundle.code:

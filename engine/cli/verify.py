@@ -99,7 +99,7 @@ def _verified(result: Verified) -> list[str]:
         lines = [f"INTEGRITY OK, AUTHORSHIP UNVERIFIED: sha256 {result.scorecard_sha256}, "
                  "checked only against the signer.pub.pem shipped with the evidence, which "
                  "anyone can replace; pin the signer's public key obtained out of band, e.g. "
-                 "--trusted-key governance-signing.pub.pem"]
+                 "--trusted-key runner-signing.pub.pem"]
     else:
         lines = [f"VALID: sha256 {result.scorecard_sha256}, decision {result.decision}, "
                  f"signed by the pinned key (keyid {result.signer[:16]})"]

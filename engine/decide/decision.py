@@ -12,6 +12,7 @@ from engine.decide.lattice import EXIT_CODES, ORDER, Decision, Reason
 from engine.decide.lattice import included as _included
 from engine.decide.reasons import FAIL, INCOMPLETE, SELF_TEST, TRIAGE
 from engine.records import formats
+from engine.spec.advice import no_longer_applies
 from engine.spec.evaluation import Evaluation
 from engine.stats import pass_hat_k
 
@@ -149,8 +150,7 @@ def waiver_block(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] 
         active = evaluation.as_of <= w["expires"]
         entries.append({**w, "status": "active" if active else "expired",
                         "rows_waived": tally.waived[w["id"]] if tally is not None else 0,
-                        "note": "" if active else f"expired on {w['expires']}: it no longer "
-                        "applies"})
+                        "note": "" if active else no_longer_applies(w["expires"])})
     block: dict[str, Any] = {"as_of": evaluation.as_of, "entries": entries}
     if evaluation.as_of_requested and evaluation.as_of_requested != evaluation.as_of:
         block["requested_as_of"] = evaluation.as_of_requested

@@ -42,7 +42,8 @@ def page_variables(card: dict[str, Any], signed: bool = True) -> dict[str, Any]:
             "finding_ids": unique_anchors("finding-", [f["id"] for f in card["findings"]]),
             "interval_svg": interval_svg, "gated_on": _text.gated_on, "value": _text.value,
             "anchor": _text.anchor, "titled": _text.titled, "what_failed": _text.what_failed,
-            "no_fix": _text.no_fix, "needs_no_fix_text": _text.needs_no_fix_text}
+            "no_fix": _text.no_fix, "needs_no_fix_text": _text.needs_no_fix_text,
+            "not_included": _text.not_included(card)}
 
 
 def unique_anchors(prefix: str, names: list[Any]) -> list[str]:

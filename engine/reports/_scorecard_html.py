@@ -10,10 +10,11 @@ def root(context, missing=missing):
     if 0: yield None
     l_0_titled = resolve('titled')
     l_0_card = resolve('card')
+    l_0_signed = resolve('signed')
     l_0_legend = resolve('legend')
+    l_0_not_included = resolve('not_included')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
-    l_0_signed = resolve('signed')
     l_0_cal = l_0_prov = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
@@ -64,7 +65,7 @@ def root(context, missing=missing):
     yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'policy', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'name'), environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'version'))))
     yield ': '
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'decision')))
-    yield '</title>\n<style>\nbody { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1b1b1b; }\nh1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }\ntable { border-collapse: collapse; width: 100%; margin: .5em 0; }\nth, td { text-align: left; padding: .25em .5em; border-bottom: 1px solid #eee; vertical-align: top; }\ntd.num { text-align: right; font-variant-numeric: tabular-nums; }\n.banner { padding: 1em 1.2em; border-radius: 6px; font-size: 1.2em; font-weight: 600; }\n.PASS { background: #e3f4e5; border-left: 8px solid #1e7b34; }\n.FAIL { background: #fbe4e4; border-left: 8px solid #b3261e; }\n.INCOMPLETE { background: #fff1d6; border-left: 8px solid #b86e00; }\n.TRIAGE, .SELF_TEST { background: #ececec; border-left: 8px solid #6b6b6b; }\n.note { color: #555; font-size: .9em; } code { font-size: .92em; }\n.state-MET { color: #1e7b34; } .state-NOT_MET { color: #b3261e; }\n.state-UNRESOLVED, .state-MISSING, .state-SKIPPED { color: #b86e00; }\nsvg text { font-size: 11px; fill: #444; }\nsvg text.state { font-size: 12px; } .chart.MET text.state { fill: #1e7b34; } .chart.NOT_MET text.state { fill: #b3261e; }\nsvg text.threshold-label { fill: #b3261e; font-weight: bold; } svg text.minimum-label { fill: #6a1b9a; font-weight: bold; }\nsvg text.shortfall { fill: #b3261e; } svg text.axis-range, svg text.cut { fill: #666; font-style: italic; }\ntr.cat-NOT_MET td { background: #fdecec; } tr.cat-NOT_MET td:first-child { border-left: 4px solid #b3261e; font-weight: 600; }\ntable.checks td { font-size: .92em; } table.checks td.value { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-word; }\n</style>\n</head>\n<body>\n<div class="banner '
+    yield '</title>\n<style>\nbody { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1b1b1b; }\nh1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }\ntable { border-collapse: collapse; width: 100%; margin: .5em 0; }\nth, td { text-align: left; padding: .25em .5em; border-bottom: 1px solid #eee; vertical-align: top; }\ntd.num { text-align: right; font-variant-numeric: tabular-nums; }\n.banner { padding: 1em 1.2em; border-radius: 6px; font-size: 1.2em; font-weight: 600; }\n.PASS { background: #e3f4e5; border-left: 8px solid #1e7b34; }\n.FAIL { background: #fbe4e4; border-left: 8px solid #b3261e; }\n.INCOMPLETE { background: #fff1d6; border-left: 8px solid #b86e00; }\n.TRIAGE, .SELF_TEST { background: #ececec; border-left: 8px solid #6b6b6b; }\n.note { color: #555; font-size: .9em; } code { font-size: .92em; }\n.unsigned { border: 1px solid #b26b00; background: #fff8e6; padding: .4em .8em; }\n.state-MET { color: #1e7b34; } .state-NOT_MET { color: #b3261e; }\n.state-UNRESOLVED, .state-MISSING, .state-SKIPPED { color: #b86e00; }\nsvg text { font-size: 11px; fill: #444; }\nsvg text.state { font-size: 12px; } .chart.MET text.state { fill: #1e7b34; } .chart.NOT_MET text.state { fill: #b3261e; }\nsvg text.threshold-label { fill: #b3261e; font-weight: bold; } svg text.minimum-label { fill: #6a1b9a; font-weight: bold; }\nsvg text.shortfall { fill: #b3261e; } svg text.axis-range, svg text.cut { fill: #666; font-style: italic; }\ntr.cat-NOT_MET td { background: #fdecec; } tr.cat-NOT_MET td:first-child { border-left: 4px solid #b3261e; font-weight: 600; }\ntable.checks td { font-size: .92em; } table.checks td.value { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-word; }\n</style>\n</head>\n<body>\n<div class="banner '
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'decision')))
     yield '" role="status">\n  Decision: '
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'decision')))
@@ -78,7 +79,11 @@ def root(context, missing=missing):
     else:
         pass
         yield '(release gate not passed)'
-    yield '\n</div>\n<h1>'
+    yield '\n</div>\n'
+    if (not (undefined(name='signed') if l_0_signed is missing else l_0_signed)):
+        pass
+        yield '<p class="unsigned"><strong>Unsigned.</strong> No signature covers this page or scorecard.json (see the <a href="#unsigned">last paragraph</a>).</p>'
+    yield '\n<h1>'
     yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'evaluation', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name'), context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'get'), 'version'))))
     yield ' · <a href="#policy_sha256">'
     yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'policy', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'name'), environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'policy'), 'version'))))
@@ -165,7 +170,7 @@ def root(context, missing=missing):
             yield '</li>'
         l_1_c = missing
         yield '</ul>'
-    yield '\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
+    yield '\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">waived</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
     for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories'), 'items')):
         l_1_anchor = resolve('anchor')
         l_1_gated_on = resolve('gated_on')
@@ -194,6 +199,8 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr(l_1_c, 'failed')))
         yield '</td><td class="num">'
         yield escape(environment.finalize((environment.getattr(l_1_c, 'errors') + environment.getattr(l_1_c, 'abstained'))))
+        yield '</td><td class="num">'
+        yield escape(environment.finalize(context.call(environment.getattr(l_1_c, 'get'), 'waived', 0, _loop_vars=_loop_vars)))
         yield '</td>\n<td class="num">'
         yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'rate'))))
         yield '</td><td class="num">['
@@ -208,7 +215,13 @@ def root(context, missing=missing):
         yield escape(environment.finalize(context.call((undefined(name='gated_on') if l_1_gated_on is missing else l_1_gated_on), l_1_c, _loop_vars=_loop_vars)))
         yield '</td></tr>\n'
     l_1_name = l_1_c = l_1_anchor = l_1_gated_on = missing
-    yield '</table>\n<p class="note">A threshold or a minimum is met when the value the category is gated on (the point estimate passed/n, or the Wilson 95% lower bound) reaches it.</p>\n<h3>Rates against thresholds</h3>\n<p class="note">Each axis is fitted to its category\'s values, so a near miss shows; its range is written under it, and an axis that does not run from 0 to 1 says "zoomed". Shown: the rate (●), its Wilson 95% interval (bar; an end beyond the axis is cut there and labelled ◂ or ▸), the threshold (T, solid line) and the mandatory minimum (M, dashed line). A value below its mark is joined to it by a red band and the shortfall is written; a category that is not met is framed and marked ✗.</p>\n<table class="charts">'
+    yield '</table>\n<p class="note">A threshold or a minimum is met when the value the category is gated on (the point estimate passed/n, or the Wilson 95% lower bound) reaches it. waived: FAIL rows an active waiver took out of n and the rate (see Waivers).</p>\n'
+    if (undefined(name='not_included') if l_0_not_included is missing else l_0_not_included):
+        pass
+        yield '<p class="note">'
+        yield escape(environment.finalize((undefined(name='not_included') if l_0_not_included is missing else l_0_not_included)))
+        yield '</p>'
+    yield '\n<h3>Rates against thresholds</h3>\n<p class="note">Each axis is fitted to its category\'s values, so a near miss shows; its range is written under it, and an axis that does not run from 0 to 1 says "zoomed". Shown: the rate (●), its Wilson 95% interval (bar; an end beyond the axis is cut there and labelled ◂ or ▸), the threshold (T, solid line) and the mandatory minimum (M, dashed line). A value below its mark is joined to it by a red band and the shortfall is written; a category that is not met is framed and marked ✗.</p>\n<table class="charts">'
     for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories'), 'items')):
         l_1_anchor = resolve('anchor')
         l_1_interval_svg = resolve('interval_svg')
@@ -765,13 +778,13 @@ def root(context, missing=missing):
     yield '\n</table>\n'
     if (undefined(name='signed') if l_0_signed is missing else l_0_signed):
         pass
-        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
+        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
     else:
         pass
-        yield '<p class="note"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key governance-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
+        yield '<p class="note" id="unsigned"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=61&30=67&31=69&32=74&34=81&35=85&36=91&37=97&40=101&42=105&45=135&49=152&50=156&51=159&55=168&56=178&57=189&58=197&59=203&64=211&66=229&67=239&70=242&74=269&75=279&76=295&77=315&79=323&80=326&81=334&82=341&83=360&84=378&85=381&87=398&88=401&91=414&92=420&93=434&94=444&95=447&98=474&99=480&100=508&101=511&104=526&106=532&110=568&111=583&112=612&113=623&114=637&115=640&117=660&118=675&121=683&122=686&124=688&127=708&132=740&133=744&134=746&135=748&136=750&138=765'
-source_sha256 = 'd73cdf1085c0e84f125060e370cf1ed720112b8a6f608baa614df64d19da2579'
+debug_info = '6=62&31=68&32=70&33=75&35=82&36=86&37=90&38=96&39=102&42=106&44=110&47=140&51=157&52=161&53=164&57=173&58=183&59=194&60=204&61=210&64=218&67=224&69=242&70=252&73=255&77=282&78=292&79=308&80=328&82=336&83=339&84=347&85=354&86=373&87=391&88=394&90=411&91=414&94=427&95=433&96=447&97=457&98=460&101=487&102=493&103=521&104=524&107=539&109=545&113=581&114=596&115=625&116=636&117=650&118=653&120=673&121=688&124=696&125=699&127=701&130=721&135=753&136=757&137=759&138=761&139=763&141=778'
+source_sha256 = '15d322c2924fb651301b29c40b46c0de2cff899a6ed2471ae315e1e0c4f186ff'
 jinja2_version = '3.1.6'

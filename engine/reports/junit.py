@@ -80,14 +80,36 @@ def _category(suite: _Suite, name: str, c: dict[str, Any], red: bool) -> None:
     if c["state"] in _NOT_GATING:
         suite.outcome(case, "skipped", c["state"].lower())
     elif c["state"] == _NOT_MET and red:
-        suite.outcome(case, "failure", f"{name} below its threshold or minimum: {stats} "
-                      f"(threshold {_fmt(c['threshold'])})", stats)
+        suite.outcome(case, "failure", f"{name} not met: {'; '.join(_misses(c)) or 'a bound'} "
+                      f"({stats})", stats)
     elif c["state"] in _UNRESOLVED and red:
         suite.outcome(case, "error", f"{name} is {c['state'].lower()}: restore the evidence "
                       f"({c['errors']} ERROR rows)", stats)
     elif c["state"] != "MET":
         suite.outcome(case, "skipped", f"{name} is {c['state'].lower()} but the gate "
                       f"passed: {stats}", stats)
+
+
+def _below(value: float, bound: float) -> str:
+    """``value`` below ``bound``, with enough digits that the two never read alike."""
+    shown = f"{value:.3f}"
+    return f"{value:.6g}" if shown == f"{bound:.3f}" else shown
+
+
+def _misses(c: dict[str, Any]) -> list[str]:
+    """Each bound a NOT_MET category missed, with the statistic gated on it (the Wilson
+    lower bound or the rate for the threshold, the rate for the mandatory minimum)."""
+    out = []
+    lower = c.get("gate_on") == "wilson_lower"
+    gated, rate = c.get("wilson_lower" if lower else "rate"), c.get("rate")
+    threshold, minimum = c.get("threshold"), c.get("minimum")  # a scorecard may lack one
+    if threshold is not None and gated is not None and not gated >= threshold:
+        out.append(f"{'Wilson lower bound' if lower else 'rate'} {_below(gated, threshold)} "
+                   f"is below its threshold {_fmt(float(threshold))}")
+    if minimum is not None and rate is not None and not rate >= minimum:
+        out.append(f"rate {_below(rate, minimum)} is below its mandatory minimum "
+                   f"{_fmt(float(minimum))}")
+    return out
 
 
 def _finding(suite: _Suite, f: dict[str, Any], state: str | None, red: bool) -> None:
@@ -122,10 +144,10 @@ def _more(suite: _Suite, card: dict[str, Any], red: bool) -> None:
 
 def _waiver(suite: _Suite, w: dict[str, Any]) -> None:
     # A waiver is reported, never hidden: active ones as skipped tests that say what
-    # they took out and until when; expired ones as plain tests whose output says so.
+    # they took out and their last day; expired ones as plain tests whose output says so.
     case = suite.case("waiver", w["id"])
     said = (f"{w['id']} {w['status']}: {w['rows_waived']} FAIL row(s) waived; "
-            f"approved by {w['approver']} until {w['expires']}: {w['justification']}")
+            f"approved by {w['approver']}, last day {w['expires']}: {w['justification']}")
     if w["status"] == "active":
         suite.outcome(case, "skipped", said)
     else:

@@ -16,6 +16,7 @@ from engine.reports.text import (
     md,
     needs_no_fix_text,
     no_fix,
+    not_included,
     titled,
     what_failed,
 )
@@ -43,13 +44,16 @@ def head(card: Card) -> list[str]:
 
 
 def categories(card: Card) -> list[str]:
-    rows = [[md(name), c["state"], c["n"], c["passed"], fmt(c["rate"]),
+    rows = [[md(name), c["state"], c["n"], c["passed"], c.get("waived", 0), fmt(c["rate"]),
              f"[{fmt(c['wilson_lower'])}, {fmt(c['wilson_upper'])}]", fmt(c["threshold"]),
              fmt(c.get("minimum")), gated_on(c)] for name, c in card["categories"].items()]
-    lines = _table(["category", "state", "n", "passed", "rate", "Wilson 95%", "threshold",
-                    "minimum", "gated on"], rows)
+    lines = _table(["category", "state", "n", "passed", "waived", "rate", "Wilson 95%",
+                    "threshold", "minimum", "gated on"], rows)
     lines += ["", "A threshold or a minimum is met when the value the category is gated on "
-              "(the point estimate passed/n, or the Wilson 95% lower bound) reaches it."]
+              "(the point estimate passed/n, or the Wilson 95% lower bound) reaches it. "
+              "`waived`: FAIL rows an active waiver took out of n and the rate (see Waivers)."]
+    if why := not_included(card, md, lambda text: f"`{code(text)}`"):
+        lines += ["", why]
     if card.get("overall"):
         o = card["overall"]
         lines += ["", f"Overall score {fmt(o['score'])} against {fmt(o['threshold'])} "
@@ -184,7 +188,7 @@ def waivers(card: Card) -> list[str]:
         scope = "; ".join(f"{md(k)}: {', '.join(md(v) for v in vs)}"
                           for k, vs in e["scope"].items())
         lines.append(f"- {md(e['id'])}: {e['status']}, {e['rows_waived']} FAIL row(s) "
-                     f"waived, approved by {md(e['approver'])} until {md(e['expires'])}"
+                     f"waived, approved by {md(e['approver'])}, last day {md(e['expires'])}"
                      + (f" ({md(e['note'])})" if e.get("note") else "")
                      + f"; scope {scope or 'everything'}; justification: "
                      f"{md(e['justification'])}")
@@ -243,7 +247,7 @@ def agent_card(card: Card) -> list[str]:
 
 def foot(card: Card) -> list[str]:
     return [f"Scorecard rows_sha256 `{card['rows_sha256']}`; verify with "
-            "`engine verify scorecard.json --trusted-key governance-signing.pub.pem`, "
+            "`engine verify scorecard.json --trusted-key runner-signing.pub.pem`, "
             "pinning the signer's public key obtained out of band, never a key shipped "
             "beside the evidence."]
 
@@ -259,7 +263,7 @@ def unsigned_foot(card: Card) -> list[str]:
     return [f"**Unsigned.** Scorecard rows_sha256 `{card['rows_sha256']}`; no signature covers "
             "this report or scorecard.json, so nothing shows who made them or that they are "
             "unchanged. A signed run (`engine run --key`) is verified with `engine verify "
-            "scorecard.json --trusted-key governance-signing.pub.pem`, pinning the signer's "
+            "scorecard.json --trusted-key runner-signing.pub.pem`, pinning the signer's "
             "public key obtained out of band."]
 
 
@@ -271,4 +275,7 @@ def markdown(card: Card, signed: bool = True) -> str:
         part = section(card)
         if part:
             lines += [*part, ""]
+        if section is head and not signed:  # said first, not only in the last paragraph
+            lines += ["**Unsigned**: no signature covers this scorecard (see the last "
+                      "paragraph).", ""]
     return "\n".join(lines)

@@ -111,3 +111,20 @@ def no_fix(f: dict[str, Any], esc: Callable[[Any], str] = str) -> str:
 def needs_no_fix_text(f: dict[str, Any]) -> bool:
     """A finding about agent rows (it has a category and statuses) without a fix template."""
     return not f.get("fix") and not f.get("message") and bool(f.get("statuses"))
+
+
+def not_included(card: dict[str, Any], show: Callable[[Any], str] = str,
+                 spec_key: Callable[[str], str] = lambda text: f"'{text}'") -> str:
+    """Why the categories without rows that the policy does not require decide nothing
+    ('' when there are none); ``show`` writes a category's name, ``spec_key`` a spec key."""
+    names = [show(name) for name, c in card["categories"].items()
+             if c["state"] == "NOT_INCLUDED"]
+    if not names:
+        return ""
+    one = len(names) == 1
+    them = "it" if one else "them"
+    return (f"Not included: {', '.join(names)}. None of {'its' if one else 'their'} "
+            f"inspections applied to any record (an inspection's {spec_key('when')} selected "
+            f"none, for example), so there are no rows; the policy does not require {them}, "
+            f"so the decision is made without {them} ({spec_key('required: true')} makes a "
+            "category without rows INCOMPLETE).")

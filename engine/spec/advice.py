@@ -4,12 +4,33 @@ makes a spec invalid."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from engine.errors import Problem
 from engine.formula import Formula
 from engine.spec.model import Condition
 from engine.spec.yaml import Document
+
+
+def no_longer_applies(expires: str) -> str:
+    """How a waiver's end reads: ``expires`` is the last day it applies (UTC), so the day
+    after it is the first day it does not."""
+    try:
+        after = (dt.date.fromisoformat(expires) + dt.timedelta(days=1)).isoformat()
+    except ValueError:  # the schema admits only real dates; never reached for a valid spec
+        return f"its last day was {expires}; it no longer applies"
+    return f"its last day was {expires}; it no longer applies from {after}"
+
+
+def waiver_ends(doc: Document) -> list[tuple[str, Problem]]:
+    """Each waiver's ``expires`` with the WAIVER_EXPIRED warning located at it, which
+    ``engine validate`` prints once that day has passed (the date is the caller's)."""
+    return [(w["expires"], doc.problem(
+        ("spec", "waivers", i, "expires"), "WAIVER_EXPIRED",
+        f"waiver {w['id']} has expired: {no_longer_applies(w['expires'])}",
+        "renew it with a new approval and expires, or remove it"))
+        for i, w in enumerate(doc.data["spec"].get("waivers", []))]
 
 
 def dead_weights(doc: Document, overall: Formula | None, threshold: float | None,

@@ -169,3 +169,6 @@ class Policy:
     warnings: list[Problem] = field(default_factory=list)
     """What ``engine validate`` and ``engine run`` warn about in it (weights nothing that
     decides reads, engine/spec/advice.py); never an error, and not part of its digest."""
+    waiver_ends: list[tuple[str, Problem]] = field(default_factory=list)
+    """Each waiver's last day with the warning ``engine validate`` prints after it
+    (WAIVER_EXPIRED); not part of the digest."""

@@ -105,6 +105,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
                          rules, card)
     policy = _policy(doc, files, compiled)
     policy.warnings = advice.dead_weights(doc, *overall, conditions)
+    policy.waiver_ends = advice.waiver_ends(doc)
     return policy
 
 

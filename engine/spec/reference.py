@@ -12,6 +12,7 @@ from typing import Any
 from engine import codes
 from engine.formula import FUNCTIONS
 from engine.inspections import TABLE
+from engine.inspections.agent import COMPACT_TYPES
 from engine.spec.schema import load_schema
 
 _INTRO = """# Spec reference
@@ -23,6 +24,11 @@ this file and the code disagree.
 Every spec file has the envelope `apiVersion: specgate/v1`, `kind`, `metadata` (`name`,
 `version`, optional `owner`, `description`) and `spec`.
 """
+
+
+COMPACT_EXAMPLE = ('{"issue_refund": {"required": ["order_id", "amount"], '
+                   '"types": {"order_id": "string", "amount": "number"}, '
+                   '"enum": {"currency": ["USD", "EUR"]}}}')
 
 
 def _type(schema: Mapping[str, Any]) -> str:
@@ -126,6 +132,7 @@ def render() -> str:
             keys = " or ".join(f"`{o['required'][0]}`" for o in one_of)
             out += [f"Give exactly one of {keys}.", ""]
         out += [*_parameters(primitive.schema), ""]
+        out += _MORE.get(name, [])
     out += ["## Formula functions", "", "| function | arguments | meaning |", "|---|---|---|"]
     for name in sorted(FUNCTIONS):
         fn = FUNCTIONS[name]
@@ -133,6 +140,28 @@ def render() -> str:
         count = str(fn.min_args) if fn.min_args == fn.max_args else f"{fn.min_args} to {most}"
         out.append(f"| `{name}` | {count} | {fn.doc} |")
     return "\n".join(out + _codes()) + "\n"
+
+
+# What an inspection's table cannot say: the shape of the values its keys select.
+_MORE = {"tool_call": [
+    "**Contracts.** `contracts` selects an object mapping a tool's name to its contract; a "
+    "call of a tool without one is not checked against any. A contract is either "
+    "`{\"json_schema\": <JSON Schema 2020-12>}` (formats checked; a `$ref` outside it is "
+    "never followed) or the **compact contract**, an object of up to "
+    "three keys:", "",
+    "- `required`: the argument names every call must give;",
+    "- `types`: argument name to one of "
+    + ", ".join(f"`{kind}`" for kind in COMPACT_TYPES)
+    + " (`integer` refuses `1.0`, and a boolean is never a number; any other name refuses "
+    "every value);",
+    "- `enum`: argument name to the list of values allowed, compared as JSON (`25` equals "
+    "`25.0`, a boolean equals only a boolean).", "",
+    "An argument the contract does not name is not checked, nor is a contract that is not "
+    "an object. For example, under",
+    "", "```json", COMPACT_EXAMPLE, "```", "",
+    "a call `issue_refund` with arguments `{\"amount\": \"12\", \"currency\": \"GBP\"}` "
+    "fails with three problems: `missing required argument 'order_id'`, `argument 'amount' "
+    "is not number` and `argument 'currency' is not one of ['USD', 'EUR']`.", ""]}
 
 
 def _codes() -> list[str]:

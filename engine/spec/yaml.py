@@ -1,8 +1,9 @@
 """Parse YAML once into plain data plus a line/column index.
 
 Safe loading only. Aliases and anchors, duplicate keys, non-string keys, non-finite
-floats and integers beyond 2**53 are problems, reported with their place. Timestamps
-stay strings so every spec value is JSON and can be canonicalised.
+floats, integers beyond 2**53 and plain values that YAML 1.1 and YAML 1.2 read differently
+(``1:06:40``, ``4_000``, ``017``, ``yes``, ``1e3``) are problems, reported with their place.
+Timestamps stay strings so every spec value is JSON and can be canonicalised.
 """
 
 from __future__ import annotations
@@ -243,6 +244,64 @@ def _scalar(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeC
     return value
 
 
+# YAML 1.2's core schema for plain scalars, in the order its tags are tried; a text none of
+# them matches is a string. PyYAML reads YAML 1.1, whose numbers and booleans differ.
+_CORE_12: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"(?:null|Null|NULL|~)?"), lambda text: None),
+    (re.compile(r"true|True|TRUE"), lambda text: True),
+    (re.compile(r"false|False|FALSE"), lambda text: False),
+    (re.compile(r"[-+]?[0-9]+"), int),
+    (re.compile(r"0o[0-7]+"), lambda text: int(text[2:], 8)),
+    (re.compile(r"0x[0-9a-fA-F]+"), lambda text: int(text[2:], 16)),
+    (re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"), float),
+    (re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"), lambda text: math.nan),
+)
+_MAYBE_DIFFERENT = frozenset("0123456789+-.yYnNoO")  # the first characters worth checking
+
+
+def _implicit_tag(text: str) -> str:
+    """The tag this reader gives ``text`` as an untagged plain scalar."""
+    for tag, pattern in _RESOLVERS.get(text[:1], []) + _RESOLVERS.get(None, []):
+        if pattern.match(text):
+            return str(tag)
+    return "tag:yaml.org,2002:str"
+
+
+def read_by_yaml_12(text: str) -> Any:
+    """What a YAML 1.2 reader (core schema) makes of ``text`` as a plain scalar."""
+    for pattern, make in _CORE_12:
+        if pattern.fullmatch(text):
+            return make(text)
+    return text
+
+
+def _why_different(text: str, value: Any) -> str:
+    """'' when YAML 1.2 reads the plain scalar ``text`` as ``value`` (YAML 1.1's reading)
+    too; otherwise what ``text`` is and what to write instead."""
+    if not text or text[0] not in _MAYBE_DIFFERENT or \
+            (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    other = read_by_yaml_12(text)
+    if type(other) is type(value) and other == value:
+        return ""
+    if isinstance(value, str):
+        return (f"'{text}' is text to this YAML 1.1 reader but the number {other} in YAML 1.2; "
+                f"write {other} for the number, or quote it for text")
+    if isinstance(value, bool):
+        kind, write = "a boolean", "true or false"
+    else:
+        kind = ("a base-60 number" if ":" in text else
+                "an underscore-grouped number" if "_" in text else
+                "a binary number" if "0b" in text else
+                "a signed hexadecimal number" if "x" in text else
+                "an octal number (it starts with 0)")
+        write = "the number meant in plain digits"
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    there = f"the text '{other}'" if isinstance(other, str) else str(other)
+    return (f"'{text}' is {kind} in YAML 1.1, read here as {shown}, but {there} in YAML 1.2; "
+            f"write {write}, or quote it for text")
+
+
 def _build(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeConstructor,
            problems: list[Problem]) -> Any:
     doc.places[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -274,7 +333,11 @@ def _build(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeCo
     if node.style in ("'", '"'):
         doc.quoted.add(path)
     value = _scalar(node, path, doc, loader, problems)
-    if isinstance(value, bytes):
+    different = (_why_different(node.value, value)
+                 if not node.style and node.tag == _implicit_tag(node.value) else "")
+    if different:
+        problems.append(doc.problem(path, "YAML_AMBIGUOUS", different))
+    elif isinstance(value, bytes):
         problems.append(doc.problem(path, "BAD_SCALAR", "binary values are not allowed"))
     elif isinstance(value, float) and not math.isfinite(value):
         problems.append(doc.problem(path, "NON_FINITE", "NaN and infinities are not allowed"))
