@@ -108,7 +108,7 @@ def test_the_later_job_verifies_the_folder_as_written(tmp_path: Path) -> None:
     # docs/ci.md "Verify in a later job", verbatim, on what the gate job wrote
     work = repo(tmp_path)
     assert github(tmp_path, work)[0] == 0
-    shutil.copy(tmp_path / "keys" / "public.pem", work / "governance-signing.pub.pem")
+    shutil.copy(tmp_path / "keys" / "public.pem", work / "runner-signing.pub.pem")
     text = (ROOT / "docs" / "ci.md").read_text()
     line = next(x for x in text.splitlines() if x.startswith("engine verify gate-out/"))
     done = bash(line, work, GITHUB_RUN)
@@ -135,7 +135,7 @@ def test_an_evaluation_swapped_for_an_older_signed_pass_is_named(tmp_path: Path)
     shutil.move(work / "gate-out", older)
     leak(work / "specs" / "example")
     assert github(tmp_path, work, attempt="2")[0] == 1  # this run: support-agent FAILs
-    shutil.copy(tmp_path / "keys" / "public.pem", work / "governance-signing.pub.pem")
+    shutil.copy(tmp_path / "keys" / "public.pem", work / "runner-signing.pub.pem")
     text = (ROOT / "docs" / "ci.md").read_text()
     line = next(x for x in text.splitlines() if x.startswith("engine verify gate-out/"))
     now = {**GITHUB_RUN, "GITHUB_RUN_ATTEMPT": "2"}
@@ -401,7 +401,7 @@ def test_the_deploy_job_admits_only_the_build_that_passed(tmp_path: Path) -> Non
     # the build; a FAIL, an earlier run's PASS, and another build's PASS are all refused
     work = repo(tmp_path, "example")
     private, public = keypair(tmp_path)
-    shutil.copy(public, work / "governance-signing.pub.pem")
+    shutil.copy(public, work / "runner-signing.pub.pem")
     image, digest = "ghcr.io/acme/support-agent", "sha256:" + "7e" * 32
     text = (ROOT / "docs" / "ci.md").read_text()
     [line] = [x for x in text.splitlines()
