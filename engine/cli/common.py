@@ -118,8 +118,12 @@ def judge_progress(done: int, total: int) -> None:
 # C0 and C1 controls, DEL, and the bidirectional controls that reorder what follows them
 # (U+061C, U+200E-F, U+202A-E, U+2066-9), plus the line and paragraph separators: text a
 # record or a file name carries must not move the cursor, clear a line or reverse the
-# order of a verdict on the auditor's terminal.
-CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# order of a verdict on the auditor's terminal. And the characters that print as nothing
+# (soft hyphen U+00AD, U+034F, U+180E, zero-width space and joiners U+200B-D, U+2060-4,
+# U+FEFF): a pattern or phrase a reviewer reads in `engine diff` must not look unchanged
+# while a zero-width space inside it makes it match nothing.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u180e\u200b-\u200f"
+                      "\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 def shown(text: object, keep_layout: bool = False) -> str:
