@@ -186,3 +186,18 @@ def test_the_scaffolds_tests_fail_when_its_detector_is_neutered(tmp_path: Path,
     _edit(folder / "policy.yaml", 'values: ["INTERNAL", "system prompt"]', 'values: ["zz-zz"]')
     assert main(["test", str(folder)]) == 1
     assert "rows of no-internal-notes: wanted " in capsys.readouterr().out
+
+
+def test_a_case_whose_records_were_refused_fails(tmp_path: Path, capsys: Any) -> None:
+    """A record the run refuses (a case the suite lacks) was listed but the case passed on
+    the decision alone: a case must not pass on records it never read (hostile review)."""
+    folder = _copy(tmp_path)
+    unknown = RECORD.replace("case_id: card-on-file", "case_id: no-such-case")
+    _case(folder, f"""
+    - name: refused
+      given: {{records: [{unknown}]}}
+      want: {{decision: INCOMPLETE}}
+""")
+    assert main(["test", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "record refused" in out and "UNKNOWN_CASE" in out, out

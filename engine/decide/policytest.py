@@ -148,7 +148,9 @@ def run_case(test: PolicyTest, index: int, case: dict[str, Any]) -> dict[str, An
             have = rows.get(iid, [])
             if not _rows_match(wanted, have):
                 wrong_rows[iid] = (wanted, have)
-    return {"name": case["name"], "ok": ok and not wrong_rows, "got": got, "want": want,
+    # a record the run refused fails the case: a case must not pass on records it never read
+    return {"name": case["name"], "ok": ok and not wrong_rows and not problems, "got": got,
+            "want": want,
             "wrong_rows": wrong_rows, "problems": problems,
             "paths": sorted({r.spec_path for r in outcome.reasons})}
 
