@@ -92,3 +92,13 @@ def test_values_both_versions_read_alike_load(text: str, value: object) -> None:
     doc, problems = _yaml.parse(text, "f.yaml")
     assert problems == [] and doc is not None and doc.data == {"a": value}
     assert type(doc.data["a"]) is type(value)
+
+
+@pytest.mark.parametrize("text", ['a: !!int "4_000_0"\n', "a: !!int '1:06:40'\n",
+                                  'a: !!bool "yes"\n', "a: !!float '1_0.5'\n",
+                                  "a: !!null ''\n"])
+def test_a_number_boolean_or_null_by_an_explicit_tag_is_refused(text: str) -> None:
+    """`!!int "4_000_0"` loaded as 40000 past the YAML 1.1 / 1.2 check (hostile review of
+    issue 38): no spec value needs a tag to be a number, a boolean or null."""
+    doc, problems = _yaml.parse(text, "f.yaml")
+    assert doc is None and [p.code for p in problems] == ["YAML_TAG"], problems

@@ -302,6 +302,9 @@ def _why_different(text: str, value: Any) -> str:
             f"write {write}, or quote it for text")
 
 
+_TYPED = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "null")}
+
+
 def _build(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeConstructor,
            problems: list[Problem]) -> Any:
     doc.places[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -335,7 +338,11 @@ def _build(node: Any, path: Path, doc: Document, loader: yaml.constructor.SafeCo
     value = _scalar(node, path, doc, loader, problems)
     different = (_why_different(node.value, value)
                  if not node.style and node.tag == _implicit_tag(node.value) else "")
-    if different:
+    if node.tag in _TYPED and (node.style or node.tag != _implicit_tag(
+            node.value)):  # a number, boolean or null by an explicit tag (!!int "4_000_0")
+        problems.append(doc.problem(path, "YAML_TAG", f"tag '{node.tag}' is not allowed on "
+                                    f"'{node.value[:40]}': write the value plainly"))
+    elif different:
         problems.append(doc.problem(path, "YAML_AMBIGUOUS", different))
     elif isinstance(value, bytes):
         problems.append(doc.problem(path, "BAD_SCALAR", "binary values are not allowed"))
