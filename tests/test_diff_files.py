@@ -260,21 +260,27 @@ def test_a_borrowed_file_is_a_loud_change_without_base(tmp_path: Path, capsys: A
 
 
 def test_the_pull_request_recipe_of_ci_md_runs(tmp_path: Path) -> None:
-    """docs/ci.md's block, run as written in a checkout whose origin/main is the commit the
-    pull request started from; it writes nothing."""
+    """docs/ci.md's block, run as written in a checkout whose origin holds the base commit,
+    with a tag named origin/main at another commit (it cannot hijack a commit); it writes
+    nothing outside .git."""
     page = (ROOT / "docs" / "ci.md").read_text()
     heading = page.index("## Policy changes in pull requests")
     script = page[heading:].split("```sh\n", 1)[1].split("```", 1)[0]
-    assert "--base origin/main" in script
+    assert '--base "$BASE_SHA"' in script and "origin/main" not in script
     repo, folder = _repository(tmp_path)
-    _git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "remote", "add", "origin", str(repo))
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    _git(repo, "tag", "origin/main")
+    _git(repo, "reset", "-q", "--hard", base)
     (folder / "schemas" / "reply.schema.json").write_text("{}\n")
     listing = sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
-           f"{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "BASE_SHA": base, "PATH": f"{Path(sys.executable).parent}"
+           f"{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(["bash", "-c", f"set -euo pipefail\n{script}"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"base: {base} = {base}"
     assert "  policy file schemas/reply.schema.json (scoring data, in policy_sha256): " \
         in done.stdout
     assert sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts) == listing
