@@ -260,21 +260,27 @@ def test_a_borrowed_file_is_a_loud_change_without_base(tmp_path: Path, capsys: A
 
 
 def test_the_pull_request_recipe_of_ci_md_runs(tmp_path: Path) -> None:
-    """docs/ci.md's block, run as written in a checkout whose origin/main is the commit the
-    pull request started from; it writes nothing."""
+    """docs/ci.md's block, run as written in a checkout whose origin holds the base commit,
+    with a tag named origin/main at another commit (it cannot hijack a commit); it writes
+    nothing outside .git."""
     page = (ROOT / "docs" / "ci.md").read_text()
     heading = page.index("## Policy changes in pull requests")
     script = page[heading:].split("```sh\n", 1)[1].split("```", 1)[0]
-    assert "--base origin/main" in script
+    assert '--base "$BASE_SHA"' in script and "origin/main" not in script
     repo, folder = _repository(tmp_path)
-    _git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "remote", "add", "origin", str(repo))
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    _git(repo, "tag", "origin/main")
+    _git(repo, "reset", "-q", "--hard", base)
     (folder / "schemas" / "reply.schema.json").write_text("{}\n")
     listing = sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
-           f"{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "BASE_SHA": base, "PATH": f"{Path(sys.executable).parent}"
+           f"{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(["bash", "-c", f"set -euo pipefail\n{script}"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"base: {base} = {base}"
     assert "  policy file schemas/reply.schema.json (scoring data, in policy_sha256): " \
         in done.stdout
     assert sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts) == listing
@@ -322,3 +328,155 @@ def test_a_problem_of_the_old_policy_at_base_is_located_at_ref(
     err = capsys.readouterr().err
     assert err.startswith("main:specs/example/policy.yaml:"), err
     assert str(tmp_path) not in err and "/tmp" not in err
+
+
+def _failing_main(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository whose main FAILs: the resolution bar at 0.98, where the evidence has 47
+    of 48 resolution rows passing (0.979)."""
+    repo, folder = _repository(tmp_path)
+    _edit(folder / "policy.yaml",
+          lambda d: d["spec"]["categories"]["resolution"].update(threshold=0.98))
+    _git(repo, "commit", "-qam", "bar at 0.98")
+    return repo, folder
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.mark.parametrize("evaluation", [[], ["--evaluation", "specs/example"]],
+                         ids=["folder", "--evaluation"])
+def test_a_policy_the_evaluation_does_not_run_is_refused_and_the_evaluation_diffs(
+        tmp_path: Path, capsys: Any, monkeypatch: Any, evaluation: list[str]) -> None:
+    repo, folder = _failing_main(tmp_path)
+    # the pull request: a weakened copy, and the Evaluation (and its tests) pointed at it
+    shutil.copy(folder / "policy.yaml", folder / "release-policy.yaml")
+    _edit(folder / "release-policy.yaml",
+          lambda d: d["spec"]["categories"]["resolution"].update(threshold=0.9))
+    for name in ("evaluation.yaml", "tests/policy.test.yaml"):
+        page = folder / name
+        page.write_text(re.sub(r"(?m)^(  policy: )(\.\./)?policy\.yaml",
+                               r"\1\2release-policy.yaml", page.read_text()))
+    monkeypatch.chdir(repo)
+    assert main(["run", "specs/example", "--out", str(tmp_path / "out")]) == 0  # it PASSes
+    capsys.readouterr()
+    assert main(["diff", "--base", "main", "specs/example/policy.yaml", *evaluation]) == 2
+    err = capsys.readouterr().err
+    line = _line_of(folder / "evaluation.yaml", "policy: release-policy.yaml")
+    assert err.startswith(f"specs/example/evaluation.yaml:{line}:11: POLICY_NOT_EVALUATED: "
+                          "spec.policy: the Evaluation runs specs/example/release-policy.yaml,"
+                          " not specs/example/policy.yaml"), err
+    # the Evaluation given in the policy's place: each side runs the policy it names
+    changes, text = _diff(capsys, "--base", "main", "specs/example")
+    assert changes["decision"] == {"old": "FAIL", "new": "PASS", "changed": True}
+    assert changes["settings"] == {"spec.categories.resolution.threshold": {"old": 0.98,
+                                                                            "new": 0.9}}
+    assert changes["evaluation"]["policy_renamed"] is True
+    assert changes["files"]["evaluation.yaml"]["role"] == "evaluation"
+    assert '+    "policy": "release-policy.yaml",' in changes["files"]["evaluation.yaml"]["diff"]
+    assert "  policy: main:specs/example/policy.yaml -> specs/example/release-policy.yaml " \
+        "(the Evaluation names another policy file)" in text
+    assert main(["diff", "--base", "main", "specs/example/evaluation.yaml", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"] == changes["settings"]
+
+
+def test_base_runs_the_old_side_with_its_own_suite(tmp_path: Path, capsys: Any,
+                                                   monkeypatch: Any) -> None:
+    repo, folder = _failing_main(tmp_path)
+    suite = folder / "suite.yaml"  # the case whose run says "thirty days" expects nothing
+    suite.write_text(suite.read_text().replace(
+        "expected: {actions: [lookup_order], mentions: [30 days]}",
+        "expected: {actions: [], mentions: []}"))
+    monkeypatch.chdir(repo)
+    changes, text = _diff(capsys, "--base", "main", "specs/example/policy.yaml")
+    assert changes["decision"] == {"old": "FAIL", "new": "PASS", "changed": True}
+    assert changes["settings"] == {}
+    assert list(changes["files"]) == ["suite.yaml"]
+    change = changes["files"]["suite.yaml"]
+    assert change["role"] == "suite" and change["old"] != change["new"]
+    assert '-            "30 days"' in change["diff"]
+    assert "  evaluation file suite.yaml (the Suite, in suite_sha256): " in text
+    assert changes["categories"]["resolution"]["passed"] == {"old": 47, "new": 48}
+    assert "WARNING" not in text
+
+
+def test_base_runs_the_old_side_with_its_own_inputs(tmp_path: Path, capsys: Any,
+                                                    monkeypatch: Any) -> None:
+    repo, folder = _failing_main(tmp_path)
+    runs = (folder / "data" / "runs.jsonl").read_text()
+    assert runs.count("within thirty days") == 1
+    (folder / "data" / "clean.jsonl").write_text(runs.replace("within thirty days",
+                                                              "within 30 days"))
+    page = folder / "evaluation.yaml"
+    page.write_text(page.read_text().replace("path: data/runs.jsonl", "path: data/clean.jsonl"))
+    monkeypatch.chdir(repo)
+    changes, text = _diff(capsys, "--base", "main", "specs/example/policy.yaml")
+    assert changes["decision"] == {"old": "FAIL", "new": "PASS", "changed": True}
+    assert sorted(changes["files"]) == ["evaluation.yaml", "spec.inputs.runs"]
+    assert '+        "path": "data/clean.jsonl"' in changes["files"]["evaluation.yaml"]["diff"]
+    diff = changes["files"]["spec.inputs.runs"]["diff"]
+    assert [line for line in diff if line.startswith(("-{", "+{"))] == [
+        "-" + line for line in runs.splitlines() if "thirty" in line] + [
+        "+" + line.replace("thirty", "30") for line in runs.splitlines() if "thirty" in line]
+    assert "  evaluation input spec.inputs.runs (evidence, an input the Evaluation reads): " \
+        in text
+
+
+def test_an_input_not_in_git_is_read_from_the_new_side_and_said(
+        tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    repo, folder = _repository(tmp_path)
+    _git(repo, "rm", "-q", "--cached", "specs/example/data/runs.jsonl")
+    _git(repo, "commit", "-qm", "evidence out of git")
+    monkeypatch.chdir(repo)
+    changes, text = _diff(capsys, "--base", "main", "specs/example")
+    assert changes["evaluation"]["inputs_not_at_base"] == {
+        "runs": "specs/example/data/runs.jsonl"}
+    assert "  input runs: not in main; both sides read specs/example/data/runs.jsonl" in text
+    assert changes["files"] == {} and changes["decision"]["changed"] is False
+
+
+def test_without_base_the_old_side_using_the_new_evaluation_is_said(
+        tmp_path: Path, capsys: Any) -> None:
+    old, new = _two(tmp_path, EXAMPLE)
+    changes, text = _diff(capsys, str(old / "policy.yaml"), str(new / "policy.yaml"))
+    assert changes["evaluation"]["old"] is None
+    assert re.search(r"\n  WARNING: the old side ran with the new Evaluation \S*new/example/"
+                     r"evaluation\.yaml and its Suite, so a change to them is not shown \(give "
+                     r"--base REF to read the old ones from git\)\n", text), text
+
+
+def _hijacked(tmp_path: Path) -> tuple[Path, str]:
+    """main (origin/main too) at the bar 0.98; a tag named origin/main at a commit with the
+    bar at 0.5; the working tree at 0.98."""
+    repo, folder = _failing_main(tmp_path)
+    _git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    good = _git(repo, "rev-parse", "HEAD").strip()
+    _edit(folder / "policy.yaml",
+          lambda d: d["spec"]["categories"]["resolution"].update(threshold=0.5))
+    _git(repo, "commit", "-qam", "lenient")
+    _git(repo, "tag", "origin/main")
+    _git(repo, "reset", "-q", "--hard", good)
+    return repo, good
+
+
+@pytest.mark.parametrize("ref", ["origin/main", "origin/main~0", "SHORT"])
+def test_an_ambiguous_base_is_refused(tmp_path: Path, capsys: Any, monkeypatch: Any,
+                                      ref: str) -> None:
+    repo, good = _hijacked(tmp_path)
+    if ref == "SHORT":  # a branch named like a prefix of the good commit
+        ref = good[:8]
+        _git(repo, "branch", ref, "main~1")
+    monkeypatch.chdir(repo)
+    assert main(["diff", "--base", ref, "specs/example/policy.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "BASE_AMBIGUOUS" in err and "names more than one thing" in err, err
+
+
+def test_the_base_commit_is_printed(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    repo, good = _hijacked(tmp_path)
+    monkeypatch.chdir(repo)
+    changes, text = _diff(capsys, "--base", "refs/remotes/origin/main",
+                          "specs/example/policy.yaml")
+    assert text.splitlines()[0] == f"base: refs/remotes/origin/main = {good}"
+    assert changes["base"] == {"ref": "refs/remotes/origin/main", "commit": good}
+    assert changes["settings"] == {}  # the tag's lenient bar is not the old side

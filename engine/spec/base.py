@@ -13,12 +13,18 @@ checkout), submodules left out. Nothing of the working tree is read for the old 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path, PurePosixPath
 
 from engine.errors import UsageError
 
 CODE = "BASE_UNREADABLE"
+AMBIGUOUS = "BASE_AMBIGUOUS"
+# Where git looks for a short name, in its order (git help revisions): a name found in two
+# of them (a tag "origin/main" beside the remote branch) is read as the first, silently.
+DWIM = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}",
+        "refs/remotes/{}/HEAD")
 
 
 def _git(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
@@ -48,22 +54,48 @@ def commit(folder: Path, ref: str) -> tuple[Path, str]:
     if not ref or ref.startswith("-"):
         raise UsageError(f"--base {ref!r} is not a git revision", CODE)
     top = _top(folder)
+    _unambiguous(top, ref)
     sha = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
     return top, sha.decode("ascii").strip()
 
 
-def checkout(policy: Path, ref: str, into: Path) -> tuple[Path, str]:
-    """Write the folder of ``policy`` (a path in the working tree, which need not exist
-    there now) as it is at ``ref`` under ``into``; the policy file's path there and the
-    commit read. A UsageError (BASE_UNREADABLE) when git cannot say, or the policy file is
-    not in that commit."""
-    folder = policy.absolute().parent
-    while not folder.is_dir() and folder != folder.parent:  # a folder the change removed
-        folder = folder.parent
-    top, sha = commit(folder, ref)
+def _unambiguous(top: Path, ref: str) -> None:
+    """A BASE_AMBIGUOUS UsageError when the name REF starts with (before any ``~``, ``^``,
+    ``@`` or ``:``) is two things to git: a ref in more than one place it looks (a tag and
+    a branch, a tag and a remote branch), or a ref and an object name (a commit prefix)."""
+    name = re.split(r"[~^@:]", ref, maxsplit=1)[0]
+    if not name:
+        return
+    refs = set(_git(top, "for-each-ref", "--format=%(refname)").decode(
+        "utf-8", "surrogateescape").splitlines())
+    found = [form.format(name) for form in DWIM if form.format(name) in refs]
+    if re.fullmatch(r"[0-9a-fA-F]{4,64}", name) and found:
+        objects = _git(top, "rev-parse", f"--disambiguate={name.lower()}").split()
+        if objects:
+            found.append(f"the object {objects[0].decode('ascii')}"
+                         + (f" (and {len(objects) - 1} more)" if len(objects) > 1 else ""))
+    if len(found) > 1:
+        raise UsageError(f"--base {ref!r} names more than one thing: {', '.join(found)}; "
+                         "give a full ref name (refs/remotes/origin/main) or a commit",
+                         AMBIGUOUS)
+
+
+def checkout(policy: Path, ref: str, into: Path, folder: Path | None = None,
+             required: bool = True) -> tuple[Path | None, str]:
+    """Write ``folder`` (by default the folder of ``policy``, a path in the working tree,
+    which need not exist there now) as it is at ``ref`` under ``into``; the path there of
+    ``policy`` (None when it is not in that commit and not ``required``) and the commit
+    read. A UsageError (BASE_UNREADABLE) when git cannot say, or the required file is not
+    in that commit."""
+    base = (folder or policy.parent).absolute()
+    near = base
+    while not near.is_dir() and near != near.parent:  # a folder the change removed
+        near = near.parent
+    top, sha = commit(near, ref)
     try:
-        rel = PurePosixPath(Path(os.path.realpath(policy.absolute().parent))
-                            .relative_to(top).as_posix())
+        rel = PurePosixPath(Path(os.path.realpath(base)).relative_to(top).as_posix())
+        target = PurePosixPath(Path(os.path.realpath(policy.absolute().parent))
+                               .relative_to(top).as_posix()) / policy.name
     except ValueError:
         raise UsageError(f"--base: {policy} is not in the git repository at {top}",
                          CODE) from None
@@ -75,8 +107,9 @@ def checkout(policy: Path, ref: str, into: Path) -> tuple[Path, str]:
         mode, kind, blob = meta.decode("ascii").split()
         if kind == "blob":
             entries.append((mode, blob, raw.decode("utf-8", "surrogateescape")))
-    target = rel / policy.name
     if not any(name == target.as_posix() for _, _, name in entries):
+        if not required:
+            return None, sha
         raise UsageError(f"--base: {target} is not in {ref} ({sha[:12]})", CODE)
     for (mode, _, name), data in zip(entries, _blobs(top, [sha for _, sha, _ in entries]),
                                      strict=True):

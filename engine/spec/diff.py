@@ -30,7 +30,11 @@ PROSE = (("metadata", "description"), ("spec", "categories", "*", "description")
          ("spec", "inspections", "#", "description"), ("spec", "waivers", "#", "justification"))
 ROLES = {"scoring": "scoring data, in policy_sha256",
          "presentation": "presentation, in presentation_digests",
-         "rubric": "judge rubric, in judge_sha256"}
+         "rubric": "judge rubric, in judge_sha256",
+         "evaluation": "the Evaluation, signed with the specs",
+         "suite": "the Suite, in suite_sha256",
+         "input": "evidence, an input the Evaluation reads"}
+POLICY_ROLES = ("scoring", "presentation", "rubric")
 
 
 def shown(value: Any) -> Any:
@@ -224,8 +228,11 @@ def lines(changes: dict[str, Any], borrowed_from: str = "the new policy's folder
           ) -> list[str]:
     """The changes as text, one line per moved value (and each changed file's diff)."""
     decision = changes["decision"]
-    out = [f"decision: {decision['old']} -> {decision['new']}"
-           + ("" if decision["changed"] else " (unchanged)")]
+    base = changes.get("base")
+    out = [f"base: {base['ref']} = {base['commit']}"] if base else []
+    out.append(f"decision: {decision['old']} -> {decision['new']}"
+               + ("" if decision["changed"] else " (unchanged)"))
+    out += _sides(changes.get("evaluation"), base)
     digests = changes["policy_sha256"]
     if digests["changed"]:
         out.append(f"  policy_sha256: {digests['old']} -> {digests['new']}")
@@ -233,6 +240,8 @@ def lines(changes: dict[str, Any], borrowed_from: str = "the new policy's folder
         out.append(f"  policy {path}: {_text(change['old'])} -> {_text(change['new'])}")
     for name, change in changes["files"].items():
         role = ROLES[change["role"]]
+        kind = "policy file" if change["role"] in POLICY_ROLES else \
+            "evaluation input" if change["role"] == "input" else "evaluation file"
         if change["borrowed"]:
             used = ("the one shipped with the engine" if change["role"] == "rubric" else
                     f"the new one from {borrowed_from}")
@@ -240,7 +249,7 @@ def lines(changes: dict[str, Any], borrowed_from: str = "the new policy's folder
                        f"no {name} beside it, so it ran with {used}; give --base REF to "
                        "read the old side from git")
             continue
-        out.append(f"  policy file {name} ({role}): {change['old'] or '(none)'} -> "
+        out.append(f"  {kind} {name} ({role}): {change['old'] or '(none)'} -> "
                    f"{change['new'] or '(none)'}")
         out += [f"    {line}" for line in change["diff"]]
     if changes["prose"]:
@@ -270,3 +279,23 @@ def _text(value: Any, key: str = "") -> str:
             not isinstance(value, bool):
         return f"{value:.{PLACES}f}"
     return str(value)
+
+
+def _sides(where: dict[str, Any] | None, base: dict[str, Any] | None) -> list[str]:
+    """Which Evaluation each side ran: a warning when the old side ran the new one (its
+    Suite, inputs and settings unread from the old side), the old policy's path when the
+    Evaluation named another, and each input REF does not hold."""
+    if not where:
+        return []
+    if where["old"] is None:
+        why = (f"{base['ref']} has no Evaluation there" if base else
+               "give --base REF to read the old ones from git")
+        return [f"  WARNING: the old side ran with the new Evaluation {where['new']} and its "
+                f"Suite, so a change to them is not shown ({why})"]
+    out = []
+    if where["policy_renamed"]:
+        out.append(f"  policy: {where['policy_old']} -> {where['policy_new']} (the "
+                   "Evaluation names another policy file)")
+    out += [f"  input {name}: not in {base['ref'] if base else 'the base'}; both sides read "
+            f"{path}" for name, path in where["inputs_not_at_base"].items()]
+    return out
