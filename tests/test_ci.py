@@ -482,14 +482,20 @@ class Notes:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-@pytest.mark.parametrize("existing", [[], [{"id": 5, "body": "LGTM"},
-                                           {"id": 9, "body": "<!-- specgate -->\nold"}]])
+# the Policy of a changed file is found however deep its folder is (specs/team/example:
+# the review of issue 38 found only specs/FOLDER/ looked at)
+@pytest.mark.parametrize("existing,where", [
+    ([], "example"), ([{"id": 5, "body": "LGTM"},
+                      {"id": 9, "body": "<!-- specgate -->\nold"}], "example"),
+    ([], "team/example")])
 def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
-                                                           existing: list[Any]) -> None:
+                                                           existing: list[Any],
+                                                           where: str) -> None:
     job = note_recipe()
     assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
     assert "SIGNING_KEY" not in yaml.safe_dump(job)  # the note job holds no signing key
-    work = repo(tmp_path, only="example")
+    work = tmp_path / "repo"
+    shutil.copytree(ROOT / "specs" / "example", work / "specs" / where)
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
@@ -499,10 +505,10 @@ def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
     git("commit", "-qm", "base")
     base = git("rev-parse", "HEAD").strip()
     git("remote", "add", "origin", str(work))
-    policy = work / "specs" / "example" / "policy.yaml"
-    policy.write_text(policy.read_text() + "# changed\n")
+    cases = work / "specs" / where / "tests" / "policy.test.yaml"  # under the Policy's folder
+    cases.write_text(cases.read_text() + "# changed\n")
     git("commit", "-qam", "change")
-    assert main(["run", str(work / "specs" / "example"), "--out", str(work / "gate-out")]) == 0
+    assert main(["run", str(work / "specs" / where), "--out", str(work / "gate-out")]) == 0
     api = Notes(existing)
     env = {"CI_MERGE_REQUEST_DIFF_BASE_SHA": base, "CI_API_V4_URL": api.url,
            "CI_PROJECT_ID": "42", "CI_MERGE_REQUEST_IID": "7", "SPECGATE_NOTE_TOKEN": "tok"}
@@ -521,5 +527,29 @@ def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
     assert (method, path, token) == (("PUT", f"{notes}/9", "tok") if existing
                                      else ("POST", notes, "tok"))
     assert body.startswith("<!-- specgate -->\n## evaluation support-agent v1.0.0")
-    assert f"Spec files changed against {base}:\n\n    specs/example/policy.yaml\n" in body
-    assert f"    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body
+    assert f"Spec files changed against {base}:\n\n    specs/{where}/tests/policy.test.yaml\n" \
+        in body
+    assert f"    $ engine diff --base {base} -- specs/{where}/policy.yaml\n" in body
+    assert body.count("    $ engine diff --base") == 1
+
+
+def test_the_recipes_give_the_coverage_floors_the_test_file_cannot_lower(
+        tmp_path: Path) -> None:
+    """The PolicyTest file is the team's and is not signed: a pull request that drops the
+    cases exercising the detectors and sets its floors to 0 passes `engine test specs/`,
+    and fails the recipes' line, whose floors are the CI configuration's."""
+    work = repo(tmp_path, only="example")
+    cases = work / "specs" / "example" / "tests" / "policy.test.yaml"
+    text = cases.read_text().split("    - name: each safety detector fails")[0]
+    text = text.replace("min_coverage: 0.6", "min_coverage: 0")
+    cases.write_text(text.replace("min_inspection_coverage: 1.0", "min_inspection_coverage: 0"))
+    assert bash("engine test specs/", work, {}).returncode == 0  # the file's own floors
+    lines = [line for line in recipe("GitLab CI")["agent-gate"]["script"]
+             if line.startswith("engine test")]
+    lines += [s["run"].split(" && ", 1)[1] for job in ("pull-request", "release")
+              for s in recipe("GitHub Actions")["jobs"][job]["steps"]
+              if s.get("run", "").startswith("engine validate")]
+    assert len(lines) == 3
+    for line in lines:
+        done = bash(line, work, {})
+        assert done.returncode == 1 and "(minimum 100%)" in done.stdout, line
