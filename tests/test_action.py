@@ -446,7 +446,8 @@ def test_the_action_posts_or_updates_one_pull_request_comment(work: Path, tmp_pa
     assert "\n    specs/example/policy.yaml\n    specs/example/tests/policy.test.yaml\n" in body
     # engine diff --base (issue 38, section 1) for the one Policy the changes belong to
     assert body.count("### What the policy change moves") == 1
-    assert f"\n    $ engine diff --base {base} -- specs/example/policy.yaml\n" in body
+    assert f"\n    $ engine diff --base {base} -- specs/example/evaluation.yaml\n" in body
+    assert "\n    base: " in body and "\n    decision: " in body  # the diff ran, and said
 
 
 # issue 38 review: a variable of the job can steer pip (an index, links, a config file), the
@@ -543,7 +544,7 @@ def test_a_long_comment_is_cut_in_the_summary_never_in_the_diff(work: Path,
     assert code == 0
     body = (gh / "body").read_text()
     assert 60000 < len(body) < 65536
-    diff = f"    $ engine diff --base {base} -- specs/example/policy.yaml\n"
+    diff = f"    $ engine diff --base {base} -- specs/example/evaluation.yaml\n"
     assert diff in body
     assert body.index(diff) < body.index("## evaluation support-agent v1.0.0")
     assert body.endswith("\n\n(cut at 60,000 characters: the job summary of "

@@ -529,7 +529,8 @@ def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
     assert body.startswith("<!-- specgate -->\n## evaluation support-agent v1.0.0")
     assert f"Spec files changed against {base}:\n\n    specs/{where}/tests/policy.test.yaml\n" \
         in body
-    assert f"    $ engine diff --base {base} -- specs/{where}/policy.yaml\n" in body
+    assert f"    $ engine diff --base {base} -- specs/{where}/evaluation.yaml\n" in body
+    assert "\n    decision: " in body  # the diff ran on the Evaluation, and said
     assert body.count("    $ engine diff --base") == 1
 
 
