@@ -18,7 +18,9 @@ import yaml
 
 from engine.cli import main
 
+from . import gitrepo
 from .conftest import ROOT, SHIPPED
+from .gitrepo import base_commit
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 EXPRESSION = re.compile(r"^\$\{\{ (inputs|github)\.([\w.-]+) \}\}$")
@@ -400,14 +402,10 @@ exit 0
 def pull_request(work: Path) -> str:
     """``work`` as a pull request's checkout: a base commit, then a change of the example's
     threshold; origin is the repository itself. Returns the base commit."""
+    base = base_commit(work)
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              cwd=work, check=True, capture_output=True, text=True).stdout
-    git("init", "-q")
-    git("add", "specs")
-    git("commit", "-qm", "base")
-    base = git("rev-parse", "HEAD").strip()
-    git("remote", "add", "origin", str(work))
+        return gitrepo.git(work, *args)
     policy = work / "specs" / "example" / "policy.yaml"
     policy.write_text(policy.read_text() + "# a reviewer's note\n")
     cases = work / "specs" / "example" / "tests" / "policy.test.yaml"

@@ -21,7 +21,9 @@ import yaml
 from engine.cli import main
 from engine.reports.junit import junit
 
+from . import gitrepo
 from .conftest import ROOT, SHIPPED, Spec
+from .gitrepo import base_commit
 
 BIN = Path(sys.executable).parent  # where `pip install .` put the `engine` command
 
@@ -497,14 +499,10 @@ def test_the_merge_request_note_is_posted_once_and_updated(tmp_path: Path,
     work = tmp_path / "repo"
     shutil.copytree(ROOT / "specs" / "example", work / "specs" / where)
 
+    base = base_commit(work)
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              cwd=work, check=True, capture_output=True, text=True).stdout
-    git("init", "-q")
-    git("add", "specs")
-    git("commit", "-qm", "base")
-    base = git("rev-parse", "HEAD").strip()
-    git("remote", "add", "origin", str(work))
+        return gitrepo.git(work, *args)
     cases = work / "specs" / where / "tests" / "policy.test.yaml"  # under the Policy's folder
     cases.write_text(cases.read_text() + "# changed\n")
     git("commit", "-qam", "change")
