@@ -480,3 +480,21 @@ def test_the_base_commit_is_printed(tmp_path: Path, capsys: Any, monkeypatch: An
     assert text.splitlines()[0] == f"base: refs/remotes/origin/main = {good}"
     assert changes["base"] == {"ref": "refs/remotes/origin/main", "commit": good}
     assert changes["settings"] == {}  # the tag's lenient bar is not the old side
+
+
+def test_old_new_outright_of_a_policy_the_evaluation_does_not_run_says_so(
+        tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    """OLD NEW given outright, NEW a candidate the Evaluation does not name yet: what it
+    would decide on the Evaluation's evidence, with a warning first that the Evaluation runs
+    another policy (the attack of the review, mounted this way, is said, never silent)."""
+    repo, folder = _failing_main(tmp_path)
+    shutil.copy(folder / "policy.yaml", folder / "release-policy.yaml")
+    _edit(folder / "release-policy.yaml",
+          lambda d: d["spec"]["categories"]["resolution"].update(threshold=0.9))
+    monkeypatch.chdir(repo)
+    assert main(["diff", "specs/example/policy.yaml", "specs/example/release-policy.yaml",
+                 "--evaluation", "specs/example"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: the Evaluation runs specs/example/policy.yaml, not " \
+        "specs/example/release-policy.yaml" in out, out
+    assert "decision: FAIL -> PASS" in out

@@ -151,6 +151,11 @@ def _new_side(args: argparse.Namespace) -> tuple[Any, Path]:
     assert named is not None  # spec.policy is required
     if whole:
         return evaluation, named
+    if not _same(named, given) and args.base is None and len(args.policies) == 2:
+        # OLD NEW given outright: what NEW would decide on the Evaluation's evidence (a
+        # candidate not named yet); the output says the Evaluation runs another policy
+        args.what_if = display_path(named)
+        return spec.with_policy(evaluation, spec.load_policy(given)), given
     if not _same(named, given):
         doc = _document(evaluation.file)
         raise SpecErrors([doc.problem(
@@ -261,7 +266,8 @@ def run(args: argparse.Namespace) -> int:
                      old_file, old_evaluation.file.parent) != os.path.relpath(
                      new_file, evaluation.file.parent),
                  "inputs_not_at_base": {name: spec.display(path.absolute())
-                                        for name, path in lent.items()}}
+                                        for name, path in lent.items()},
+                 "evaluation_runs": getattr(args, "what_if", None)}
     changes = compare(cards[0], cards[1], changed_files)
     changes["base"] = base
     changes["evaluation"] = where

@@ -287,6 +287,13 @@ def _sides(where: dict[str, Any] | None, base: dict[str, Any] | None) -> list[st
     Evaluation named another, and each input REF does not hold."""
     if not where:
         return []
+    if where.get("evaluation_runs"):  # OLD NEW outright, NEW a candidate it does not name
+        return [f"  WARNING: the Evaluation runs {where['evaluation_runs']}, not "
+                f"{where['policy_new']}: this is what the new policy would decide on its "
+                "evidence, not what the Evaluation decides",
+                f"  WARNING: the old side ran with the new Evaluation {where['new']} and its "
+                "Suite, so a change to them is not shown (give --base REF to read the old "
+                "ones from git)"]
     if where["old"] is None:
         why = (f"{base['ref']} has no Evaluation there" if base else
                "give --base REF to read the old ones from git")
