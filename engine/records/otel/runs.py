@@ -160,8 +160,8 @@ def _named(owner: Span, above: list[Span], sources: tuple[Source, ...]) -> \
     run's span, the spans above it, then the spans below it (OpenLLMetry's association
     properties sit on every span but the run's own; all that give it must agree), then its
     resource."""
+    below = [s.attrs for s in _below(owner)]
     for attribute, key in sources:
-        below = [s.attrs for s in _below(owner)]
         for attrs in (owner.attrs, *(s.attrs for s in above), None, owner.resource):
             if attrs is None:  # the spans below: one value, or a contradiction
                 values = [v for v in (_value(a, attribute, key) for a in below)
@@ -368,20 +368,21 @@ def _agree(ran: list[dict[str, Any]], asked: list[dict[str, Any]], whole: bool =
             call["arguments_from"] = "output_messages"
 
 
+def _answer_names(calls: list[ModelCall]) -> set[str]:
+    """The answer tools of the producers that wrote the run's model calls."""
+    return set().union(*(openinference.answer_tools(s.scope) for c in calls for s in c.spans))
+
+
 def _answer_given(tools: list[Span], calls: list[ModelCall]) -> str | None:
     """The answer a run's answer tool was given (the last tool span, marked by its
     convention's reader, or the last call's request of it), else None."""
-    for call in reversed([_tool_call(s) for s in tools][-1:]):
-        if call.get("answer_tool") and isinstance(call.get("arguments"), dict):
-            answer = call["arguments"].get("answer")
-            return answer if isinstance(answer, str) else None
-    names = set().union(*(openinference.answer_tools(s.scope) for c in calls for s in c.spans))
-    asked = _asked(calls[-1]) if calls else None
-    if asked and asked[-1].get("name") in names and isinstance(asked[-1].get("arguments"),
-                                                                dict):
-        answer = asked[-1]["arguments"].get("answer")
-        return answer if isinstance(answer, str) else None
-    return None
+    last = _tool_call(tools[-1]) if tools else {}
+    if not last.get("answer_tool"):
+        asked = (_asked(calls[-1]) or [{}]) if calls else [{}]
+        last = asked[-1] if asked[-1].get("name") in _answer_names(calls) else {}
+    arguments = last.get("arguments")
+    answer = arguments.get("answer") if isinstance(arguments, dict) else None
+    return answer if isinstance(answer, str) else None
 
 
 def _answering(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -401,8 +402,7 @@ def tool_calls(tools: list[Span], calls: list[ModelCall]) -> list[dict[str, Any]
     the calls are unknown, never none."""
     ran = _answering([_tool_call(s) for s in tools])
     per_call = [_asked(c) for c in calls]
-    answer_names = set().union(*(openinference.answer_tools(s.scope)
-                                 for c in calls for s in c.spans))
+    answer_names = _answer_names(calls)
     if per_call and per_call[-1]:  # the answer tool, asked for by the last call only
         per_call[-1] = _answering([{**c, "answer_tool": c.get("name") in answer_names}
                                    for c in per_call[-1]])
@@ -591,25 +591,15 @@ def _run(owner: Span, tools: list[Span], inference: list[Span],
 def _conventional(owner: Span) -> bool:
     """Whether a span, or one below it, carries an attribute of the GenAI conventions (an
     OpenInference span the reader reads has been given them)."""
-    stack = [owner]
-    while stack:
-        node = stack.pop()
-        if any(k.startswith("gen_ai.") for k in node.attrs):
-            return True
-        stack.extend(node.children)
-    return False
+    return any(k.startswith("gen_ai.") for node in (owner, *_below(owner))
+               for k in node.attrs)
 
 
 def _unread_tool(owner: Span) -> Span | None:
     """A span in the run that another convention marks as a tool call and no GenAI
     operation names, else None."""
-    stack = [owner]
-    while stack:
-        node = stack.pop()
-        if traceloop.unread_tool(node.attrs):
-            return node
-        stack.extend(node.children)
-    return None
+    return next((node for node in (owner, *_below(owner))
+                 if traceloop.unread_tool(node.attrs)), None)
 
 
 Numbered = dict[str, tuple[int, Any, set[int]]]  # case -> its first line, id, trials
