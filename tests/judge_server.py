@@ -44,13 +44,20 @@ class Judge:
                         steps.pop(0) if len(steps) > 1 else steps[0]
                     judge.active += 1
                     judge.peak = max(judge.peak, judge.active)
+                answering = [True]
+
+                def done() -> None:  # before the body's bytes leave: once the client can
+                    # read its whole answer it may send the next request, which must not
+                    # find this one still counted (a race that reported a peak of 3 for 2)
+                    if answering.pop() if answering else False:
+                        with judge.lock:
+                            judge.active -= 1
                 try:
-                    judge.answer(self, step, body)
+                    judge.answer(self, step, body, done)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up first (a deadline): that is the point of a delay
                 finally:
-                    with judge.lock:
-                        judge.active -= 1
+                    done()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -59,7 +66,7 @@ class Judge:
         self.thread.start()
 
     def answer(self, handler: BaseHTTPRequestHandler, step: dict[str, Any],
-               body: dict[str, Any]) -> None:
+               body: dict[str, Any], done: Any) -> None:
         time.sleep(step.get("delay", 0))
         status = step.get("status", 200)
         text = step.get("verdict", '{"score": 5, "reason": "supported"}')
@@ -84,6 +91,7 @@ class Judge:
         handler.send_header("content-type", "application/json")
         handler.send_header("content-length", str(len(payload)))
         handler.end_headers()
+        done()
         if step.get("truncate"):
             handler.wfile.write(payload[: len(payload) // 2])
             handler.wfile.flush()
