@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import UsageError
 from engine.evidence import signing
-from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
+from engine.judge import ALIASES, DEFAULT_KEYS, DEFAULT_URLS, PROVIDERS, JudgeConfig
 
 if TYPE_CHECKING:  # cryptography is imported only by what signs or verifies
     pass
@@ -73,7 +73,10 @@ def signing_key(args: argparse.Namespace) -> Any:
 
 def judge_options(parser: argparse.ArgumentParser) -> None:
     """The judge overrides and cache options ``engine run`` and ``engine calibrate`` share."""
-    parser.add_argument("--judge-provider", choices=PROVIDERS, help="override the judge provider")
+    parser.add_argument("--judge-provider", choices=(*PROVIDERS, "openai"),
+                        type=lambda name: ALIASES.get(name, name),
+                        help="override the judge provider (openai is openai-compatible at "
+                             "OpenAI's API)")
     parser.add_argument("--judge-base-url", help="override the judge endpoint")
     parser.add_argument("--judge-model", help="override the judge model")
     parser.add_argument("--judge-cache", type=Path, default=DEFAULT_CACHE,

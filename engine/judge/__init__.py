@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.judge._cache import key_path, load_key
-    from engine.judge._panel import DEFAULT_KEYS, DEFAULT_URLS, Member, parse_member
+    from engine.judge._panel import ALIASES, DEFAULT_KEYS, DEFAULT_URLS, Member, parse_member
     from engine.judge._rubrics import Rubric, RubricError, load_rubric
     from engine.judge._runtime import (
         PROVIDERS,
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 _WHERE = {
     **dict.fromkeys(("key_path", "load_key"), "_cache"),
     **dict.fromkeys(("Rubric", "RubricError", "load_rubric"), "_rubrics"),
-    **dict.fromkeys(("DEFAULT_KEYS", "DEFAULT_URLS", "Member", "parse_member"), "_panel"),
+    **dict.fromkeys(("ALIASES", "DEFAULT_KEYS", "DEFAULT_URLS", "Member", "parse_member"),
+                    "_panel"),
     **dict.fromkeys(("PROVIDERS", "JudgeConfig", "Runtime", "combine"), "_runtime"),
     **dict.fromkeys(("CallFailed", "Client", "Endpoint", "Reply", "call", "check_key",
                      "open_client"), "_transport"),
@@ -51,7 +52,7 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "CallFailed", "Client", "Endpoint",
-           "JudgeConfig", "Member", "Reply", "Rubric", "RubricError", "Runtime", "call",
-           "check_key", "combine", "key_path", "load_key", "load_rubric", "open_client",
-           "parse_member"]
+__all__ = ["ALIASES", "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS", "CallFailed", "Client",
+           "Endpoint", "JudgeConfig", "Member", "Reply", "Rubric", "RubricError", "Runtime",
+           "call", "check_key", "combine", "key_path", "load_key", "load_rubric",
+           "open_client", "parse_member"]

@@ -380,7 +380,7 @@ def _e52(x):
 
 
 def _e57(x):
-    if x not in ('openai-compatible', 'anthropic', 'replay', 'mock', 'none'): return False
+    if x not in ('openai-compatible', 'openai', 'anthropic', 'replay', 'mock', 'none'): return False
     return True
 
 
@@ -3974,7 +3974,7 @@ def _s5(x):
 # the engine's own schemas (engine dialect): name -> (schema digest, check)
 SHIPPED = {
     'calibration': ('ff8395c4f158d7c43b427bc52c3993aefdbd6802b32a473ba1287e2ca6e2a7ba', _e0),
-    'evaluation': ('d53b187b346c6230e4bf39698409572e91e71ee69c56a5fdb1dada2b973bcf84', _e27),
+    'evaluation': ('d9602b1e7fb24bd130ce552070e7fc74a499f0aee2d3a789f3f346a0083c6c53', _e27),
     'policy': ('6b85f4430052bc33581ce17445b5bb36329995dfd1b47293aea4068d3bc23d6e', _e81),
     'policytest': ('d204836be8bacfa1dc48864e44d96fc7c9e432991d41d07b61f446ba643e2556', _e164),
     'scorecard': ('17ad358fdd81806940e5f4abfb3d7db0fd686938f155e1a2a6dbf160220ddc99', _e191),

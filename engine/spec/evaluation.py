@@ -15,7 +15,7 @@ from typing import Any
 from engine import folders
 from engine.canonical import digest
 from engine.errors import PathTooDeep, Problem, SpecErrors, did_you_mean, sort_problems
-from engine.judge import DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
+from engine.judge import ALIASES, DEFAULT_KEYS, DEFAULT_URLS, JudgeConfig, Member, parse_member
 from engine.records import formats
 from engine.records.clip import clip
 from engine.spec import crossrefs, expectations, opened, salvage
@@ -671,6 +671,8 @@ def _judge_config(loader: _Loader, doc: _yaml.Document,
                   block: dict[str, Any] | None) -> tuple[JudgeConfig, list[Problem]]:
     if not block:
         return JudgeConfig(), []
+    if block["provider"] in ALIASES:  # `openai` is agent-release-gate §11's name for it
+        block = {**block, "provider": ALIASES[block["provider"]]}
     provider = block["provider"]
     replay = _anchor(loader, doc, ("spec", "judge", "replay"), block["replay"]) \
         if "replay" in block else None
