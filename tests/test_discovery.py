@@ -24,6 +24,7 @@ from engine.protocols.discovery import (
     sample,
 )
 from engine.protocols.discovery.stats import robustness
+from engine.records import strict_json
 from engine.records.strict_json import LexFloat
 
 from . import discovery_kit as kit
@@ -207,6 +208,31 @@ def test_json_reading_codes(world: dict[str, Any]) -> None:
     assert category(world, b"\xef\xbb\xbf" + text.encode()) == "JSON_PARSE"
     dup = text.replace('"claim":', '"claim": "x", "claim":', 1)
     assert category(world, dup.encode()) == "JSON_PARSE"
+    # §2.7 rule 5: the first problem in document order decides, inside one object too
+    stats = '"group0_total_n": 15'
+    assert category(world, text.replace(stats, stats + ', "group0_total_n": NaN', 1).encode()
+                    ) == "JSON_PARSE"  # the name given twice comes before the NaN
+    assert category(world, text.replace(stats, '"group0_total_n": NaN, ' + stats, 1).encode()
+                    ) == "NONFINITE_JSON"  # the NaN comes before the name given twice
+
+
+@pytest.mark.parametrize("text, code", [
+    ('{"a": 1, "a": NaN}', "JSON_PARSE"),
+    ('{"a": NaN, "a": 1}', "NONFINITE_JSON"),
+    ('{"a": 1e400, "a": 1}', "NONFINITE_JSON"),
+    ('{"b": "\\ud800", "c": NaN}', "JSON_PARSE"),  # a lone surrogate, then NaN
+    ('{"c": -Infinity, "b": "\\ud800"}', "NONFINITE_JSON"),
+    ('{"x": {"a": 1, "a": 2, "z": 1e400}}', "JSON_PARSE"),
+    ('{"x": [1, "a", "a", NaN]}', "NONFINITE_JSON"),  # strings in an array are not names
+    ('{"a": {"k": 1}, "b": {"k": 1}, "c": NaN}', "NONFINITE_JSON"),  # one name per object
+    ('{"q\\"a": 1, "q\\"a": Infinity}', "JSON_PARSE"),
+    ("[" * 65 + "NaN" + "]" * 65, "JSON_PARSE"),  # nested too deep before the NaN
+    ("[" * 64 + "NaN" + "]" * 64, "NONFINITE_JSON"),
+])
+def test_the_first_problem_in_document_order_decides(text: str, code: str) -> None:
+    with pytest.raises(JsonError) as refused:
+        strict_json.loads(text.encode())
+    assert refused.value.code == code
 
 
 def test_phase_a_runs_every_finding_before_phase_b(world: dict[str, Any]) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.spec import evaluation as spec
 from engine.cli import main
+from engine.spec import evaluation as spec
 
 from .conftest import Gate
 from .judge_server import Judge

@@ -333,6 +333,10 @@ def loads(data: bytes | str) -> Any:
     except json.JSONDecodeError as exc:
         raise JsonError("JSON_PARSE", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
                         ) from None
+    except JsonError as exc:
+        if exc.code == "NONFINITE_JSON":
+            raise _earlier_problem(text) or exc from None
+        raise
     except RecursionError:
         raise JsonError("JSON_PARSE", DEEP, "NESTED_TOO_DEEP") from None
     if text[end:].strip(WHITE_SPACE):
@@ -342,6 +346,52 @@ def loads(data: bytes | str) -> Any:
     if _SURROGATE.search(text) and has_lone_surrogate(value):
         raise JsonError("JSON_PARSE", "a string holds a lone surrogate")
     return value
+
+
+# The tokens of a JSON text as far as its first refused number: a string, a bare
+# NaN/Infinity, a number, or one of the structural characters (anything else is not reached:
+# the decoder found no syntax error before that number).
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|-?Infinity|NaN|'
+                    r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|[{}\[\]:,]')
+
+
+def _earlier_problem(text: str) -> JsonError | None:
+    """The JSON_PARSE problem that comes before the first number NONFINITE_JSON refused, in
+    document order (finding-quality-discovery §2.7 rule 5), or None. The decoder raises on
+    a number as it reads it, but finds a name given twice only when its object closes and a
+    lone surrogate or too deep a nesting only after the whole text: here the text is walked
+    left to right up to that number, by tokens (it has no syntax error before it)."""
+    objects: list[set[str] | None] = []  # per open container: names seen, None for arrays
+    key = True  # the next string in an object is a member name
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ("{", "["):
+            objects.append(set() if token == "{" else None)
+            key = token == "{"
+            if len(objects) > MAX_DEPTH:
+                return JsonError("JSON_PARSE", DEEP, "NESTED_TOO_DEEP")
+        elif token in ("}", "]"):
+            objects.pop()
+            key = False
+        elif token == ",":
+            key = bool(objects) and objects[-1] is not None
+        elif token == ":":
+            key = False
+        elif token.startswith('"'):
+            string = json.loads(token)
+            if has_lone_surrogate(string):
+                return JsonError("JSON_PARSE", "a string holds a lone surrogate")
+            names = objects[-1] if objects else None
+            if key and names is not None:
+                if string in names:
+                    return _lexical_duplicate(string)
+                names.add(string)
+        else:
+            try:
+                LEXICAL_DECODER.decode(token)
+            except JsonError:
+                return None  # the refused number comes first
+    return None
 
 
 def is_integer(value: Any) -> bool:
