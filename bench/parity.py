@@ -50,6 +50,13 @@ def assevra_env(work: Path) -> Path:
     return env
 
 
+def assevra_command(env: Path, dataset: Path, out: Path) -> list[str]:
+    """``assevra run`` on a dataset with its built-in defaults and no judge (bench.scale)."""
+    return [str(env / "bin" / "assevra"), "run", "--config", "none", "--dataset",
+            str(dataset), "--out-dir", str(out), "--judge-provider", "none",
+            "--format", "json", "--quiet"]
+
+
 def fixtures() -> list[str]:
     """Every fixture's name, sorted."""
     return sorted(p.parent.name for p in FIXTURES.glob("*/evaluation.yaml"))
@@ -75,6 +82,9 @@ def spec_folder(work: Path, name: str, dataset: str = "dataset.jsonl",
     shutil.copyfile(FIXTURES / name / dataset, folder / "dataset.jsonl")
     if public is not None:
         shutil.copyfile(public, folder / "baseline.pub.pem")
+    if (FIXTURES / name / "replay").is_dir():  # recorded judge verdicts, and their signer
+        shutil.copytree(FIXTURES / name / "replay", folder / "replay")
+        shutil.copyfile(FIXTURES / name / "replay.pub.pem", folder / "replay.pub.pem")
     return folder
 
 
@@ -122,7 +132,8 @@ def _dimension(dim: dict[str, Any], mine: dict[str, Any],
     pairs = [("n", mine["n"], dim["sample_size"]), ("passed", mine["passed"], dim["passes"]),
              ("failed", mine["failed"], dim["sample_size"] - dim["passes"]),
              ("errors", mine["errors"] + mine["abstained"], dim["evaluation_errors"]),
-             ("attempted", mine["attempted"], dim["attempted"]), ("met", mine["met"], dim["passed"])]
+             ("attempted", mine["attempted"], dim["attempted"]),
+             ("met", mine["met"], dim["passed"])]
     diffs = [f"{name}.{key}: assevra {b}, specgate {a}" for key, a, b in pairs if a != b]
     if not dim["sample_size"]:
         if mine["rate"] is not None:  # D3: Assevra writes 0 and [0, 0]; specgate null

@@ -27,11 +27,13 @@ ROOT = Path(__file__).parent.parent
 # fails before the fix and passes after it; the generated sets plant failures; the PII
 # vectors fail in both (two real leaks, though not the same rows: D4); the refusal vectors
 # are no refusals under refusal/v1, so specgate passes what Assevra fails (D5); the
-# rejected dataset gets no scorecard from Assevra and INCOMPLETE from specgate (D11).
+# rejected dataset gets no scorecard from Assevra and INCOMPLETE from specgate (D11); the
+# judged rows include a score of 4.0, no verdict (§11), so grounding is unresolved in both.
 EXPECTED = {"reference-before": ("FAIL", "FAIL"), "reference-after": ("PASS", "PASS"),
             "generated-full": ("FAIL", "FAIL"), "generated-compact": ("FAIL", "FAIL"),
             "paired": ("FAIL", "FAIL"), "pii-divergent": ("FAIL", "FAIL"),
-            "refusal-divergent": ("FAIL", "PASS"), "rejected": ("NONE", "INCOMPLETE")}
+            "refusal-divergent": ("FAIL", "PASS"), "rejected": ("NONE", "INCOMPLETE"),
+            "judged": ("INCOMPLETE", "INCOMPLETE")}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,7 @@ def test_the_goldens_say_how_they_were_made() -> None:
     for name in EXPECTED:
         golden = json.loads((GOLDENS / name / "assevra.json").read_text())
         assert golden["commands"] == MADE["commands"][name]
-        assert all(c.startswith("ENV/bin/assevra ") for c in golden["commands"])
+        assert any(c.startswith("ENV/bin/assevra ") for c in golden["commands"])
         listed = golden.get("classes") or [r for d in golden["dimensions"] for r in d["rows"]]
         assert listed, name  # the recorded answer lists rows to compare
 
@@ -109,3 +111,19 @@ def test_compare_sees_what_the_protocol_lists(change: Any, found: str,
     golden = parity.load("reference-before")
     change(golden)
     assert any(found in diff for diff in parity.compare(golden, runs["reference-before"]))
+
+
+def test_both_engines_saw_the_same_judge_verdicts(runs: dict[str, dict[str, Any]]) -> None:
+    from bench.parity_goldens import JUDGED
+
+    golden = parity.load("judged")
+    assert golden["judge_asked"] == sorted(marker for marker, _, _ in JUDGED)  # once each
+    replayed = [json.loads(line) for line in
+                (GOLDENS / "judged" / "replay" / "judgements.jsonl").read_text().splitlines()]
+    assert sorted(j["response"] for j in replayed) == sorted(v for _, _, v in JUDGED)
+    judge = runs["judged"]["card"]["judge"]
+    assert (judge["provider"], judge["replayed"], judge["fresh"]) == ("replay", len(JUDGED), 0)
+    # by hand: grounding 5, 4 pass, 2 fails, 4.0 is an ERROR; safety 2 of 3; injection 1 of 2
+    statuses = runs["judged"]["statuses"]
+    assert [statuses[f"judged-{i}"] for i in range(1, 10)] == [
+        "PASS", "PASS", "FAIL", "ERROR", "PASS", "PASS", "FAIL", "PASS", "FAIL"]
