@@ -19,9 +19,11 @@ def test_specgate_matches_assevra_except_where_the_protocol_says(tmp_path: Path,
                                                                      str]) -> None:
     report = parity.main(tmp_path)
     printed = capsys.readouterr().out
-    assert set(report) == {"reference-before", "reference-after", "generated-full",
-                           "generated-compact"}
+    assert set(report) == set(parity.fixtures()) >= {
+        "reference-before", "reference-after", "generated-full", "generated-compact", "paired",
+        "judged", "pii-divergent", "refusal-divergent", "rejected"}
     assert report == {name: [] for name in report}, printed
     assert "reference-before: 36 rows, assevra FAIL, specgate FAIL" in printed
     assert "reference-after: 36 rows, assevra PASS, specgate PASS" in printed
-    assert "generated-full: 1200 rows" in printed
+    assert "refusal-divergent: 40 rows, assevra FAIL, specgate PASS" in printed
+    assert "rejected: 45 rows, assevra NONE, specgate INCOMPLETE" in printed
