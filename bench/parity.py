@@ -1,8 +1,8 @@
 """Parity with Assevra 0.6 (agent-release-gate §16.1): run both engines on the same fixtures.
 
-Each fixture under ``tests/data/parity/NAME/`` holds the dataset, the Assevra config
-(``assevra.yaml``), the equivalent Evaluation (``evaluation.yaml``: the shipped policy, the
-fixture's input and its pinned suite), Assevra 0.6.0.post1's recorded answer
+Each fixture under ``tests/parity/agent-release-gate/NAME/`` holds the dataset, the Assevra
+config (``assevra.yaml``), the equivalent Evaluation (``evaluation.yaml``: the shipped
+policy, the fixture's input and its pinned suite), Assevra 0.6.0.post1's recorded answer
 (``assevra.json``) and, where the protocol lets specgate differ (D4, D5, D11), specgate's
 expected outcome (``expected.json``). specgate runs the shipped policy as shipped: its spec
 folder is copied byte for byte and only the fixture's Evaluation is added beside it.
@@ -34,7 +34,7 @@ from typing import Any
 ASSEVRA = "assevra==0.6.0.post1"
 ROOT = Path(__file__).resolve().parent.parent
 GATE = ROOT / "specs" / "agent-release-gate"
-FIXTURES = ROOT / "tests" / "data" / "parity"
+FIXTURES = ROOT / "tests" / "parity" / "agent-release-gate"
 TOLERANCE = 1e-9
 WILSON_TOLERANCE = 1e-4  # D1: Assevra's bounds are rounded to 4 places and use z = 1.96
 Z = 1.959963984540054  # the shipped statistics.wilson_z (protocol §7.1)

@@ -1,7 +1,8 @@
 """Build the parity fixtures and record Assevra 0.6's answers once (agent-release-gate §16.1).
 
 ``python -m bench.parity_goldens [WORKDIR]`` installs ``assevra==0.6.0.post1`` in a throwaway
-environment (as ``bench.parity`` does) and writes, under ``tests/data/parity/NAME/``:
+environment (as ``bench.parity`` does) and writes, under
+``tests/parity/agent-release-gate/NAME/``:
 
 - ``dataset.jsonl`` (and ``baseline.jsonl`` for a paired fixture): the input, byte for byte
   what Assevra read;
@@ -13,8 +14,8 @@ environment (as ``bench.parity`` does) and writes, under ``tests/data/parity/NAM
   D11), written out below from §16.2's vectors, never from specgate's output;
 - ``assevra.json``: what parity compares of Assevra's answer, and the command that gave it;
 
-and ``tests/data/parity/MADE.json``: the Assevra version, the date and each fixture's
-command. tests/test_parity_offline.py runs specgate on every fixture and compares with
+and ``tests/parity/agent-release-gate/MADE.json``: the Assevra version, the date and each
+fixture's command. tests/test_parity_offline.py runs specgate on every fixture and compares with
 ``bench.parity.compare``; CI never needs Assevra.
 """
 
@@ -212,7 +213,7 @@ def _kept(card: dict[str, Any]) -> dict[str, Any]:
 
 def _shown(command: list[str], env: Path, work: Path) -> str:
     return " ".join(command).replace(str(env), "ENV").replace(str(work), "WORK").replace(
-        str(FIXTURES), "tests/data/parity")
+        str(FIXTURES), "tests/parity/agent-release-gate")
 
 
 def answer(env: Path, work: Path, name: str) -> dict[str, Any]:

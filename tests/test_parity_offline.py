@@ -1,12 +1,12 @@
 """Parity with Assevra 0.6 without the network (agent-release-gate §16.1).
 
-Each folder of tests/data/parity/ is a fixture: a dataset, Assevra's config, the equivalent
-Evaluation of the shipped policy, Assevra 0.6.0.post1's answer recorded once by
-``python -m bench.parity_goldens`` (its commands in the answer and in MADE.json) and, where
-the protocol lets specgate differ, specgate's expected outcome worked out from §16.2. Here
-specgate runs the shipped policy as shipped on every fixture and ``bench.parity.compare``
-applies §16.1; the live run against a fresh install stays opt-in (tests/test_parity.py).
-"""
+Each folder of tests/parity/agent-release-gate/ (where §16.1 puts them) is a fixture: a
+dataset, Assevra's config, the equivalent Evaluation of the shipped policy, Assevra
+0.6.0.post1's answer recorded once by ``python -m bench.parity_goldens`` (its commands in
+the answer and in MADE.json) and, where the protocol lets specgate differ, specgate's
+expected outcome worked out from §16.2. Here specgate runs the shipped policy as shipped on
+every fixture and ``bench.parity.compare`` applies §16.1; the live run against a fresh
+install stays opt-in (tests/test_parity.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 
 from bench import parity
 
-GOLDENS = Path(__file__).parent / "data" / "parity"
+GOLDENS = Path(__file__).parent / "parity" / "agent-release-gate"
 MADE = json.loads((GOLDENS / "MADE.json").read_text())
 ROOT = Path(__file__).parent.parent
 # What each fixture is for. Assevra's answer, then specgate's: the reference pair (§16.2)
