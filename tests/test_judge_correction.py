@@ -9,6 +9,7 @@ and .html.
 from __future__ import annotations
 
 import itertools
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +200,6 @@ def test_passes_raw_and_fails_corrected(gate: Gate, judge: Judge,
 
 def gate_run_keys(gate: Gate, pair: Path) -> None:
     """Declare ``pair`` (governance's) in the Evaluation's judge.calibration_keys."""
-    import shutil
     path = gate.dir / "evaluation.yaml"
     data = yaml.safe_load(path.read_text())
     (gate.dir / "keys").mkdir(exist_ok=True)
@@ -272,3 +272,41 @@ def test_correct_without_a_named_calibration_is_a_spec_error(
     assert code == 2 and card == {}
     assert "CORRECTION_UNCALIBRATED" in said.out + said.err
     assert "judge.calibration" in said.out + said.err
+
+
+def test_only_governance_s_calibration_of_this_judge_corrects(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    # sensitivity and specificity come only from an artifact that verifies against the
+    # Evaluation's calibration key and measured this judge: one signed by another key, or
+    # made for another judge identity, corrects nothing and the category is UNRESOLVED
+    configure(gate, judge)
+    answers(judge, JUDGE_PASS)
+    calibrate(gate, holdout(gate), keys[1])  # signed by a key the Evaluation does not trust
+    gate_run_keys(gate, keys[0])
+    correct(gate)
+    answers(judge, set(range(1, 19)))
+    code, card, _ = run_grounding(gate)
+    assert card["calibration"]["status"] == "untrusted"
+    assert code == 3 and card["categories"]["grounding"]["state"] == "UNRESOLVED"
+    assert "corrected" not in card["categories"]["grounding"]
+    assert "CALIBRATION_MISSING" in [r["code"] for r in card["reasons"]]
+    # governance's key, but the Evaluation now asks the judge with another seed: another
+    # judge identity than the one calibrated
+    shutil.rmtree(gate.dir / "calibration")
+    answers(judge, JUDGE_PASS)
+    calibrate(gate, holdout(gate), keys[0])
+    answers(judge, set(range(1, 19)))
+    path = gate.dir / "evaluation.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["spec"]["judge"]["seed"] = 7
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, card, _ = run_grounding(gate)
+    assert card["calibration"]["status"] == "mismatch"
+    assert "judge identity differs" in card["calibration"]["reason"]
+    assert code == 3 and "corrected" not in card["categories"]["grounding"]
+    # and with the seed it was calibrated with, the same artifact corrects (the control)
+    data["spec"]["judge"].pop("seed")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, card, _ = run_grounding(gate)
+    assert card["calibration"]["status"] == "verified"
+    assert card["categories"]["grounding"]["corrected"]["rate"] == pytest.approx(6 / 7)
