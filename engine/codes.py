@@ -78,6 +78,7 @@ FILE_UNREADABLE: a spec file exists but cannot be read
 BAD_PATH: a path in a spec cannot be resolved (permissions, a loop, a bad name)
 PATH_ABSOLUTE: a path in a spec is absolute; paths are relative to the spec file
 PATH_ESCAPES_ROOT: a path in a spec leads outside the spec root
+CORRECTION_UNCALIBRATED: the policy's judge.correct, but the Evaluation names no calibration or key
 PATH_THROUGH_LINK: a baseline, key, calibration or replay path passes through a symbolic link
 INPUT_KIND: an input names a folder where its format reads a file, or the reverse
 UNKNOWN_KIND: the kind is none of Policy, Suite, Evaluation, PolicyTest
@@ -282,6 +283,7 @@ SUITE_MISMATCH: the records' suite digest is not the one the Evaluation pins
 SUITE_NOT_PINNED: a release whose records carry their own cases pins no suite_sha256
 JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evaluation's
 CALIBRATION_MISSING: a judged category a required, verified judge calibration does not cover
+CORRECTION_UNDEFINED: judge.correct, but the calibration has a null sens or spec, or Youden <= 0
 """)
 
 _block("run", "3", "INCOMPLETE under purpose: release (a blocker: never hides a FAIL)", """

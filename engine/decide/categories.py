@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.decide import correction
 from engine.decide.aggregate import Counts
 from engine.decide.lattice import Reason, included
 from engine.decide.reasons import FAIL, INCOMPLETE
@@ -19,28 +20,38 @@ Hold = Callable[[str, str, str, str], None]  # (decision, code, spec path, messa
 
 def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
              error_codes: Any, measures: Any, reasons: list[Reason],
-             uncalibrated: str | None = None) -> dict[str, Any]:
+             uncalibrated: str | None = None,
+             calibrated: dict[str, Any] | None = None) -> dict[str, Any]:
     """One category's result (counts, rate, bounds, state, met), holding its reasons;
-    ``uncalibrated`` says why a required judge calibration does not cover it."""
+    ``uncalibrated`` says why a required judge calibration does not cover it, and
+    ``calibrated`` (under ``judge.correct``) is the calibration entry that corrects it."""
     cat = evaluation.policy.categories[name]
     n = counts.n
     rate = counts.passed / n if n else None
     bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
     lower, upper = bounds if bounds else (None, None)
+    uncorrectable = fixed = None
+    if calibrated is not None and uncalibrated is None and n:
+        uncorrectable = correction.why_not(calibrated)
+        if uncorrectable is None:
+            fixed = correction.corrected(counts.passed, n, calibrated,
+                                         evaluation.policy.wilson_z)
 
     def hold(decision: str, code: str, where: str, message: str) -> None:
         reasons.append(Reason(decision, code, where, message, name))
 
     state, met = _state(cat, counts, cases, error_codes.get((name, "NO_JUDGE"), 0), hold,
-                        uncalibrated)
+                        uncalibrated, uncorrectable)
     # Misses are reported even when the category is unresolved (the reason list shows
     # every condition that holds); only a resolved category's state becomes NOT_MET.
-    if _misses(cat, lower if cat.gate_on == "wilson_lower" else rate, rate, hold) and \
-            state == "MET":
+    # Corrected, the threshold and minimum test the corrected rate and its lower limit.
+    gated, gated_lower = (fixed["rate"], fixed["lower"]) if fixed else (rate, lower)
+    if _misses(cat, gated_lower if cat.gate_on == "wilson_lower" else gated, gated, hold,
+               "corrected " if fixed else "") and state == "MET":
         state, met = "NOT_MET", False
     # agent-release-gate §3: `attempted` counts every row, and is 0 when the category is
     # skipped (its rows were never attempted); the rows stay counted under `skipped`.
-    return {
+    result = {
         "n": n, "passed": counts.passed, "failed": counts.failed, "errors": counts.errors,
         "abstained": counts.abstained, "skipped": counts.skipped, "waived": counts.waived,
         "attempted": 0 if state == "SKIPPED" else counts.attempted, "cases": cases,
@@ -51,10 +62,14 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         "notes": notes(*measures) if measures else None,
         "state": state, "met": met,
     }
+    if fixed is not None:
+        result["corrected"] = fixed
+    return result
 
 
 def _state(cat: Category, counts: Counts, cases: int, no_judge: int, hold: Hold,
-           uncalibrated: str | None = None) -> tuple[str, bool | None]:
+           uncalibrated: str | None = None,
+           uncorrectable: str | None = None) -> tuple[str, bool | None]:
     """MISSING, NOT_INCLUDED, SKIPPED, UNRESOLVED or MET, holding why it is not resolved."""
     name, n, path = cat.name, counts.n, cat.spec_path
     if counts.attempted == 0:
@@ -73,6 +88,9 @@ def _state(cat: Category, counts: Counts, cases: int, no_judge: int, hold: Hold,
     if uncalibrated is not None:
         hold(INCOMPLETE, "CALIBRATION_MISSING", "policy:spec.judge.calibration",
              f"'{name}' is judged without a verified calibration: {uncalibrated}")
+    elif uncorrectable is not None:
+        hold(INCOMPLETE, "CORRECTION_UNDEFINED", "policy:spec.judge.correct",
+             f"'{name}' cannot be corrected for judge error: {uncorrectable}")
     elif not (n == 0 or counts.errors or counts.abstained or n < cat.min_n
               or cases < cat.min_cases):
         return "MET", True
@@ -88,16 +106,19 @@ def _state(cat: Category, counts: Counts, cases: int, no_judge: int, hold: Hold,
     return "UNRESOLVED", None
 
 
-def _misses(cat: Category, statistic: float | None, rate: float | None, hold: Hold) -> bool:
-    """Hold a FAIL for a missed threshold and a missed mandatory minimum; whether either."""
+def _misses(cat: Category, statistic: float | None, rate: float | None, hold: Hold,
+            which: str = "") -> bool:
+    """Hold a FAIL for a missed threshold and a missed mandatory minimum; whether either
+    (``which`` is "corrected " when they test the corrected rate)."""
     missed = False
     if cat.threshold is not None and statistic is not None and not statistic >= cat.threshold:
         hold(FAIL, "BELOW_THRESHOLD", f"{cat.spec_path}.threshold",
-             f"'{cat.name}' {cat.gate_on} {statistic:.6g} is below the threshold {cat.threshold}")
+             f"'{cat.name}' {which}{cat.gate_on} {statistic:.6g} is below the threshold "
+             f"{cat.threshold}")
         missed = True
     if cat.minimum is not None and rate is not None and not rate >= cat.minimum:
         hold(FAIL, "BELOW_MINIMUM", f"{cat.spec_path}.minimum",
-             f"'{cat.name}' rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
+             f"'{cat.name}' {which}rate {rate:.6g} is below its mandatory minimum {cat.minimum}")
         missed = True
     return missed
 
@@ -115,15 +136,23 @@ def _mode(evaluation: Evaluation, ids: list[str]) -> str:
     return "+".join(sorted(modes))
 
 
+def gated_rate(result: dict[str, Any]) -> float | None:
+    """The rate a category is gated on: its corrected rate when corrected, else its rate."""
+    fixed = result.get("corrected")
+    return fixed["rate"] if fixed is not None else result["rate"]
+
+
 def _weighted(evaluation: Evaluation, categories: dict[str, dict[str, Any]]) -> float | None:
-    """Weighted mean of the rates of included categories with weight > 0; null if one is."""
+    """Weighted mean of the gated rates (corrected when corrected) of included categories
+    with weight > 0; null if one is unresolved."""
     total = weight = 0.0
     for name, cat in evaluation.policy.categories.items():
         result = categories[name]
         if cat.weight > 0 and included(result):
-            if result["rate"] is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
+            rate = gated_rate(result)
+            if rate is None or result["state"] in ("SKIPPED", "UNRESOLVED"):
                 return None
-            total += cat.weight * result["rate"]
+            total += cat.weight * rate
             weight += cat.weight
     return total / weight if weight else None
 
@@ -142,7 +171,7 @@ def formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
     policy = evaluation.policy
     env: dict[str, Any] = {Z_KEY: policy.wilson_z, "weighted": _weighted(evaluation, categories)}
     for name, result in categories.items():
-        env[name] = result["rate"] if result["state"] in ("MET", "NOT_MET") else None
+        env[name] = gated_rate(result) if result["state"] in ("MET", "NOT_MET") else None
         for count in ("n", "passed", "failed", "errors"):
             env[f"{count}_{name}"] = result[count]
     overall = None

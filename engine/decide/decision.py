@@ -25,7 +25,8 @@ _PURPOSE = {"self_test": (SELF_TEST, "PURPOSE_SELF_TEST"), "triage": (TRIAGE, "P
 def decide(evaluation: Evaluation, tally: Tally, judge: dict[str, Any] | None = None,
            calibration: dict[str, Any] | None = None) -> Decision:
     """Categories, overall score, conditions, reasons and the decision for one tally; a
-    required ``calibration`` block leaves each judged category it does not cover UNRESOLVED."""
+    required ``calibration`` block leaves each judged category it does not cover UNRESOLVED,
+    and under ``judge.correct`` each judged category is gated on its corrected rate."""
     policy, reasons = evaluation.policy, []
     suite_sha = suite_digest(evaluation, tally)
     if evaluation.suite_pin is not None and suite_sha != evaluation.suite_pin:
@@ -47,11 +48,15 @@ def decide(evaluation: Evaluation, tally: Tally, judge: dict[str, Any] | None = 
         return _result(evaluation, reasons, validation=validation, judge=judge,
                        calibration=calibration)  # no metrics
     reasons += _coverage(evaluation, tally, validation is not None)
+    correcting = calibration is not None and policy.judge_correct != "none"
     uncalibrated = {name: entry["why"] for name, entry in calibration["categories"].items()
-                    if not entry["calibrated"]} if calibration and calibration["required"] else {}
+                    if not entry["calibrated"]} \
+        if calibration and (calibration["required"] or correcting) else {}
+    judged = calibration["categories"] if correcting and calibration else {}
     categories = {name: category(evaluation, name, tally.categories.get(name, Counts()),
                                   tally.cases.count(name), tally.error_codes,
-                                  tally.measures.get(name), reasons, uncalibrated.get(name))
+                                  tally.measures.get(name), reasons, uncalibrated.get(name),
+                                  judged.get(name))
                   for name in policy.categories}
     included = [name for name, c in categories.items() if _included(c)]
     if not included:

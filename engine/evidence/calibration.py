@@ -90,7 +90,8 @@ def _category(name: str, sha: str, value: dict[str, Any] | None, reason: str,
               min_kappa: float) -> dict[str, Any]:
     """One judged category's calibration: its statistics and whether they hold now."""
     entry: dict[str, Any] = {"kappa": None, "n": None, "accuracy": None, "sensitivity": None,
-                             "specificity": None, "calibrated": False, "why": reason}
+                             "specificity": None, "cells": None, "calibrated": False,
+                             "why": reason}
     if value is None:
         return entry
     stats = value["categories"].get(name)
@@ -103,6 +104,7 @@ def _category(name: str, sha: str, value: dict[str, Any] | None, reason: str,
         return entry
     entry.update({k: stats[k] for k in ("kappa", "n", "accuracy", "sensitivity",
                                         "specificity")})
+    entry["cells"] = {k: stats[k] for k in ("tp", "fp", "tn", "fn")}
     if not meets(stats, min_kappa):
         entry["why"] = f"kappa {stats['kappa']:.4g} is below min_kappa {min_kappa:g}"
         return entry
@@ -114,10 +116,12 @@ def check(evaluation: Evaluation, judge: dict[str, Any] | None,
           keys: list[Ed25519PublicKey], runs: frozenset[str] = frozenset()
           ) -> dict[str, Any] | None:
     """The scorecard's ``calibration`` block; None when there is nothing to check (no live
-    judge ran, or neither an artifact is named nor calibration required). ``keys`` are the
+    judge ran, or no artifact is named and the policy neither requires calibration nor
+    corrects judged rates with it). ``keys`` are the
     Evaluation's calibration keys, ``runs`` the key ids of every key known to sign runs."""
     policy = evaluation.policy
-    if judge is None or (evaluation.calibration is None and not policy.calibration_required):
+    if judge is None or (evaluation.calibration is None and not policy.calibration_required
+                         and policy.judge_correct == "none"):
         return None
     status, reason, artifact, value = _artifact(evaluation.calibration, keys, runs)
     if value is not None and value["judge"]["judge_sha256"] != judge["judge_sha256"]:

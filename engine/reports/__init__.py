@@ -43,7 +43,9 @@ def page_variables(card: dict[str, Any], signed: bool = True) -> dict[str, Any]:
             "interval_svg": interval_svg, "gated_on": _text.gated_on, "value": _text.value,
             "anchor": _text.anchor, "titled": _text.titled, "what_failed": _text.what_failed,
             "no_fix": _text.no_fix, "needs_no_fix_text": _text.needs_no_fix_text,
-            "not_included": _text.not_included(card)}
+            "not_included": _text.not_included(card), "corrected": _text.corrected,
+            "corrected_note": _text.CORRECTED_NOTE,
+            "any_corrected": any(c.get("corrected") for c in card["categories"].values())}
 
 
 def unique_anchors(prefix: str, names: list[Any]) -> list[str]:

@@ -12,6 +12,8 @@ def root(context, missing=missing):
     l_0_card = resolve('card')
     l_0_signed = resolve('signed')
     l_0_legend = resolve('legend')
+    l_0_any_corrected = resolve('any_corrected')
+    l_0_corrected_note = resolve('corrected_note')
     l_0_not_included = resolve('not_included')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
@@ -170,9 +172,14 @@ def root(context, missing=missing):
             yield '</li>'
         l_1_c = missing
         yield '</ul>'
-    yield '\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">waived</th><th class="num">rate</th><th class="num">Wilson 95%</th><th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
+    yield '\n\n<h2 id="categories">Categories</h2>\n<table><tr><th>category</th><th>state</th><th class="num">n</th><th class="num">passed</th><th class="num">failed</th><th class="num">errors</th><th class="num">waived</th><th class="num">rate</th><th class="num">Wilson 95%</th>'
+    if (undefined(name='any_corrected') if l_0_any_corrected is missing else l_0_any_corrected):
+        pass
+        yield '<th class="num">corrected [interval]</th>'
+    yield '<th class="num">threshold</th><th class="num">minimum</th><th>gated on</th></tr>\n'
     for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'categories'), 'items')):
         l_1_anchor = resolve('anchor')
+        l_1_corrected = resolve('corrected')
         l_1_gated_on = resolve('gated_on')
         _loop_vars = {}
         pass
@@ -207,15 +214,27 @@ def root(context, missing=missing):
         yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'wilson_lower'))))
         yield ', '
         yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'wilson_upper'))))
-        yield ']</td>\n<td class="num">'
+        yield ']</td>'
+        if (undefined(name='any_corrected') if l_0_any_corrected is missing else l_0_any_corrected):
+            pass
+            yield '<td class="num">'
+            yield escape(environment.finalize(context.call((undefined(name='corrected') if l_1_corrected is missing else l_1_corrected), l_1_c, _loop_vars=_loop_vars)))
+            yield '</td>'
+        yield '\n<td class="num">'
         yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'threshold'))))
         yield '</td><td class="num">'
         yield escape(environment.finalize(t_1(context.call(environment.getattr(l_1_c, 'get'), 'minimum', _loop_vars=_loop_vars))))
         yield '</td><td>'
         yield escape(environment.finalize(context.call((undefined(name='gated_on') if l_1_gated_on is missing else l_1_gated_on), l_1_c, _loop_vars=_loop_vars)))
         yield '</td></tr>\n'
-    l_1_name = l_1_c = l_1_anchor = l_1_gated_on = missing
-    yield '</table>\n<p class="note">A threshold or a minimum is met when the value the category is gated on (the point estimate passed/n, or the Wilson 95% lower bound) reaches it. waived: FAIL rows an active waiver took out of n and the rate (see Waivers).</p>\n'
+    l_1_name = l_1_c = l_1_anchor = l_1_corrected = l_1_gated_on = missing
+    yield '</table>\n<p class="note">A threshold or a minimum is met when the value the category is gated on (the point estimate passed/n, or the Wilson 95% lower bound) reaches it. waived: FAIL rows an active waiver took out of n and the rate (see Waivers).</p>'
+    if (undefined(name='any_corrected') if l_0_any_corrected is missing else l_0_any_corrected):
+        pass
+        yield '\n<p class="note">'
+        yield escape(environment.finalize((undefined(name='corrected_note') if l_0_corrected_note is missing else l_0_corrected_note)))
+        yield '</p>'
+    yield '\n'
     if (undefined(name='not_included') if l_0_not_included is missing else l_0_not_included):
         pass
         yield '<p class="note">'
@@ -785,6 +804,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=62&31=68&32=70&33=75&35=82&36=86&37=90&38=96&39=102&42=106&44=110&47=140&51=157&52=161&53=164&57=173&58=183&59=194&60=204&61=210&64=218&67=224&69=242&70=252&73=255&77=282&78=292&79=308&80=328&82=336&83=339&84=347&85=354&86=373&87=391&88=394&90=411&91=414&94=427&95=433&96=447&97=457&98=460&101=487&102=493&103=521&104=524&107=539&109=545&113=581&114=596&115=625&116=636&117=650&118=653&120=673&121=688&124=696&125=699&127=701&130=721&135=753&136=757&137=759&138=761&139=763&141=778'
-source_sha256 = '15d322c2924fb651301b29c40b46c0de2cff899a6ed2471ae315e1e0c4f186ff'
+debug_info = '6=64&31=70&32=72&33=77&35=84&36=88&37=92&38=98&39=104&42=108&44=112&47=142&51=159&52=163&53=166&56=175&57=179&58=190&59=201&60=211&61=223&63=231&64=234&65=237&68=243&70=261&71=271&74=274&78=301&79=311&80=327&81=347&83=355&84=358&85=366&86=373&87=392&88=410&89=413&91=430&92=433&95=446&96=452&97=466&98=476&99=479&102=506&103=512&104=540&105=543&108=558&110=564&114=600&115=615&116=644&117=655&118=669&119=672&121=692&122=707&125=715&126=718&128=720&131=740&136=772&137=776&138=778&139=780&140=782&142=797'
+source_sha256 = '3ed075f32ef7ade9824512ad317daac941fa12fb09a82034864866e9d7aed7be'
 jinja2_version = '3.1.6'

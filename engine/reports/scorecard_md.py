@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.reports.text import (
+    CORRECTED_NOTE,
     code,
+    corrected,
     expected_observed,
     fmt,
     gated_on,
@@ -44,14 +46,19 @@ def head(card: Card) -> list[str]:
 
 
 def categories(card: Card) -> list[str]:
+    fixed = any(c.get("corrected") for c in card["categories"].values())
     rows = [[md(name), c["state"], c["n"], c["passed"], c.get("waived", 0), fmt(c["rate"]),
-             f"[{fmt(c['wilson_lower'])}, {fmt(c['wilson_upper'])}]", fmt(c["threshold"]),
+             f"[{fmt(c['wilson_lower'])}, {fmt(c['wilson_upper'])}]",
+             *([corrected(c)] if fixed else []), fmt(c["threshold"]),
              fmt(c.get("minimum")), gated_on(c)] for name, c in card["categories"].items()]
     lines = _table(["category", "state", "n", "passed", "waived", "rate", "Wilson 95%",
+                    *(["corrected [interval]"] if fixed else []),
                     "threshold", "minimum", "gated on"], rows)
     lines += ["", "A threshold or a minimum is met when the value the category is gated on "
               "(the point estimate passed/n, or the Wilson 95% lower bound) reaches it. "
               "`waived`: FAIL rows an active waiver took out of n and the rate (see Waivers)."]
+    if fixed:
+        lines += ["", CORRECTED_NOTE]
     if why := not_included(card, md, lambda text: f"`{code(text)}`"):
         lines += ["", why]
     if card.get("overall"):

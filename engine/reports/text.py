@@ -39,7 +39,22 @@ def titled(kind: str, name: Any, version: Any) -> str:
 def gated_on(category: dict[str, Any]) -> str:
     """What a category's threshold and minimum are compared with, in words."""
     mode = category.get("gate_on")
-    return GATED_ON.get(mode, str(mode)) if mode is not None else "–"
+    words = GATED_ON.get(mode, str(mode)) if mode is not None else "–"
+    return f"corrected {words}" if category.get("corrected") else words
+
+
+CORRECTED_NOTE = ("corrected: the judged rate corrected for the judge's calibrated error "
+                  "(Rogan-Gladen, (rate + specificity - 1) / (sensitivity + specificity - 1), "
+                  "clipped to [0, 1]) and its interval (a Bonferroni box of Wilson limits that "
+                  "carries the calibration's own uncertainty); the category is gated on it.")
+
+
+def corrected(category: dict[str, Any]) -> str:
+    """A category's corrected rate and interval, or '–' when it is not corrected."""
+    fixed = category.get("corrected")
+    if not fixed:
+        return "–"
+    return f"{fmt(fixed['rate'])} [{fmt(fixed['lower'])}, {fmt(fixed['upper'])}]"
 
 
 def value(v: Any) -> str:

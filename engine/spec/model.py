@@ -161,6 +161,9 @@ class Policy:
     """``judge.calibration.min_kappa``: the Cohen's kappa a calibration must reach."""
     label_field: str = "human_label"
     """``judge.calibration.label_field``: the record field holding the human label."""
+    judge_correct: str = "none"
+    """``judge.correct``: ``rogan_gladen`` gates each judged category on its rate corrected
+    for the judge's calibrated sensitivity and specificity (engine/decide/correction.py)."""
     card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """Evidence item or category -> catalogue entries it evidences, ``full`` / ``partial``."""
     passing_rows: str = "compact"

@@ -159,6 +159,7 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   calibration_required=calibration.get("required", False),
                   min_kappa=calibration.get("min_kappa", 0.85),
                   label_field=calibration.get("label_field", "human_label"),
+                  judge_correct=spec.get("judge", {}).get("correct", "none"),
                   passing_rows=passing_rows)
 
 

@@ -1,0 +1,83 @@
+"""A judged rate corrected for the judge's measured error (policy ``judge.correct``).
+
+The Rogan-Gladen estimator turns a rate the judge passed, ``p``, into the rate a human would
+have passed, given the judge's sensitivity and specificity (positive = the human passes):
+``(p + spec - 1) / (sens + spec - 1)``, clipped to [0, 1]. It is defined only when the
+Youden index ``sens + spec - 1`` is above 0 (a judge no better than chance corrects nothing).
+
+The interval is a Bonferroni box of Wilson score limits: ``p``, ``sens`` and ``spec`` each
+get a Wilson interval at confidence ``1 - alpha/3``, where ``alpha`` is the two-sided level
+of the policy's ``wilson_z``; the corrected rate's limits are its minimum and maximum over
+the box, clipped to [0, 1]. The estimator is monotone in each of the three when the others
+are held (linear in ``p``, linear-fractional in ``sens`` and in ``spec``), so the extremes
+are at the box's 8 corners. When the box reaches a Youden index of 0 or below, the corrected
+rate is unbounded there and the interval is [0, 1]. By Bonferroni's inequality the three
+intervals hold together with confidence at least ``1 - alpha`` (as far as each Wilson
+interval holds its own level), and then so does the box's.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from statistics import NormalDist
+from typing import Any
+
+from engine.stats import wilson
+
+METHOD = "rogan_gladen"
+INTERVAL = "bonferroni_wilson_box"
+
+
+def rate(p: float, sens: float, spec: float) -> float:
+    """The corrected rate, clipped to [0, 1]; the Youden index must be above 0."""
+    youden = sens + spec - 1
+    if not youden > 0:
+        raise ValueError(f"the Youden index sens + spec - 1 is {youden:.6g}: not above 0")
+    return min(1.0, max(0.0, (p + spec - 1) / youden))
+
+
+def box_z(z: float) -> float:
+    """The z of each of the three Wilson intervals: two-sided ``alpha = 2(1 - Phi(z))``,
+    split three ways, so ``Phi^-1(1 - alpha/6)``."""
+    normal = NormalDist()
+    alpha = 2 * (1 - normal.cdf(z))
+    return normal.inv_cdf(1 - alpha / 6)
+
+
+def interval(passed: int, n: int, cells: dict[str, int], z: float) -> tuple[float, float]:
+    """(lower, upper) of the corrected rate over the Bonferroni box at the policy's ``z``."""
+    zb = box_z(z)
+    limits = [wilson(passed, n, zb), wilson(cells["tp"], cells["tp"] + cells["fn"], zb),
+              wilson(cells["tn"], cells["tn"] + cells["fp"], zb)]
+    if any(b is None for b in limits):
+        raise ValueError("a Wilson interval of the box has no rows")
+    (p_lo, p_hi), (se_lo, se_hi), (sp_lo, sp_hi) = limits  # type: ignore[misc]
+    if not se_lo + sp_lo - 1 > 0:  # the box reaches Youden <= 0: unbounded there
+        return 0.0, 1.0
+    values = [rate(p, se, sp) for p, se, sp in product((p_lo, p_hi), (se_lo, se_hi),
+                                                        (sp_lo, sp_hi))]
+    return min(values), max(values)
+
+
+def why_not(entry: dict[str, Any]) -> str | None:
+    """Why a verified calibration entry cannot correct (None when it can)."""
+    sens, spec = entry.get("sensitivity"), entry.get("specificity")
+    if sens is None or spec is None:
+        which = "sensitivity" if sens is None else "specificity"
+        return (f"its calibration has no {which} (no hold-out row the human "
+                f"{'passed' if sens is None else 'failed'})")
+    if not sens + spec - 1 > 0:
+        return (f"its judge is no better than chance: sensitivity {sens:.4g} + specificity "
+                f"{spec:.4g} - 1 = {sens + spec - 1:.4g} (Youden index) is not above 0")
+    return None
+
+
+def corrected(passed: int, n: int, entry: dict[str, Any], z: float) -> dict[str, Any]:
+    """The category's ``corrected`` block from its raw counts and its calibration entry
+    (which ``why_not`` accepts)."""
+    cells = entry["cells"]
+    sens, spec = entry["sensitivity"], entry["specificity"]
+    lower, upper = interval(passed, n, cells, z)
+    return {"method": METHOD, "interval": INTERVAL, "rate": rate(passed / n, sens, spec),
+            "lower": lower, "upper": upper, "sensitivity": sens, "specificity": spec,
+            "calibration": {k: cells[k] for k in ("tp", "fp", "tn", "fn")}}
