@@ -13,8 +13,13 @@ def root(context, missing=missing):
     l_0_signed = resolve('signed')
     l_0_legend = resolve('legend')
     l_0_not_included = resolve('not_included')
+    l_0_flaky_listed = resolve('flaky_listed')
+    l_0_groups = resolve('groups')
+    l_0_classes = resolve('classes')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
+    l_0_rerun_note = resolve('rerun_note')
+    l_0_signer = resolve('signer')
     l_0_cal = l_0_prov = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
@@ -41,22 +46,28 @@ def root(context, missing=missing):
         def t_4(*unused):
             raise TemplateRuntimeError("No filter named 'list' found.")
     try:
-        t_5 = environment.filters['reject']
+        t_5 = environment.filters['lower']
     except KeyError:
         @internalcode
         def t_5(*unused):
-            raise TemplateRuntimeError("No filter named 'reject' found.")
+            raise TemplateRuntimeError("No filter named 'lower' found.")
     try:
-        t_6 = environment.filters['replace']
+        t_6 = environment.filters['reject']
     except KeyError:
         @internalcode
         def t_6(*unused):
-            raise TemplateRuntimeError("No filter named 'replace' found.")
+            raise TemplateRuntimeError("No filter named 'reject' found.")
     try:
-        t_7 = environment.filters['safe']
+        t_7 = environment.filters['replace']
     except KeyError:
         @internalcode
         def t_7(*unused):
+            raise TemplateRuntimeError("No filter named 'replace' found.")
+    try:
+        t_8 = environment.filters['safe']
+    except KeyError:
+        @internalcode
+        def t_8(*unused):
             raise TemplateRuntimeError("No filter named 'safe' found.")
     pass
     yield '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">\n<title>'
@@ -103,7 +114,9 @@ def root(context, missing=missing):
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'engine'), 'name')))
     yield ' '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'engine'), 'version')))
-    yield '.</p>\n\n<h2 id="reasons">Reasons</h2>\n'
+    yield ', scorecard format <code>'
+    yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'scorecard_version')))
+    yield '</code>.</p>\n\n<h2 id="reasons">Reasons</h2>\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reasons'):
         pass
         yield '\n<table><tr><th>decision</th><th>code</th><th>category</th><th>message</th><th>spec path</th></tr>\n'
@@ -236,7 +249,7 @@ def root(context, missing=missing):
         yield '">'
         yield escape(environment.finalize(l_1_name))
         yield '</a></td><td>'
-        yield escape(environment.finalize(t_7(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
+        yield escape(environment.finalize(t_8(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
         yield '</td></tr>\n'
     l_1_name = l_1_c = l_1_anchor = l_1_interval_svg = missing
     yield '</table>\n'
@@ -252,7 +265,7 @@ def root(context, missing=missing):
     yield '\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reliability'):
         pass
-        yield '\n<h2>Reliability</h2>\n<table><tr><th>category</th><th class="num">pass^k</th><th class="num">k</th><th class="num">cases</th><th class="num">consistency</th><th>flaky cases</th></tr>\n'
+        yield '\n<h2>Reliability</h2>\n<table><tr><th>category</th><th class="num">pass^k</th><th class="num">k</th><th class="num">cases</th><th class="num">consistency</th><th class="num">flaky</th><th>flaky cases</th></tr>\n'
         for (l_1_name, l_1_b) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reliability'), 'items')):
             _loop_vars = {}
             pass
@@ -268,22 +281,28 @@ def root(context, missing=missing):
                 yield escape(environment.finalize(environment.getattr(l_1_b, 'pass_hat_k_cases')))
                 yield '</td><td class="num">'
                 yield escape(environment.finalize(t_1(environment.getattr(l_1_b, 'consistency'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(environment.getattr(l_1_b, 'flaky_count')))
                 yield '</td><td>'
-                yield escape(environment.finalize(t_2(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ')))
                 if (environment.getattr(l_1_b, 'flaky_count') > t_3(environment.getattr(l_1_b, 'flaky_cases'))):
                     pass
-                    yield ' and '
-                    yield escape(environment.finalize((environment.getattr(l_1_b, 'flaky_count') - t_3(environment.getattr(l_1_b, 'flaky_cases')))))
-                    yield ' more'
+                    yield 'first '
+                    yield escape(environment.finalize(t_3(environment.getattr(l_1_b, 'flaky_cases'))))
+                    yield ' of '
+                    yield escape(environment.finalize(environment.getattr(l_1_b, 'flaky_count')))
+                    yield ': '
+                yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ') or 'none')))
                 yield '</td></tr>'
             yield '\n'
         l_1_name = l_1_b = missing
-        yield '</table>'
+        yield '</table>\n<p class="note">flaky: every case whose scored trials both passed and failed. The scorecard names at most '
+        yield escape(environment.finalize((undefined(name='flaky_listed') if l_0_flaky_listed is missing else l_0_flaky_listed)))
+        yield ' of them per category, the first by case id (<code>flaky_cases</code>); <code>flaky_count</code> counts them all.</p>'
     yield '\n\n<h2>Coverage</h2>\n<p>'
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'records')))
-    yield ' records, '
+    yield ' input records, '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'rows')))
-    yield ' rows, '
+    yield ' agent rows, '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'control_rows')))
     yield ' control rows; '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'cases_observed')))
@@ -325,6 +344,36 @@ def root(context, missing=missing):
         yield '; failed captures '
         yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'validation'), 'capture_errors')))
         yield '.</p>'
+    yield '\n'
+    if (undefined(name='groups') if l_0_groups is missing else l_0_groups):
+        pass
+        yield '<table class="validation"><tr><th>'
+        yield escape(environment.finalize(environment.getitem((undefined(name='groups') if l_0_groups is missing else l_0_groups), 0)))
+        yield '</th>'
+        for l_1_k in (undefined(name='classes') if l_0_classes is missing else l_0_classes):
+            _loop_vars = {}
+            pass
+            yield '<th class="num">'
+            yield escape(environment.finalize(t_5(l_1_k)))
+            yield '</th>'
+        l_1_k = missing
+        yield '</tr>\n'
+        for (l_1_name, l_1_n) in context.call(environment.getattr(environment.getitem((undefined(name='groups') if l_0_groups is missing else l_0_groups), 1), 'items')):
+            _loop_vars = {}
+            pass
+            yield '<tr><td>'
+            yield escape(environment.finalize(l_1_name))
+            yield '</td>'
+            for l_2_k in (undefined(name='classes') if l_0_classes is missing else l_0_classes):
+                _loop_vars = {}
+                pass
+                yield '<td class="num">'
+                yield escape(environment.finalize(context.call(environment.getattr(l_1_n, 'get'), l_2_k, 0, _loop_vars=_loop_vars)))
+                yield '</td>'
+            l_2_k = missing
+            yield '</tr>\n'
+        l_1_name = l_1_n = missing
+        yield '</table>'
     yield '\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'controls'):
         pass
@@ -491,7 +540,7 @@ def root(context, missing=missing):
     if (undefined(name='prov') if l_0_prov is missing else l_0_prov):
         pass
         yield '<h2>Provenance</h2>\n<p>Specs: <strong>'
-        yield escape(environment.finalize(t_6(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
+        yield escape(environment.finalize(t_7(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
         yield '</strong>'
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signer'):
             pass
@@ -579,6 +628,12 @@ def root(context, missing=missing):
         l_1_loop = l_1_w = missing
         yield '</table>'
     yield '\n\n<h2 id="findings">Findings</h2>\n'
+    if (undefined(name='rerun_note') if l_0_rerun_note is missing else l_0_rerun_note):
+        pass
+        yield '<p class="note" id="rerun">'
+        yield escape(environment.finalize((undefined(name='rerun_note') if l_0_rerun_note is missing else l_0_rerun_note)))
+        yield '</p>'
+    yield '\n'
     l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
     context.vars['total'] = l_0_total
     context.exported_vars.add('total')
@@ -593,7 +648,7 @@ def root(context, missing=missing):
         yield '</code>).</p>'
     yield '\n'
     l_1_loop = missing
-    t_8 = 1
+    t_9 = 1
     for l_1_f, l_1_loop in LoopContext(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'), undefined):
         l_1_finding_ids = resolve('finding_ids')
         l_1_anchor = resolve('anchor')
@@ -634,7 +689,7 @@ def root(context, missing=missing):
             yield escape(environment.finalize(context.call((undefined(name='what_failed') if l_1_what_failed is missing else l_1_what_failed), l_1_f, _loop_vars=_loop_vars)))
             yield '</p>'
         yield '\n'
-        l_1_said = t_4(context.eval_ctx, t_5(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
+        l_1_said = t_4(context.eval_ctx, t_6(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
         _loop_vars['said'] = l_1_said
         if (undefined(name='said') if l_1_said is missing else l_1_said):
             pass
@@ -688,9 +743,9 @@ def root(context, missing=missing):
         yield '\n<p class="note">rows: '
         yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
-        t_8 = 0
+        t_9 = 0
     l_1_loop = l_1_f = l_1_finding_ids = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
-    if t_8:
+    if t_9:
         pass
         yield '<p>No findings.</p>'
     yield '\n\n'
@@ -760,7 +815,9 @@ def root(context, missing=missing):
     yield escape(environment.finalize((environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'judge_sha256') or 'none')))
     yield '</code></td></tr>\n<tr id="rows_sha256"><td>rows_sha256</td><td><code>'
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'rows_sha256')))
-    yield '</code> (rows.jsonl)</td></tr>\n'
+    yield '</code> (rows.jsonl)</td></tr>\n<tr id="findings_sha256"><td>findings_sha256</td><td><code>'
+    yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings_sha256')))
+    yield '</code> (findings.jsonl)</td></tr>\n'
     for (l_1_name, l_1_i) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'inputs'), 'items')):
         l_1_anchor = resolve('anchor')
         _loop_vars = {}
@@ -775,16 +832,25 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr(l_1_i, 'format')))
         yield ')</td></tr>'
     l_1_name = l_1_i = l_1_anchor = missing
-    yield '\n</table>\n'
+    yield '\n</table>\n<p class="note">The scorecard\'s own digest cannot be inside it: it is the SHA-256 of scorecard.json\'s bytes, named as <code>scorecard_sha256</code> in the signed statement (scorecard.intoto.jsonl) and printed by engine run and engine verify.</p>\n<h2 id="signature">Signature</h2>\n'
     if (undefined(name='signed') if l_0_signed is missing else l_0_signed):
         pass
-        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
+        yield '<p>Signed by '
+        if (undefined(name='signer') if l_0_signer is missing else l_0_signer):
+            pass
+            yield 'the key with fingerprint <code class="fingerprint">'
+            yield escape(environment.finalize((undefined(name='signer') if l_0_signer is missing else l_0_signer)))
+            yield '</code> (its keyid: the SHA-256 of the raw Ed25519 public key, as the envelope names it)'
+        else:
+            pass
+            yield "the run's key (its fingerprint was not given to this page)"
+        yield ': scorecard.json.sig signs scorecard.json, and the statement in scorecard.intoto.jsonl names this page and every other evidence file by digest.</p>\n<p class="note">This page is a projection of scorecard.json. A fingerprint says which key signed, not whose it is: verify with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n<p class="note">When it was signed: <code>generated_at</code> in the signed statement (scorecard.intoto.jsonl), UTC to the second, is asserted by the signer (the runner\'s clock), not verified by anyone; engine verify prints it as the signer asserts it.</p>'
     else:
         pass
         yield '<p class="note" id="unsigned"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=62&31=68&32=70&33=75&35=82&36=86&37=90&38=96&39=102&42=106&44=110&47=140&51=157&52=161&53=164&57=173&58=183&59=194&60=204&61=210&64=218&67=224&69=242&70=252&73=255&77=282&78=292&79=308&80=328&82=336&83=339&84=347&85=354&86=373&87=391&88=394&90=411&91=414&94=427&95=433&96=447&97=457&98=460&101=487&102=493&103=521&104=524&107=539&109=545&113=581&114=596&115=625&116=636&117=650&118=653&120=673&121=688&124=696&125=699&127=701&130=721&135=753&136=757&137=759&138=761&139=763&141=778'
-source_sha256 = '15d322c2924fb651301b29c40b46c0de2cff899a6ed2471ae315e1e0c4f186ff'
+debug_info = '6=73&31=79&32=81&33=86&35=93&36=97&37=101&38=107&39=113&42=119&44=123&47=153&51=170&52=174&53=177&57=186&58=196&59=207&60=217&61=223&64=231&67=237&69=255&70=265&73=268&75=298&78=301&79=311&80=327&81=347&82=360&84=377&86=385&87=388&88=396&89=403&90=422&91=440&92=443&94=460&95=463&98=476&99=482&100=496&101=506&102=509&105=536&106=542&107=570&108=573&111=588&113=594&117=630&118=636&119=651&120=680&121=691&122=705&123=708&125=728&126=743&129=751&130=754&132=756&135=776&140=808&141=812&142=814&143=816&144=818&145=820&149=835'
+source_sha256 = '72be2f9ebb8ce7752fd2b20e59bbfde5b5a187705f2b0ec1a4b08167ddffb4a0'
 jinja2_version = '3.1.6'
