@@ -3977,7 +3977,7 @@ SHIPPED = {
     'evaluation': ('d53b187b346c6230e4bf39698409572e91e71ee69c56a5fdb1dada2b973bcf84', _e27),
     'policy': ('6b85f4430052bc33581ce17445b5bb36329995dfd1b47293aea4068d3bc23d6e', _e81),
     'policytest': ('d204836be8bacfa1dc48864e44d96fc7c9e432991d41d07b61f446ba643e2556', _e164),
-    'scorecard': ('17ad358fdd81806940e5f4abfb3d7db0fd686938f155e1a2a6dbf160220ddc99', _e191),
+    'scorecard': ('47f774f93fed35ae92ef5b4bb39479417c3bac6fddcfd27618821ce128755626', _e191),
     'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e346),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
