@@ -44,3 +44,11 @@ def test_the_report_renders_and_hostile_output_stays_text(gate: Gate, tmp_path: 
     assert body is not None and "data-pwned" not in body.group(0)
     assert "Decision: FAIL" in dom and card["policy_sha256"] in dom
     assert "&lt;script&gt;" in dom  # the payload is there, as text
+    # protocol §14 as the browser shows it: the findings digest, each fix's verification
+    # beside the rule that re-scoring old output verifies nothing, and the signature state
+    text = " ".join(re.sub(r"<[^>]+>", " ", dom).replace("&amp;", "&").split())
+    assert f"findings_sha256 {card['findings_sha256']} (findings.jsonl)" in text
+    verifications = [f["fix"]["verification"] for f in card["findings"] if f.get("fix")]
+    assert verifications and all(f"Verify: {v}" in text for v in verifications)
+    assert "does not verify the changed agent" in text
+    assert "Signature Unsigned." in text

@@ -34,7 +34,8 @@ NOT_CODES = {"PASS", "FAIL", "ERROR", "ABSTAIN", "SKIPPED", "WAIVED", "INCOMPLET
              "INVALID", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SPECGATE_CACHE_KEY",
              "SPECGATE_SIGNING_KEY", "RAY_ADDRESS", "XDG_CONFIG_HOME", "EMAIL_ADDRESS",
              "CORPUS",
-             "ALIASES", "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS",  # engine.judge's lazily resolved names
+             # engine.judge's lazily resolved names
+             "ALIASES", "DEFAULT_KEYS", "DEFAULT_URLS", "PROVIDERS",
              "POSSESSIVE_REPEAT",  # a name in the re module's parser (inspections/_prefilter.py)
              "AGENT", "TOOL",  # OpenInference span kinds (records/otel/openinference.py)
              "UNSET",  # OTLP status of a call read from output messages (records/otel/runs.py)

@@ -170,8 +170,9 @@ def test_markdown_carries_what_the_html_shows(spec: Spec) -> None:
             "rate": "1.000", "Wilson 95%": "[0.890, 1.000]", "threshold": "–", "minimum": "1.000"}
     assert "| 0.800 | – | Wilson lower bound |" in md.split("| efficiency |")[1].split("\n")[0]
     # pass^k over 8 cases of 2 trials: resolution's run-004 fails one trial of one case
-    assert "| resolution | 0.958 | 2 | 8 | 0.875 | refund-outside-window |" in md
-    assert "- Coverage: 16 records, 112 rows, 0 control rows; 8 of 8 suite cases observed." in md
+    assert "| resolution | 0.958 | 2 | 8 | 0.875 | 1 | refund-outside-window |" in md
+    assert "- Coverage: 16 input records, 112 agent rows, 0 control rows; 8 of 8 suite cases " \
+        "observed." in md
     waivers = _section(md, "Waivers (as of 2099-06-30)")
     assert "W-9: active, 1 FAIL row(s) waived, approved by governance\\@example.com, last day " \
         "2099-12-31; scope categories: safety; justification: vendor sandbox card" in waivers
@@ -540,3 +541,148 @@ def test_the_release_gate_says_why_dimensions_are_not_included_and_unsigned_firs
     assert md.index("**Unsigned**") < md.index("| category |")
     assert html.index("<strong>Unsigned.</strong>") < html.index("<h1>")
     assert html.count("<strong>Unsigned.</strong>") == 2  # first, and the note at the end
+
+
+def _plain(text: str) -> str:
+    """Report text with Markdown escapes and HTML entities undone, spaces collapsed."""
+    import html as html_lib
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", text))
+    return " ".join(text.replace("\\", "").replace("`", "").split())
+
+
+def test_every_report_shows_what_protocol_14_lists(gate: Gate, tmp_path: Path) -> None:
+    """§14: required and missing dimensions, coverage per dimension, every hash, the signing
+    key's fingerprint, versions, each finding's verification and generated_at as the
+    signer's assertion, in scorecard.md and scorecard.html alike; every expected value
+    worked out here from the rows, the key and the files, then checked against the JSON."""
+    import base64
+    import hashlib
+    from collections import Counter
+
+    import yaml
+    from cryptography.hazmat.primitives import serialization
+
+    from engine.cli import main
+
+    from .conftest import suite_sha256
+    from .test_release_gate import pii_control
+
+    main(["keygen", "--out-dir", str(tmp_path / "k")])
+    public = serialization.load_pem_public_key((tmp_path / "k" / "public.pem").read_bytes())
+    fingerprint = hashlib.sha256(public.public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw)).hexdigest()
+    gate.policy(lambda s: s["categories"]["safety"].update(required=True))
+    rows = refund.rows(fixed=False) + [pii_control("ctl-1", "Card 4111 1111 1111 1111")]
+    _, card, out = gate.run(rows, "--key", str(tmp_path / "k" / "private.pem"))
+    md, page = (out / "scorecard.md").read_text(), (out / "scorecard.html").read_text()
+    said = {"md": _plain(md), "html": _plain(page)}
+
+    # required and missing: only safety is marked required, and no row is a safety row
+    assert (card["required_categories"], card["missing_categories"]) == (["safety"], ["safety"])
+    for text in said.values():
+        assert "Required categories: safety. Missing: safety." in text
+
+    # coverage: 37 records, one of them the pii control; 12 rows per dimension, all labelled
+    agent = Counter(r["dimension"] for r in rows if "tags" not in r)
+    assert agent == {"action_correctness": 12, "tool_call": 12, "pii": 12}
+    cov = card["coverage"]
+    assert (cov["records"], cov["rows"], cov["control_rows"]) == (37, 36, 1)
+    assert "- Coverage: 37 input records, 36 agent rows, 1 control rows;" in md
+    assert "37 input records, 36 agent rows, 1 control rows;" in said["html"]
+    by_dimension = card["validation"]["by_dimension"]
+    checks = _section(md, "Controls, validation and coverage")
+    assert "| dimension | labeled | unlabeled | invalid |" in checks
+    table = page.split('<table class="validation">', 1)[1].split("</table>", 1)[0]
+    for name, counts in by_dimension.items():
+        expected = [counts.get(k, 0) for k in ("LABELED", "UNLABELED", "INVALID")]
+        labeled = agent[name] + (1 if name == "pii" else 0)  # the control is validated too
+        assert expected == [labeled, 0, 0], name
+        assert f"| {name} | {' | '.join(map(str, expected))} |" in checks
+        assert f"<tr><td>{name}</td>" + "".join(f'<td class="num">{n}</td>' for n in expected) \
+            in table
+    assert set(by_dimension) == set(agent)
+
+    # hashes: each recomputed from what it names
+    data = sorted(gate.root.glob("rows-*.jsonl"))[-1].read_bytes()
+    digests = {"policy_sha256": card["policy_sha256"], "suite_sha256": suite_sha256(rows),
+               "rows_sha256": hashlib.sha256((out / "rows.jsonl").read_bytes()).hexdigest(),
+               "findings_sha256": hashlib.sha256(
+                   (out / "findings.jsonl").read_bytes()).hexdigest()}
+    listed = _section(md, "Hashes")
+    shown = page.split('<h2 id="hashes">', 1)[1].split("</table>", 1)[0]
+    for key, value in digests.items():
+        assert card[key] == value, key
+        assert re.search(rf"\| {key}[^|\n]*\| `{value}` \|", listed), key
+        assert re.search(rf'<tr id="{key}"><td>{key}[^<]*</td><td><code>{value}</code>', shown)
+    assert card["inputs"]["runs"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert f"| input runs (assevra-jsonl) | `{hashlib.sha256(data).hexdigest()}` |" in md
+    assert f"<td>input runs</td><td><code>{hashlib.sha256(data).hexdigest()}</code>" in page
+    assert card["judge_sha256"] is None and "| judge_sha256 | none |" in md
+    for text in said.values():
+        assert "named as scorecard_sha256 in the signed statement (scorecard.intoto.jsonl)" \
+            in text
+
+    # the signature: the fingerprint is the envelope's keyid, the SHA-256 of the raw key
+    envelope = json.loads((out / "scorecard.intoto.jsonl").read_text())
+    assert [s["keyid"] for s in envelope["signatures"]] == [fingerprint]
+    predicate = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    assert predicate["generated_at_note"] == "asserted by the signer"
+    for text in said.values():
+        assert f"Signed by the key with fingerprint {fingerprint}" in text
+        assert "generated_at in the signed statement (scorecard.intoto.jsonl), UTC to the " \
+            "second, is asserted by the signer" in text
+        assert predicate["generated_at"] not in text  # rendered before signing: not known
+
+    # versions, as the engine and the policy file state them
+    policy = yaml.safe_load((gate.dir / "policy.yaml").read_text())
+    from engine._version import __version__
+    assert (card["engine"]["version"], card["policy"]["scoring_version"],
+            card["scorecard_version"]) == (__version__, policy["spec"]["scoring_version"],
+                                           "specgate.scorecard/v1")
+    assert f"Versions: engine specgate {__version__}, scorecard format " \
+        f"specgate.scorecard/v1, scoring {policy['spec']['scoring_version']}." in said["md"]
+    assert f"engine specgate {__version__}, scorecard format specgate.scorecard/v1." \
+        in said["html"]
+
+    # each finding's title, action and verification, from fixes.yaml with its case
+    fixes = yaml.safe_load((gate.dir / "fixes.yaml").read_text())
+    fixed = [f for f in card["findings"] if f.get("fix")]
+    assert {f["id"] for f in fixed} == {"tool_call:over-limit", "action_correctness:over-limit",
+                                        "action_correctness:unauthorized"}
+    for f in fixed:
+        dimension, case = f["id"].split(":")
+        template = fixes[dimension]
+        expected = {k: template[k].replace("{{ case }}", case)
+                    for k in ("title", "action", "verification")}
+        assert {k: f["fix"][k] for k in expected} == expected
+        assert f"**{f['id']}** ({f['severity']}, worst {f['worst_status']}): " \
+            f"{expected['title']}. Fix: {expected['action']} - Verify: " \
+            f"{expected['verification']}" in said["md"]
+        assert f"Verify: {expected['verification']}" in said["html"]
+    for text in said.values():
+        assert "does not verify the changed agent" in text
+
+
+def test_the_reports_say_flaky_cases_are_capped_and_how_many_there_are(gate: Gate) -> None:
+    """101 cases each passing one trial and failing the other: all 101 are flaky; the
+    scorecard names the first 100 by id and the reports say so."""
+    rows = []
+    for i in range(101):
+        for trial, text in enumerate(("refund issued", "no")):
+            rows.append({"id": f"c{i:03d}-{trial}", "case_id": f"c{i:03d}",
+                         "trial_id": str(trial), "dimension": "task_completion",
+                         "agent_output": text, "must_include": ["refund"]})
+    _, card, out = gate.run(rows)
+    block = card["reliability"]["task_completion"]
+    named = [f"c{i:03d}" for i in range(100)]
+    assert (block["flaky_count"], block["flaky_cases"]) == (101, named)
+    md, page = (out / "scorecard.md").read_text(), (out / "scorecard.html").read_text()
+    assert f"| 0.000 | 101 | first 100 of 101: {', '.join(named)} |" in md
+    assert "The scorecard names at most 100 of them per category" in _section(md, "Reliability")
+    assert f'<td class="num">101</td><td>first 100 of 101: {", ".join(named)}</td>' in page
+    assert "The scorecard names at most 100 of them per category" in page
+    schema = json.loads((ROOT / "engine" / "schemas" / "scorecard.schema.json").read_text())
+    item = schema["properties"]["reliability"]["additionalProperties"]["oneOf"][1]
+    assert item["properties"]["flaky_cases"]["maxItems"] == 100
+    docs = " ".join((ROOT / "docs" / "release-gate.md").read_text().split())
+    assert "names at most 100 flaky cases" in docs

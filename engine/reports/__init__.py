@@ -28,17 +28,22 @@ _HTML.filters["fmt"] = fmt
 _PAGE: list[jinja2.Template] = []  # built on the first page a process writes
 
 
-def html(card: dict[str, Any], signed: bool = True) -> str:
-    """scorecard.html (``signed``: whether a signature will cover it; the page says which)."""
+def html(card: dict[str, Any], signed: bool = True, signer: str = "") -> str:
+    """scorecard.html (``signed``: whether a signature will cover it; ``signer``: the
+    fingerprint of the key that will sign it; the page says which)."""
     if not _PAGE:
         from engine.reports import precompiled  # its module runs as a script too
         _PAGE.append(precompiled.template(_HTML))
-    return _PAGE[0].render(**page_variables(card, signed))
+    return _PAGE[0].render(**page_variables(card, signed, signer))
 
 
-def page_variables(card: dict[str, Any], signed: bool = True) -> dict[str, Any]:
+def page_variables(card: dict[str, Any], signed: bool = True,
+                   signer: str = "") -> dict[str, Any]:
     """What scorecard.html's template is rendered with."""
-    return {"card": card, "signed": signed, "legend": legend(card),
+    return {"card": card, "signed": signed, "signer": signer, "legend": legend(card),
+            "groups": scorecard_md.validation_groups(card), "classes": scorecard_md.CLASSES,
+            "flaky_listed": _text.FLAKY_LISTED,
+            "rerun_note": _text.RERUN_NOTE if any(f.get("fix") for f in card["findings"]) else "",
             "finding_ids": unique_anchors("finding-", [f["id"] for f in card["findings"]]),
             "interval_svg": interval_svg, "gated_on": _text.gated_on, "value": _text.value,
             "anchor": _text.anchor, "titled": _text.titled, "what_failed": _text.what_failed,
@@ -79,7 +84,8 @@ markdown = scorecard_md.markdown
 _md = _text.md
 
 
-def project(card: dict[str, Any], signed: bool = True) -> dict[str, bytes]:
-    """The three projection files of one scorecard; an unsigned one's reports say so."""
-    return {"scorecard.md": markdown(card, signed).encode(),
-            "scorecard.html": html(card, signed).encode(), "junit.xml": junit(card)}
+def project(card: dict[str, Any], signed: bool = True, signer: str = "") -> dict[str, bytes]:
+    """The three projection files of one scorecard; an unsigned one's reports say so, a
+    signed one's name the fingerprint (keyid) of the key that signs them, ``signer``."""
+    return {"scorecard.md": markdown(card, signed, signer).encode(),
+            "scorecard.html": html(card, signed, signer).encode(), "junit.xml": junit(card)}

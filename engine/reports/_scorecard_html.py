@@ -15,8 +15,13 @@ def root(context, missing=missing):
     l_0_any_corrected = resolve('any_corrected')
     l_0_corrected_note = resolve('corrected_note')
     l_0_not_included = resolve('not_included')
+    l_0_flaky_listed = resolve('flaky_listed')
+    l_0_groups = resolve('groups')
+    l_0_classes = resolve('classes')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
+    l_0_rerun_note = resolve('rerun_note')
+    l_0_signer = resolve('signer')
     l_0_cal = l_0_prov = l_0_total = missing
     try:
         t_1 = environment.filters['fmt']
@@ -43,22 +48,28 @@ def root(context, missing=missing):
         def t_4(*unused):
             raise TemplateRuntimeError("No filter named 'list' found.")
     try:
-        t_5 = environment.filters['reject']
+        t_5 = environment.filters['lower']
     except KeyError:
         @internalcode
         def t_5(*unused):
-            raise TemplateRuntimeError("No filter named 'reject' found.")
+            raise TemplateRuntimeError("No filter named 'lower' found.")
     try:
-        t_6 = environment.filters['replace']
+        t_6 = environment.filters['reject']
     except KeyError:
         @internalcode
         def t_6(*unused):
-            raise TemplateRuntimeError("No filter named 'replace' found.")
+            raise TemplateRuntimeError("No filter named 'reject' found.")
     try:
-        t_7 = environment.filters['safe']
+        t_7 = environment.filters['replace']
     except KeyError:
         @internalcode
         def t_7(*unused):
+            raise TemplateRuntimeError("No filter named 'replace' found.")
+    try:
+        t_8 = environment.filters['safe']
+    except KeyError:
+        @internalcode
+        def t_8(*unused):
             raise TemplateRuntimeError("No filter named 'safe' found.")
     pass
     yield '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">\n<title>'
@@ -105,7 +116,9 @@ def root(context, missing=missing):
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'engine'), 'name')))
     yield ' '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'engine'), 'version')))
-    yield '.</p>\n\n<h2 id="reasons">Reasons</h2>\n'
+    yield ', scorecard format <code>'
+    yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'scorecard_version')))
+    yield '</code>.</p>\n\n<h2 id="reasons">Reasons</h2>\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reasons'):
         pass
         yield '\n<table><tr><th>decision</th><th>code</th><th>category</th><th>message</th><th>spec path</th></tr>\n'
@@ -255,7 +268,7 @@ def root(context, missing=missing):
         yield '">'
         yield escape(environment.finalize(l_1_name))
         yield '</a></td><td>'
-        yield escape(environment.finalize(t_7(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
+        yield escape(environment.finalize(t_8(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
         yield '</td></tr>\n'
     l_1_name = l_1_c = l_1_anchor = l_1_interval_svg = missing
     yield '</table>\n'
@@ -271,7 +284,7 @@ def root(context, missing=missing):
     yield '\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reliability'):
         pass
-        yield '\n<h2>Reliability</h2>\n<table><tr><th>category</th><th class="num">pass^k</th><th class="num">k</th><th class="num">cases</th><th class="num">consistency</th><th>flaky cases</th></tr>\n'
+        yield '\n<h2>Reliability</h2>\n<table><tr><th>category</th><th class="num">pass^k</th><th class="num">k</th><th class="num">cases</th><th class="num">consistency</th><th class="num">flaky</th><th>flaky cases</th></tr>\n'
         for (l_1_name, l_1_b) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'reliability'), 'items')):
             _loop_vars = {}
             pass
@@ -287,22 +300,28 @@ def root(context, missing=missing):
                 yield escape(environment.finalize(environment.getattr(l_1_b, 'pass_hat_k_cases')))
                 yield '</td><td class="num">'
                 yield escape(environment.finalize(t_1(environment.getattr(l_1_b, 'consistency'))))
+                yield '</td><td class="num">'
+                yield escape(environment.finalize(environment.getattr(l_1_b, 'flaky_count')))
                 yield '</td><td>'
-                yield escape(environment.finalize(t_2(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ')))
                 if (environment.getattr(l_1_b, 'flaky_count') > t_3(environment.getattr(l_1_b, 'flaky_cases'))):
                     pass
-                    yield ' and '
-                    yield escape(environment.finalize((environment.getattr(l_1_b, 'flaky_count') - t_3(environment.getattr(l_1_b, 'flaky_cases')))))
-                    yield ' more'
+                    yield 'first '
+                    yield escape(environment.finalize(t_3(environment.getattr(l_1_b, 'flaky_cases'))))
+                    yield ' of '
+                    yield escape(environment.finalize(environment.getattr(l_1_b, 'flaky_count')))
+                    yield ': '
+                yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ') or 'none')))
                 yield '</td></tr>'
             yield '\n'
         l_1_name = l_1_b = missing
-        yield '</table>'
+        yield '</table>\n<p class="note">flaky: every case whose scored trials both passed and failed. The scorecard names at most '
+        yield escape(environment.finalize((undefined(name='flaky_listed') if l_0_flaky_listed is missing else l_0_flaky_listed)))
+        yield ' of them per category, the first by case id (<code>flaky_cases</code>); <code>flaky_count</code> counts them all.</p>'
     yield '\n\n<h2>Coverage</h2>\n<p>'
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'records')))
-    yield ' records, '
+    yield ' input records, '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'rows')))
-    yield ' rows, '
+    yield ' agent rows, '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'control_rows')))
     yield ' control rows; '
     yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'coverage'), 'cases_observed')))
@@ -344,6 +363,36 @@ def root(context, missing=missing):
         yield '; failed captures '
         yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'validation'), 'capture_errors')))
         yield '.</p>'
+    yield '\n'
+    if (undefined(name='groups') if l_0_groups is missing else l_0_groups):
+        pass
+        yield '<table class="validation"><tr><th>'
+        yield escape(environment.finalize(environment.getitem((undefined(name='groups') if l_0_groups is missing else l_0_groups), 0)))
+        yield '</th>'
+        for l_1_k in (undefined(name='classes') if l_0_classes is missing else l_0_classes):
+            _loop_vars = {}
+            pass
+            yield '<th class="num">'
+            yield escape(environment.finalize(t_5(l_1_k)))
+            yield '</th>'
+        l_1_k = missing
+        yield '</tr>\n'
+        for (l_1_name, l_1_n) in context.call(environment.getattr(environment.getitem((undefined(name='groups') if l_0_groups is missing else l_0_groups), 1), 'items')):
+            _loop_vars = {}
+            pass
+            yield '<tr><td>'
+            yield escape(environment.finalize(l_1_name))
+            yield '</td>'
+            for l_2_k in (undefined(name='classes') if l_0_classes is missing else l_0_classes):
+                _loop_vars = {}
+                pass
+                yield '<td class="num">'
+                yield escape(environment.finalize(context.call(environment.getattr(l_1_n, 'get'), l_2_k, 0, _loop_vars=_loop_vars)))
+                yield '</td>'
+            l_2_k = missing
+            yield '</tr>\n'
+        l_1_name = l_1_n = missing
+        yield '</table>'
     yield '\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'controls'):
         pass
@@ -510,7 +559,7 @@ def root(context, missing=missing):
     if (undefined(name='prov') if l_0_prov is missing else l_0_prov):
         pass
         yield '<h2>Provenance</h2>\n<p>Specs: <strong>'
-        yield escape(environment.finalize(t_6(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
+        yield escape(environment.finalize(t_7(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
         yield '</strong>'
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signer'):
             pass
@@ -598,6 +647,12 @@ def root(context, missing=missing):
         l_1_loop = l_1_w = missing
         yield '</table>'
     yield '\n\n<h2 id="findings">Findings</h2>\n'
+    if (undefined(name='rerun_note') if l_0_rerun_note is missing else l_0_rerun_note):
+        pass
+        yield '<p class="note" id="rerun">'
+        yield escape(environment.finalize((undefined(name='rerun_note') if l_0_rerun_note is missing else l_0_rerun_note)))
+        yield '</p>'
+    yield '\n'
     l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
     context.vars['total'] = l_0_total
     context.exported_vars.add('total')
@@ -612,7 +667,7 @@ def root(context, missing=missing):
         yield '</code>).</p>'
     yield '\n'
     l_1_loop = missing
-    t_8 = 1
+    t_9 = 1
     for l_1_f, l_1_loop in LoopContext(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'), undefined):
         l_1_finding_ids = resolve('finding_ids')
         l_1_anchor = resolve('anchor')
@@ -653,7 +708,7 @@ def root(context, missing=missing):
             yield escape(environment.finalize(context.call((undefined(name='what_failed') if l_1_what_failed is missing else l_1_what_failed), l_1_f, _loop_vars=_loop_vars)))
             yield '</p>'
         yield '\n'
-        l_1_said = t_4(context.eval_ctx, t_5(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
+        l_1_said = t_4(context.eval_ctx, t_6(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
         _loop_vars['said'] = l_1_said
         if (undefined(name='said') if l_1_said is missing else l_1_said):
             pass
@@ -707,9 +762,9 @@ def root(context, missing=missing):
         yield '\n<p class="note">rows: '
         yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
-        t_8 = 0
+        t_9 = 0
     l_1_loop = l_1_f = l_1_finding_ids = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
-    if t_8:
+    if t_9:
         pass
         yield '<p>No findings.</p>'
     yield '\n\n'
@@ -779,7 +834,9 @@ def root(context, missing=missing):
     yield escape(environment.finalize((environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'judge_sha256') or 'none')))
     yield '</code></td></tr>\n<tr id="rows_sha256"><td>rows_sha256</td><td><code>'
     yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'rows_sha256')))
-    yield '</code> (rows.jsonl)</td></tr>\n'
+    yield '</code> (rows.jsonl)</td></tr>\n<tr id="findings_sha256"><td>findings_sha256</td><td><code>'
+    yield escape(environment.finalize(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings_sha256')))
+    yield '</code> (findings.jsonl)</td></tr>\n'
     for (l_1_name, l_1_i) in context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'inputs'), 'items')):
         l_1_anchor = resolve('anchor')
         _loop_vars = {}
@@ -794,16 +851,25 @@ def root(context, missing=missing):
         yield escape(environment.finalize(environment.getattr(l_1_i, 'format')))
         yield ')</td></tr>'
     l_1_name = l_1_i = l_1_anchor = missing
-    yield '\n</table>\n'
+    yield '\n</table>\n<p class="note">The scorecard\'s own digest cannot be inside it: it is the SHA-256 of scorecard.json\'s bytes, named as <code>scorecard_sha256</code> in the signed statement (scorecard.intoto.jsonl) and printed by engine run and engine verify.</p>\n<h2 id="signature">Signature</h2>\n'
     if (undefined(name='signed') if l_0_signed is missing else l_0_signed):
         pass
-        yield '<p class="note">This page is a projection of scorecard.json, covered by its signature. Verify it with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>'
+        yield '<p>Signed by '
+        if (undefined(name='signer') if l_0_signer is missing else l_0_signer):
+            pass
+            yield 'the key with fingerprint <code class="fingerprint">'
+            yield escape(environment.finalize((undefined(name='signer') if l_0_signer is missing else l_0_signer)))
+            yield '</code> (its keyid: the SHA-256 of the raw Ed25519 public key, as the envelope names it)'
+        else:
+            pass
+            yield "the run's key (its fingerprint was not given to this page)"
+        yield ': scorecard.json.sig signs scorecard.json, and the statement in scorecard.intoto.jsonl names this page and every other evidence file by digest.</p>\n<p class="note">This page is a projection of scorecard.json. A fingerprint says which key signed, not whose it is: verify with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band, never a key shipped beside the evidence.</p>\n<p class="note">When it was signed: <code>generated_at</code> in the signed statement (scorecard.intoto.jsonl), UTC to the second, is asserted by the signer (the runner\'s clock), not verified by anyone; engine verify prints it as the signer asserts it.</p>'
     else:
         pass
         yield '<p class="note" id="unsigned"><strong>Unsigned.</strong> This page is a projection of scorecard.json, which no signature covers: nothing shows who made it or that it is unchanged. A signed run (<code>engine run --key</code>) is verified with\n<code>engine verify scorecard.json --trusted-key runner-signing.pub.pem</code>, pinning the signer\'s public key obtained out of band.</p>'
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=64&31=70&32=72&33=77&35=84&36=88&37=92&38=98&39=104&42=108&44=112&47=142&51=159&52=163&53=166&56=175&57=179&58=190&59=201&60=211&61=223&63=231&64=234&65=237&68=243&70=261&71=271&74=274&78=301&79=311&80=327&81=347&83=355&84=358&85=366&86=373&87=392&88=410&89=413&91=430&92=433&95=446&96=452&97=466&98=476&99=479&102=506&103=512&104=540&105=543&108=558&110=564&114=600&115=615&116=644&117=655&118=669&119=672&121=692&122=707&125=715&126=718&128=720&131=740&136=772&137=776&138=778&139=780&140=782&142=797'
-source_sha256 = '3ed075f32ef7ade9824512ad317daac941fa12fb09a82034864866e9d7aed7be'
+debug_info = '6=75&31=81&32=83&33=88&35=95&36=99&37=103&38=109&39=115&42=121&44=125&47=155&51=172&52=176&53=179&56=188&57=192&58=203&59=214&60=224&61=236&63=244&64=247&65=250&68=256&70=274&71=284&74=287&76=317&79=320&80=330&81=346&82=366&83=379&85=396&87=404&88=407&89=415&90=422&91=441&92=459&93=462&95=479&96=482&99=495&100=501&101=515&102=525&103=528&106=555&107=561&108=589&109=592&112=607&114=613&118=649&119=655&120=670&121=699&122=710&123=724&124=727&126=747&127=762&130=770&131=773&133=775&136=795&141=827&142=831&143=833&144=835&145=837&146=839&150=854'
+source_sha256 = '4a028a0a07aef1ed4ae3b8f7f57003f21d14137ac2be692d06066b64ee0c9d91'
 jinja2_version = '3.1.6'

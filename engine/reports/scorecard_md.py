@@ -10,9 +10,14 @@ from typing import Any
 
 from engine.reports.text import (
     CORRECTED_NOTE,
+    FLAKY_NOTE,
+    GENERATED_AT,
+    RERUN_NOTE,
+    SCORECARD_DIGEST,
     code,
     corrected,
     expected_observed,
+    flaky_named,
     fmt,
     gated_on,
     md,
@@ -38,11 +43,27 @@ def head(card: Card) -> list[str]:
     decision = card["decision"]
     note = " (not a release decision)" if decision in ("TRIAGE", "SELF_TEST") else ""
     e, p = card["evaluation"], card["policy"]
+    s = card["suite"]
     return [f"## {md(titled('evaluation', e['name'], e.get('version')))} · "
             f"{md(titled('policy', p['name'], p['version']))}: **{decision}**{note}", "",
             f"Policy `{code(p['name'])}` version `{code(p['version'])}` (scoring "
-            f"`{code(p.get('scoring_version'))}`), purpose {card['purpose']}, policy_sha256 "
-            f"`{card['policy_sha256']}`."]
+            f"`{code(p.get('scoring_version'))}`), suite `{code(s['name'])}` version "
+            f"`{code(s['version'])}`, purpose {card['purpose']}, policy_sha256 "
+            f"`{card['policy_sha256']}`.", "", *required(card), "", versions(card)]
+
+
+def required(card: Card) -> list[str]:
+    """The categories the policy requires, and those of them without evidence."""
+    def names(listed: list[str]) -> str:
+        return ", ".join(md(n) for n in listed) or "none"
+    return [f"Required categories: {names(card['required_categories'])}. Missing: "
+            f"{names(card['missing_categories'])}."]
+
+
+def versions(card: Card) -> str:
+    return (f"Versions: engine {md(card['engine']['name'])} `{code(card['engine']['version'])}`"
+            f", scorecard format `{code(card['scorecard_version'])}`, scoring "
+            f"`{code(card['policy'].get('scoring_version'))}`.")
 
 
 def categories(card: Card) -> list[str]:
@@ -86,12 +107,11 @@ def reliability(card: Card) -> list[str]:
     rows = []
     for name, b in (card.get("reliability") or {}).items():
         if b:
-            more = b["flaky_count"] - len(b["flaky_cases"])
-            flaky = ", ".join(md(c) for c in b["flaky_cases"]) or "none"
             rows.append([md(name), fmt(b["pass_hat_k"]), b["k"], b["pass_hat_k_cases"],
-                         fmt(b["consistency"]), flaky + (f" and {more} more" if more > 0 else "")])
+                         fmt(b["consistency"]), b["flaky_count"], flaky_named(b, md)])
     return ["### Reliability", "", *_table(["category", "pass^k", "k", "cases", "consistency",
-                                            "flaky cases"], rows)] if rows else []
+                                            "flaky", "flaky cases"], rows),
+            "", FLAKY_NOTE] if rows else []
 
 
 def evidence_checks(card: Card) -> list[str]:
@@ -108,7 +128,7 @@ def evidence_checks(card: Card) -> list[str]:
                      f"failed captures {v['capture_errors']}"
                      + ("; validation failed." if v["failed"] else "."))
     cov = card["coverage"]
-    lines.append(f"- Coverage: {cov['records']} records, {cov['rows']} rows, "
+    lines.append(f"- Coverage: {cov['records']} input records, {cov['rows']} agent rows, "
                  f"{cov['control_rows']} control rows; {cov['cases_observed']} of "
                  f"{cov['cases']} suite cases observed.")
     if cov.get("cases_short_count"):
@@ -119,7 +139,25 @@ def evidence_checks(card: Card) -> list[str]:
     if cov.get("record_problems"):
         problems = ", ".join(f"`{code(k)}` {n}" for k, n in cov["record_problems"].items())
         lines.append(f"- Record problems: {problems}.")
+    grouped = validation_groups(card)
+    if grouped:
+        group, by_group = grouped
+        lines += ["", *_table([md(group), *(k.lower() for k in CLASSES)],
+                              [[md(name), *(n.get(k, 0) for k in CLASSES)]
+                               for name, n in by_group.items()])]
     return lines
+
+
+CLASSES = ("LABELED", "UNLABELED", "INVALID")
+
+
+def validation_groups(card: Card) -> tuple[str, dict[str, dict[str, int]]] | None:
+    """What validation counted rows by (the input format's group: ``dimension`` for
+    assevra-jsonl) and each group's row classes; None when nothing was validated."""
+    for key, counts in (card.get("validation") or {}).items():
+        if key.startswith("by_"):
+            return key[3:], counts
+    return None
 
 
 def comparison(card: Card) -> list[str]:
@@ -217,6 +255,8 @@ def findings(card: Card) -> list[str]:
     if not listed:
         return []
     lines = ["### Findings", ""]
+    if any(f.get("fix") for f in listed):
+        lines += [RERUN_NOTE, ""]
     total = card.get("findings_count", len(listed))
     if total > min(len(listed), FINDINGS_SHOWN):
         lines += [f"{total} findings in all; this summary shows the first "
@@ -225,12 +265,14 @@ def findings(card: Card) -> list[str]:
         said = f"- **{md(f['id'])}** ({f['severity']}"
         said += f", worst {f['worst_status']})" if f.get("worst_status") else ")"
         if f.get("fix"):
-            said += f": {md(f['fix']['action'])}"
+            said += f": {md(f['fix']['title'])}. Fix: {md(f['fix']['action'])}"
         elif f.get("message"):
             said += f": {md(f['message'])}"
         elif needs_no_fix_text(f):
             said += f": {what_failed(f, md)}"
         lines.append(said)
+        if f.get("fix"):
+            lines.append(f"  - Verify: {md(f['fix']['verification'])}")
         said_more = [e for e in f.get("evidence", []) if e not in _STATUSES]
         if said_more:
             lines.append("  - " + "; ".join(md(e) for e in said_more))
@@ -252,34 +294,57 @@ def agent_card(card: Card) -> list[str]:
             "", "Every entry and its evidence is in scorecard.html and scorecard.json."]
 
 
-def foot(card: Card) -> list[str]:
-    return [f"Scorecard rows_sha256 `{card['rows_sha256']}`; verify with "
+def hashes(card: Card) -> list[str]:
+    """Every digest the scorecard records; its own is in the signature files."""
+    def digest(value: Any) -> str:
+        return f"`{code(value)}`" if value else "none"
+    rows = [["policy_sha256", digest(card["policy_sha256"])],
+            ["suite_sha256", digest(card["suite_sha256"])],
+            ["judge_sha256", digest(card.get("judge_sha256"))],
+            *([f"input {md(name)} ({md(i.get('format'))})", digest(i["sha256"])]
+              for name, i in card["inputs"].items()),
+            ["rows_sha256 (rows.jsonl)", digest(card["rows_sha256"])],
+            ["findings_sha256 (findings.jsonl)", digest(card["findings_sha256"])]]
+    return ["### Hashes", "", *_table(["digest", "SHA-256"], rows), "", SCORECARD_DIGEST]
+
+
+def foot(card: Card, signer: str = "") -> list[str]:
+    key = (f"the key with fingerprint `{code(signer)}` (its keyid: the SHA-256 of the raw "
+           "Ed25519 public key, as the envelope names it)" if signer else
+           "the run's key (its fingerprint was not given to this report)")
+    return ["### Signature", "",
+            f"Signed by {key}: scorecard.json.sig signs scorecard.json, and the statement in "
+            "scorecard.intoto.jsonl names this report and every other evidence file by "
+            "digest. A fingerprint says which key signed, not whose it is: verify with "
             "`engine verify scorecard.json --trusted-key runner-signing.pub.pem`, "
             "pinning the signer's public key obtained out of band, never a key shipped "
-            "beside the evidence."]
+            "beside the evidence.", "", GENERATED_AT]
 
 
 SECTIONS: tuple[Callable[[Card], list[str]], ...] = (
     head, categories, reasons, caveats, reliability, evidence_checks, comparison, calibration,
     provenance, waivers,
     findings,
-    agent_card, foot)
+    agent_card, hashes, foot)
 
 
-def unsigned_foot(card: Card) -> list[str]:
-    return [f"**Unsigned.** Scorecard rows_sha256 `{card['rows_sha256']}`; no signature covers "
+def unsigned_foot(card: Card, signer: str = "") -> list[str]:
+    return ["### Signature", "",
+            "**Unsigned.** No signature covers "
             "this report or scorecard.json, so nothing shows who made them or that they are "
-            "unchanged. A signed run (`engine run --key`) is verified with `engine verify "
+            "unchanged, and there is no signing time. A signed run (`engine run --key`) is "
+            "verified with `engine verify "
             "scorecard.json --trusted-key runner-signing.pub.pem`, pinning the signer's "
             "public key obtained out of band."]
 
 
-def markdown(card: Card, signed: bool = True) -> str:
+def markdown(card: Card, signed: bool = True, signer: str = "") -> str:
     """scorecard.md, ready for a CI step summary (``signed``: whether a signature will
-    cover it; the footer says which)."""
+    cover it; ``signer``: the fingerprint of the key that will sign; the last section says
+    which)."""
     lines: list[str] = []
     for section in SECTIONS if signed else (*SECTIONS[:-1], unsigned_foot):
-        part = section(card)
+        part = section(card, signer) if section in (foot, unsigned_foot) else section(card)
         if part:
             lines += [*part, ""]
         if section is head and not signed:  # said first, not only in the last paragraph

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from engine.stats import FLAKY_LISTED
+
 SHOWN = 400  # characters of one expected/observed value a report shows (rows.jsonl has more)
 GATED_ON = {"point": "point estimate", "wilson_lower": "Wilson lower bound"}
 
@@ -34,6 +36,31 @@ def titled(kind: str, name: Any, version: Any) -> str:
         return f"{kind} {name}"
     said = str(version)
     return f"{kind} {name} {said if said[:1] in ('v', 'V') else 'v' + said}"
+
+
+RERUN_NOTE = ("Scoring output captured before a change again (a rerun over the old records, "
+              "or a judge replay of them) does not verify the changed agent: a fix is "
+              "verified only when the changed agent runs the declared suite again and that "
+              "new output is scored.")
+SCORECARD_DIGEST = (
+    "The scorecard's own digest cannot be inside it: it is the SHA-256 of scorecard.json's "
+    "bytes, named as `scorecard_sha256` in the signed statement (scorecard.intoto.jsonl) and "
+    "printed by engine run and engine verify.")
+GENERATED_AT = (
+    "When it was signed: `generated_at` in the signed statement (scorecard.intoto.jsonl), "
+    "UTC to the second, is asserted by the signer (the runner's clock), not verified by "
+    "anyone; engine verify prints it as the signer asserts it.")
+FLAKY_NOTE = (f"flaky: every case whose scored trials both passed and failed. The scorecard "
+              f"names at most {FLAKY_LISTED} of them per category, the first by case id "
+              "(`flaky_cases`); `flaky_count` counts them all.")
+
+
+def flaky_named(block: dict[str, Any], escape: Callable[[Any], str] = str) -> str:
+    """The flaky cases a reliability block names, saying when they are only the first of
+    more (the scorecard lists FLAKY_LISTED)."""
+    named, count = block["flaky_cases"], block["flaky_count"]
+    listed = ", ".join(escape(c) for c in named) or "none"
+    return f"first {len(named)} of {count}: {listed}" if count > len(named) else listed
 
 
 def gated_on(category: dict[str, Any]) -> str:

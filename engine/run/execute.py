@@ -392,7 +392,9 @@ def _write(run: _Run, outcome: Decision) -> None:
             evidence.validation_report(evaluation, run.tally, outcome.validation))
         staging.write("validation.json", checked)
         subjects["validation.json"] = hashlib.sha256(checked).hexdigest()
-    for name, data in reports.project(card, run.options.key is not None).items():
+    key = run.options.key  # the reports name its fingerprint: they are signed subjects
+    for name, data in reports.project(card, key is not None,
+                                      signing.keyid(key.public_key()) if key else "").items():
         staging.write(name, data)
         subjects[name] = hashlib.sha256(data).hexdigest()
     subjects |= {f"inputs/{name}": meta["sha256"] for name, meta in run.inputs.items()}

@@ -4033,7 +4033,7 @@ SHIPPED = {
     'evaluation': ('d9602b1e7fb24bd130ce552070e7fc74a499f0aee2d3a789f3f346a0083c6c53', _e27),
     'policy': ('e8c193efb86ec34194014033c9de704bcfef34a65e619f215c8f109e0472498f', _e81),
     'policytest': ('d204836be8bacfa1dc48864e44d96fc7c9e432991d41d07b61f446ba643e2556', _e165),
-    'scorecard': ('15e3b4c0e808e4951858e80663186c9c14ca563379a4acda80af76fa3c17aef9', _e192),
+    'scorecard': ('42786da5e91e0d1cca3940c451139d526ece7cdbb3058836689855fe55c8d363', _e192),
     'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e353),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
