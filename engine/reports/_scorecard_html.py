@@ -13,6 +13,8 @@ def root(context, missing=missing):
     l_0_signed = resolve('signed')
     l_0_legend = resolve('legend')
     l_0_not_included = resolve('not_included')
+    l_0_n3 = resolve('n3')
+    l_0_test = resolve('test')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
     l_0_cal = l_0_prov = l_0_total = missing
@@ -23,41 +25,59 @@ def root(context, missing=missing):
         def t_1(*unused):
             raise TemplateRuntimeError("No filter named 'fmt' found.")
     try:
-        t_2 = environment.filters['join']
+        t_2 = environment.filters['format']
     except KeyError:
         @internalcode
         def t_2(*unused):
-            raise TemplateRuntimeError("No filter named 'join' found.")
+            raise TemplateRuntimeError("No filter named 'format' found.")
     try:
-        t_3 = environment.filters['length']
+        t_3 = environment.filters['join']
     except KeyError:
         @internalcode
         def t_3(*unused):
-            raise TemplateRuntimeError("No filter named 'length' found.")
+            raise TemplateRuntimeError("No filter named 'join' found.")
     try:
-        t_4 = environment.filters['list']
+        t_4 = environment.filters['length']
     except KeyError:
         @internalcode
         def t_4(*unused):
-            raise TemplateRuntimeError("No filter named 'list' found.")
+            raise TemplateRuntimeError("No filter named 'length' found.")
     try:
-        t_5 = environment.filters['reject']
+        t_5 = environment.filters['list']
     except KeyError:
         @internalcode
         def t_5(*unused):
-            raise TemplateRuntimeError("No filter named 'reject' found.")
+            raise TemplateRuntimeError("No filter named 'list' found.")
     try:
-        t_6 = environment.filters['replace']
+        t_6 = environment.filters['reject']
     except KeyError:
         @internalcode
         def t_6(*unused):
-            raise TemplateRuntimeError("No filter named 'replace' found.")
+            raise TemplateRuntimeError("No filter named 'reject' found.")
     try:
-        t_7 = environment.filters['safe']
+        t_7 = environment.filters['replace']
     except KeyError:
         @internalcode
         def t_7(*unused):
+            raise TemplateRuntimeError("No filter named 'replace' found.")
+    try:
+        t_8 = environment.filters['safe']
+    except KeyError:
+        @internalcode
+        def t_8(*unused):
             raise TemplateRuntimeError("No filter named 'safe' found.")
+    try:
+        t_9 = environment.tests['none']
+    except KeyError:
+        @internalcode
+        def t_9(*unused):
+            raise TemplateRuntimeError("No test named 'none' found.")
+    try:
+        t_10 = environment.tests['sameas']
+    except KeyError:
+        @internalcode
+        def t_10(*unused):
+            raise TemplateRuntimeError("No test named 'sameas' found.")
     pass
     yield '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">\n<title>'
     yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'evaluation', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name'), context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'get'), 'version'))))
@@ -155,9 +175,9 @@ def root(context, missing=missing):
         pass
         yield '<p>No condition holds against this run.</p>'
     yield '\n<p>Required categories: '
-    yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'required_categories'), ', ') or 'none')))
+    yield escape(environment.finalize((t_3(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'required_categories'), ', ') or 'none')))
     yield '. Missing: '
-    yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'missing_categories'), ', ') or 'none')))
+    yield escape(environment.finalize((t_3(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'missing_categories'), ', ') or 'none')))
     yield '.</p>\n'
     if context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'caveats'):
         pass
@@ -236,7 +256,7 @@ def root(context, missing=missing):
         yield '">'
         yield escape(environment.finalize(l_1_name))
         yield '</a></td><td>'
-        yield escape(environment.finalize(t_7(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
+        yield escape(environment.finalize(t_8(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
         yield '</td></tr>\n'
     l_1_name = l_1_c = l_1_anchor = l_1_interval_svg = missing
     yield '</table>\n'
@@ -269,11 +289,11 @@ def root(context, missing=missing):
                 yield '</td><td class="num">'
                 yield escape(environment.finalize(t_1(environment.getattr(l_1_b, 'consistency'))))
                 yield '</td><td>'
-                yield escape(environment.finalize(t_2(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ')))
-                if (environment.getattr(l_1_b, 'flaky_count') > t_3(environment.getattr(l_1_b, 'flaky_cases'))):
+                yield escape(environment.finalize(t_3(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ')))
+                if (environment.getattr(l_1_b, 'flaky_count') > t_4(environment.getattr(l_1_b, 'flaky_cases'))):
                     pass
                     yield ' and '
-                    yield escape(environment.finalize((environment.getattr(l_1_b, 'flaky_count') - t_3(environment.getattr(l_1_b, 'flaky_cases')))))
+                    yield escape(environment.finalize((environment.getattr(l_1_b, 'flaky_count') - t_4(environment.getattr(l_1_b, 'flaky_cases')))))
                     yield ' more'
                 yield '</td></tr>'
             yield '\n'
@@ -336,6 +356,34 @@ def root(context, missing=missing):
     yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'):
         pass
+        def macro(l_1_v, l_1_signed):
+            t_11 = []
+            if l_1_v is missing:
+                l_1_v = undefined("parameter 'v' was not provided", name='v')
+            if l_1_signed is missing:
+                l_1_signed = False
+            pass
+            if ((t_9(l_1_v) or t_10(l_1_v, True)) or t_10(l_1_v, False)):
+                pass
+                t_11.append(
+                    '–',
+                )
+            elif l_1_signed:
+                pass
+                t_11.append(
+                    escape(environment.finalize(t_2('%+.3f', l_1_v))),
+                )
+            else:
+                pass
+                t_11.append(
+                    escape(environment.finalize(t_2('%.3f', l_1_v))),
+                )
+            return concat(t_11)
+        context.exported_vars.add('n3')
+        context.vars['n3'] = l_0_n3 = Macro(environment, macro, 'n3', ('v', 'signed'), False, False, False, context.eval_ctx.autoescape)
+        l_0_test = context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'test')
+        context.vars['test'] = l_0_test
+        context.exported_vars.add('test')
         yield '<h2>Comparison with the baseline</h2>\n<p>Status <strong>'
         yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'status')))
         yield '</strong>'
@@ -343,7 +391,7 @@ def root(context, missing=missing):
             pass
             yield ' (required)'
         yield '; regressed: '
-        yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'regressed')))
+        yield escape(environment.finalize(('yes' if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'regressed') else 'no')))
         yield '.\n'
         for l_1_reason in environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'reasons'):
             _loop_vars = {}
@@ -388,11 +436,36 @@ def root(context, missing=missing):
                 yield escape(environment.finalize(l_1_r))
             l_1_r = missing
             yield '.'
+        yield '\n'
+        if (undefined(name='test') if l_0_test is missing else l_0_test):
+            pass
+            yield 'Regressed and improved are decided by the paired test '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'test')))
+            yield ' at alpha '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'alpha')))
+            yield ', multiplicity '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'multiplicity')))
+            yield ', clusters by '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'cluster_by')))
+            if context.call(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'get'), 'bootstrap'):
+                pass
+                yield ', '
+                yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'bootstrap'), 'iterations')))
+                yield ' bootstrap resamples with seed '
+                yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'bootstrap'), 'seed')))
+            yield '.'
         yield '</p>\n'
         if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'):
             pass
-            yield '<table><tr><th>category</th><th>status</th><th class="num">rate</th><th class="num">baseline</th><th class="num">McNemar p</th></tr>\n'
+            yield '<table><tr><th>category</th><th>status</th><th class="num">rate</th><th class="num">baseline</th><th class="num">delta</th>'
+            if (undefined(name='test') if l_0_test is missing else l_0_test):
+                pass
+                yield '<th class="num">pairs</th><th class="num">b (pass→fail)</th><th class="num">c (fail→pass)</th><th class="num">unpaired now / baseline</th><th class="num">unscored now / baseline</th><th class="num">p</th><th class="num">p adjusted</th>'
+            yield '<th class="num">McNemar p (§7.3)</th></tr>\n'
             for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'), 'items')):
+                l_1_t = resolve('t')
+                l_1_up = resolve('up')
+                l_1_us = resolve('us')
                 _loop_vars = {}
                 pass
                 yield '<tr><td>'
@@ -400,13 +473,43 @@ def root(context, missing=missing):
                 yield '</td><td>'
                 yield escape(environment.finalize(environment.getattr(l_1_c, 'status')))
                 yield '</td><td class="num">'
-                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'rate'))))
+                yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), environment.getattr(l_1_c, 'rate'), _loop_vars=_loop_vars)))
                 yield '</td><td class="num">'
-                yield escape(environment.finalize(t_1(context.call(environment.getattr(l_1_c, 'get'), 'baseline_rate', _loop_vars=_loop_vars))))
+                yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr(l_1_c, 'get'), 'baseline_rate', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
                 yield '</td><td class="num">'
-                yield escape(environment.finalize((t_1(environment.getattr(environment.getattr(l_1_c, 'mcnemar'), 'p')) if context.call(environment.getattr(l_1_c, 'get'), 'mcnemar', _loop_vars=_loop_vars) else '')))
+                yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr(l_1_c, 'get'), 'delta', _loop_vars=_loop_vars), True, _loop_vars=_loop_vars)))
+                yield '</td>'
+                if (undefined(name='test') if l_0_test is missing else l_0_test):
+                    pass
+                    l_1_t = (context.call(environment.getattr(l_1_c, 'get'), 'paired', _loop_vars=_loop_vars) or {})
+                    _loop_vars['t'] = l_1_t
+                    l_1_up = (context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'unpaired', _loop_vars=_loop_vars) or {})
+                    _loop_vars['up'] = l_1_up
+                    l_1_us = (context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'unscored', _loop_vars=_loop_vars) or {})
+                    _loop_vars['us'] = l_1_us
+                    yield '<td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'pairs', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'b', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'c', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='up') if l_1_up is missing else l_1_up), 'get'), 'current', '–', _loop_vars=_loop_vars)))
+                    yield ' / '
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='up') if l_1_up is missing else l_1_up), 'get'), 'baseline', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='us') if l_1_us is missing else l_1_us), 'get'), 'current', '–', _loop_vars=_loop_vars)))
+                    yield ' / '
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='us') if l_1_us is missing else l_1_us), 'get'), 'baseline', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'p_value', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'p_adjusted', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
+                    yield '</td>'
+                yield '<td class="num">'
+                yield escape(environment.finalize((context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), environment.getattr(environment.getattr(l_1_c, 'mcnemar'), 'p'), _loop_vars=_loop_vars) if context.call(environment.getattr(l_1_c, 'get'), 'mcnemar', _loop_vars=_loop_vars) else '–')))
                 yield '</td></tr>\n'
-            l_1_name = l_1_c = missing
+            l_1_name = l_1_c = l_1_t = l_1_up = l_1_us = missing
             yield '</table>'
         yield '\n'
         if context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'fixes'):
@@ -491,7 +594,7 @@ def root(context, missing=missing):
     if (undefined(name='prov') if l_0_prov is missing else l_0_prov):
         pass
         yield '<h2>Provenance</h2>\n<p>Specs: <strong>'
-        yield escape(environment.finalize(t_6(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
+        yield escape(environment.finalize(t_7(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
         yield '</strong>'
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signer'):
             pass
@@ -508,7 +611,7 @@ def root(context, missing=missing):
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'files'):
             pass
             yield '; '
-            yield escape(environment.finalize(t_3(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'files'))))
+            yield escape(environment.finalize(t_4(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'files'))))
             yield ' file(s) loaded'
         yield '.'
         for l_1_d in context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'differences', []):
@@ -562,7 +665,7 @@ def root(context, missing=missing):
                 pass
                 yield escape(environment.finalize(l_2_k))
                 yield ': '
-                yield escape(environment.finalize(t_2(context.eval_ctx, l_2_v, ', ')))
+                yield escape(environment.finalize(t_3(context.eval_ctx, l_2_v, ', ')))
                 if (not environment.getattr(l_2_loop, 'last')):
                     pass
                     yield '; '
@@ -579,13 +682,13 @@ def root(context, missing=missing):
         l_1_loop = l_1_w = missing
         yield '</table>'
     yield '\n\n<h2 id="findings">Findings</h2>\n'
-    l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
+    l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_4(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
     context.vars['total'] = l_0_total
     context.exported_vars.add('total')
-    if ((undefined(name='total') if l_0_total is missing else l_0_total) > t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))):
+    if ((undefined(name='total') if l_0_total is missing else l_0_total) > t_4(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))):
         pass
         yield '<p class="note">Showing '
-        yield escape(environment.finalize(t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))))
+        yield escape(environment.finalize(t_4(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))))
         yield ' of '
         yield escape(environment.finalize((undefined(name='total') if l_0_total is missing else l_0_total)))
         yield ' findings; findings.jsonl beside the scorecard holds all of them (findings_sha256 <code>'
@@ -593,7 +696,7 @@ def root(context, missing=missing):
         yield '</code>).</p>'
     yield '\n'
     l_1_loop = missing
-    t_8 = 1
+    t_12 = 1
     for l_1_f, l_1_loop in LoopContext(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'), undefined):
         l_1_finding_ids = resolve('finding_ids')
         l_1_anchor = resolve('anchor')
@@ -634,7 +737,7 @@ def root(context, missing=missing):
             yield escape(environment.finalize(context.call((undefined(name='what_failed') if l_1_what_failed is missing else l_1_what_failed), l_1_f, _loop_vars=_loop_vars)))
             yield '</p>'
         yield '\n'
-        l_1_said = t_4(context.eval_ctx, t_5(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
+        l_1_said = t_5(context.eval_ctx, t_6(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
         _loop_vars['said'] = l_1_said
         if (undefined(name='said') if l_1_said is missing else l_1_said):
             pass
@@ -686,11 +789,11 @@ def root(context, missing=missing):
             yield escape(environment.finalize(context.call((undefined(name='no_fix') if l_1_no_fix is missing else l_1_no_fix), l_1_f, _loop_vars=_loop_vars)))
             yield '</p>'
         yield '\n<p class="note">rows: '
-        yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
+        yield escape(environment.finalize(t_3(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
-        t_8 = 0
+        t_12 = 0
     l_1_loop = l_1_f = l_1_finding_ids = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
-    if t_8:
+    if t_12:
         pass
         yield '<p>No findings.</p>'
     yield '\n\n'
@@ -785,6 +888,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=62&31=68&32=70&33=75&35=82&36=86&37=90&38=96&39=102&42=106&44=110&47=140&51=157&52=161&53=164&57=173&58=183&59=194&60=204&61=210&64=218&67=224&69=242&70=252&73=255&77=282&78=292&79=308&80=328&82=336&83=339&84=347&85=354&86=373&87=391&88=394&90=411&91=414&94=427&95=433&96=447&97=457&98=460&101=487&102=493&103=521&104=524&107=539&109=545&113=581&114=596&115=625&116=636&117=650&118=653&120=673&121=688&124=696&125=699&127=701&130=721&135=753&136=757&137=759&138=761&139=763&141=778'
-source_sha256 = '15d322c2924fb651301b29c40b46c0de2cff899a6ed2471ae315e1e0c4f186ff'
+debug_info = '6=82&31=88&32=90&33=95&35=102&36=106&37=110&38=116&39=122&42=126&44=130&47=160&51=177&52=181&53=184&57=193&58=203&59=214&60=224&61=230&64=238&67=244&69=262&70=272&73=275&77=302&78=312&79=328&80=348&82=356&83=387&84=395&85=402&86=421&87=439&88=457&89=464&91=514&92=517&95=530&96=536&97=550&98=560&99=563&102=590&103=596&104=624&105=627&108=642&110=648&114=684&115=699&116=728&117=739&118=753&119=756&121=776&122=791&125=799&126=802&128=804&131=824&136=856&137=860&138=862&139=864&140=866&142=881'
+source_sha256 = 'e5ffa31b7b2f711ad11781a1579eb925a45e5728287f65e3e263f6d8395bbb93'
 jinja2_version = '3.1.6'
