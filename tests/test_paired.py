@@ -7,8 +7,8 @@ Expected numbers are worked out by hand here, or by an independent implementatio
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -313,9 +313,25 @@ def test_bad_comparison_settings_are_located_spec_errors(
     assert f"{code}: {path}" in err
 
 
-def test_holm_family_is_the_categories_the_test_decides() -> None:
-    entries = paired.run(paired.Settings(test="mcnemar_midp", multiplicity="holm"),
-                         b"", b"", ["a"], set())
-    assert entries["a"]["p_adjusted"] is None and entries["a"]["reason"] == "no pairs"
+def test_what_could_not_be_tested_is_untested_and_a_required_comparison_incomplete(
+        tmp_path: Path) -> None:
+    from engine.decide.decision import _comparison_reasons
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(b'{"unit": "u1", "case": "k", "category": "a", "status": "PASS"}\n'
+                     b'{"unit": "u2", "case": "k", "category": "a", "status": "ERROR"}\n')
+    good = hashlib.sha256(rows.read_bytes()).hexdigest()
+    assert paired.read_counts(rows, good) == {"a": {"k": [1, 0, 1]}}
+    # the baseline's rows are not the bytes its signed scorecard names: nothing is paired
+    assert paired.read_counts(rows, "0" * 64) is None
+    assert paired.read_counts(tmp_path / "absent.jsonl", good) is None
+    settings = paired.Settings(test="mcnemar_midp", multiplicity="holm")
+    entries = paired.run(settings, {"a": {"k": [1, 0, 0]}}, None, ["a"], {"a"})
+    assert entries["a"]["p_value"] is None and "rows.jsonl" in entries["a"]["reason"]
     assert paired.verdict(entries["a"], 0.05) == "untested"
-    assert math.isclose(paired.midp(1, 0), 0.5)
+    entries = paired.run(settings, {}, {}, ["a"], {"a"})  # no pairs
+    assert entries["a"]["reason"] == "no pairs" and entries["a"]["p_adjusted"] is None
+    block = {"status": "comparable", "reasons": [], "regressed": False,
+             "categories": {"a": {"status": "untested"}, "b": {"status": "stable"}}}
+    [reason] = _comparison_reasons(block)
+    assert (reason.decision, reason.code) == ("INCOMPLETE", "COMPARISON_UNTESTED")
+    assert reason.message.endswith("for a")

@@ -171,9 +171,13 @@ def _tests(card: dict[str, Any], base: dict[str, Any], baseline: Path | None, ro
             names.append(name)
             if _first(now, before) is None:
                 family.add(name)
-    current = rows.read_bytes()
-    before_rows = paired_test.rows_bytes(baseline.parent / "rows.jsonl", base.get("rows_sha256"))
-    return paired_test.run(settings, current, before_rows, names, family)
+    digest = base.get("rows_sha256")
+    before = paired_test.read_counts(baseline.parent / "rows.jsonl",
+                                     digest if isinstance(digest, str) else "")
+    now = paired_test.read_counts(rows)
+    if now is None:
+        raise OSError(f"this run's rows could not be read again: {rows}")
+    return paired_test.run(settings, now, before, names, family)
 
 
 def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519PublicKey],

@@ -32,8 +32,10 @@ import hashlib
 import json
 import math
 import random
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 TESTS = ("wilson_lower", "mcnemar_midp", "paired_bootstrap")
 DEFAULT_ITERATIONS = 10000
@@ -108,10 +110,10 @@ def bootstrap(clusters: list[tuple[int, int]], iterations: int, seed: int) -> fl
     return min(1.0, 2 * min(1 + low, 1 + high) / (iterations + 1))
 
 
-def counts(data: bytes) -> Counts:
+def counts(lines: Iterable[bytes]) -> Counts:
     """Per category and case of the agent's rows: [passes, fails, unscored]."""
     out: Counts = {}
-    for line in data.splitlines():
+    for line in lines:
         if not line.strip():
             continue
         row = json.loads(line)
@@ -121,6 +123,26 @@ def counts(data: bytes) -> Counts:
         case = str(row["unit"]) if case is None else str(case)
         cell = out.setdefault(row["category"], {}).setdefault(case, [0, 0, 0])
         cell[SCORED.index(row["status"]) if row["status"] in SCORED else 2] += 1
+    return out
+
+
+def read_counts(path: Path, digest: str | None = None) -> Counts | None:
+    """The counts of a rows.jsonl, read once as a stream; with ``digest``, None unless the
+    bytes read are the ones it names (the baseline's signed ``rows_sha256``), or when the
+    file cannot be read."""
+    hasher = hashlib.sha256()
+
+    def lines(handle: BinaryIO) -> Iterator[bytes]:
+        for line in handle:
+            hasher.update(line)
+            yield line
+    try:
+        with path.open("rb") as handle:
+            out = counts(lines(handle))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if digest is not None and hasher.hexdigest() != digest:
+        return None
     return out
 
 
@@ -144,29 +166,16 @@ def pair(now: dict[str, list[int]], before: dict[str, list[int]]) -> dict[str, A
     return {"cases": cases, "unpaired": unpaired, "unscored": unscored}
 
 
-def rows_bytes(path: Any, digest: Any) -> bytes | None:
-    """The baseline's rows.jsonl, read once and checked against the signed ``rows_sha256``
-    (None when it is missing or is not those bytes)."""
-    try:
-        data: bytes = path.read_bytes()
-    except OSError:
-        return None
-    if not isinstance(digest, str) or hashlib.sha256(data).hexdigest() != digest:
-        return None
-    return data
-
-
-def run(settings: Settings, current: bytes, baseline: bytes | None, names: list[str],
+def run(settings: Settings, now: Counts, before: Counts | None, names: list[str],
         family: set[str]) -> dict[str, dict[str, Any]]:
     """The ``paired`` entry of each named category; ``family``: the categories the test
     decides (the others' status came first), adjusted together under ``holm`` (p_adjusted
     is null outside it). With no readable baseline rows, each entry says it could not be
     computed."""
-    if baseline is None:
+    if before is None:
         return {n: {"test": settings.test, "p_value": None, "p_adjusted": None,
                     "reason": "the baseline's rows.jsonl is missing or is not the bytes its "
                               "signed scorecard names"} for n in names}
-    now, before = counts(current), counts(baseline)
     out: dict[str, dict[str, Any]] = {}
     for name in names:
         paired = pair(now.get(name, {}), before.get(name, {}))
