@@ -190,7 +190,7 @@ def test_markdown_carries_comparison_validation_controls_and_agent_card(
                                str(base / "scorecard.json"))
     md = (out / "scorecard.md").read_text()
     comparison = _section(md, "Comparison with the baseline")
-    assert "Status **comparable**; regressed: true." in comparison
+    assert "Status **comparable**; regressed: yes." in comparison
     assert "| tool_call | now failing |" in comparison and "| pii | stable |" in comparison
     assert card["comparison"]["baseline"]["scorecard_sha256"] in comparison
     checks = _section(md, "Controls, validation and coverage")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.decide import fixcheck
+from engine.decide import paired as paired_test
 from engine.decide.lattice import included
 from engine.errors import EngineError, FormulaError, VerifyError
 from engine.evidence.verify import read_file, verify
@@ -126,8 +127,9 @@ def _paired(current: Path, baseline: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
-            rules: dict[str, Any], z: float) -> str:
+def _first(now: dict[str, Any], base: dict[str, Any] | None) -> str | None:
+    """Steps 1-4 of agent-release-gate §10 (new, skipped, now failing, now passing), or
+    None when the rule or the paired test decides."""
     if base is None or not included(base):
         return "new"
     if "SKIPPED" in (now["state"], base["state"]):
@@ -136,6 +138,15 @@ def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
         return "now failing"
     if base["state"] != "MET" and now["state"] == "MET":
         return "now passing"
+    return None
+
+
+def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
+            rules: dict[str, Any], z: float) -> str:
+    first = _first(now, base)
+    if first is not None:
+        return first
+    assert base is not None
     env = {"rate": now["rate"], "baseline_rate": base.get("rate"),
            "baseline_lower": base.get("wilson_lower"), "baseline_upper": base.get("wilson_upper"),
            "$wilson_z": z}
@@ -148,12 +159,37 @@ def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
     return "stable"
 
 
+def _tests(card: dict[str, Any], base: dict[str, Any], baseline: Path | None, rows: Path,
+           settings: paired_test.Settings | None) -> dict[str, dict[str, Any]]:
+    """The paired test's entry of each category present in both runs ({} without one)."""
+    if settings is None or not settings.paired or baseline is None:
+        return {}
+    names, family = [], set()
+    for name, now in card["categories"].items():
+        before = base.get("categories", {}).get(name)
+        if included(now) and before is not None and included(before):
+            names.append(name)
+            if _first(now, before) is None:
+                family.add(name)
+    digest = base.get("rows_sha256")
+    before = paired_test.read_counts(baseline.parent / "rows.jsonl",
+                                     digest if isinstance(digest, str) else "")
+    now = paired_test.read_counts(rows)
+    if now is None:
+        raise OSError(f"this run's rows could not be read again: {rows}")
+    return paired_test.run(settings, now, before, names, family)
+
+
 def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519PublicKey],
-            rows: Path, rules: dict[str, Any], z: float) -> dict[str, Any]:
-    """The comparison block of a scorecard against its baseline."""
+            rows: Path, rules: dict[str, Any], z: float,
+            settings: paired_test.Settings | None = None) -> dict[str, Any]:
+    """The comparison block of a scorecard against its baseline; under a paired test
+    (``settings``) the test decides steps 5 and 6 (engine/decide/paired.py)."""
     status, reasons, base = _baseline(baseline, keys)
     block: dict[str, Any] = {"status": status, "reasons": reasons, "regressed": False,
                              "baseline": None, "categories": {}}
+    if settings is not None and settings.paired:
+        block["test"] = settings.record()
     if status != "comparable":
         return block
     block["baseline"] = {**base["_verified"], "decision": base["decision"],
@@ -166,6 +202,7 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
         block.update(status="incompatible", reasons=incompatible)
         return block
     paired = _paired(rows, baseline.parent / "rows.jsonl") if baseline else {}
+    tests = _tests(card, base, baseline, rows, settings)
     for name, now in card["categories"].items():
         if not included(now):
             continue
@@ -176,6 +213,11 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
             entry["delta"] = entry["rate"] - entry["baseline_rate"]
         if name in paired:
             entry["mcnemar"] = paired[name]
+        if name in tests and settings is not None:
+            entry["paired"] = tests[name]
+            if _first(now, before) is None:
+                entry["status"] = paired_test.verdict(tests[name], settings.alpha)
+            tests[name]["status"] = entry["status"]
         block["categories"][name] = entry
     block["regressed"] = any(e["status"] in ("now failing", "regressed")
                              for e in block["categories"].values()) or (

@@ -137,12 +137,16 @@ def _comparison_reasons(block: dict[str, Any]) -> list[Reason]:
         return [Reason(INCOMPLETE, _BASELINE[block["status"]], path,
                        f"the required baseline is {block['status']}: "
                        + "; ".join(block["reasons"]))]
+    untested = [n for n, c in block["categories"].items() if c["status"] == "untested"]
+    out = [Reason(INCOMPLETE, "COMPARISON_UNTESTED", "policy:spec.gate.comparison.test",
+                  "the paired test could not be computed for " + ", ".join(untested))
+           ] if untested else []
     if not block["regressed"]:
-        return []
+        return out
     worse = [n for n, c in block["categories"].items()
              if c["status"] in ("now failing", "regressed")]
     return [Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
-                   (f": {', '.join(worse)}" if worse else " (it was PASS)"))]
+                   (f": {', '.join(worse)}" if worse else " (it was PASS)")), *out]
 
 
 def waiver_block(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:

@@ -83,11 +83,12 @@ def newest(folder: Path, label: str, keys: list[Ed25519PublicKey]) -> tuple[Path
 
 
 def compare(card: dict[str, Any], folder: Path, label: str, keys: list[Ed25519PublicKey],
-            rows: Path, rules: dict[str, Any], z: float) -> dict[str, Any]:
+            rows: Path, rules: dict[str, Any], z: float,
+            settings: Any = None) -> dict[str, Any]:
     """The comparison block against the newest verified scorecard labelled ``label``;
     ``selection`` says what was looked for and how many scorecards were skipped."""
     chosen, skipped = newest(folder, label, keys)
-    block = baseline.compare(card, chosen, keys, rows, rules, z)
+    block = baseline.compare(card, chosen, keys, rows, rules, z, settings)
     if not keys:
         block.update(status="untrusted",
                      reasons=["no trusted key is configured to verify a baseline"])

@@ -18,6 +18,8 @@ def root(context, missing=missing):
     l_0_flaky_listed = resolve('flaky_listed')
     l_0_groups = resolve('groups')
     l_0_classes = resolve('classes')
+    l_0_n3 = resolve('n3')
+    l_0_test = resolve('test')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
     l_0_rerun_note = resolve('rerun_note')
@@ -30,47 +32,65 @@ def root(context, missing=missing):
         def t_1(*unused):
             raise TemplateRuntimeError("No filter named 'fmt' found.")
     try:
-        t_2 = environment.filters['join']
+        t_2 = environment.filters['format']
     except KeyError:
         @internalcode
         def t_2(*unused):
-            raise TemplateRuntimeError("No filter named 'join' found.")
+            raise TemplateRuntimeError("No filter named 'format' found.")
     try:
-        t_3 = environment.filters['length']
+        t_3 = environment.filters['join']
     except KeyError:
         @internalcode
         def t_3(*unused):
-            raise TemplateRuntimeError("No filter named 'length' found.")
+            raise TemplateRuntimeError("No filter named 'join' found.")
     try:
-        t_4 = environment.filters['list']
+        t_4 = environment.filters['length']
     except KeyError:
         @internalcode
         def t_4(*unused):
-            raise TemplateRuntimeError("No filter named 'list' found.")
+            raise TemplateRuntimeError("No filter named 'length' found.")
     try:
-        t_5 = environment.filters['lower']
+        t_5 = environment.filters['list']
     except KeyError:
         @internalcode
         def t_5(*unused):
-            raise TemplateRuntimeError("No filter named 'lower' found.")
+            raise TemplateRuntimeError("No filter named 'list' found.")
     try:
-        t_6 = environment.filters['reject']
+        t_6 = environment.filters['lower']
     except KeyError:
         @internalcode
         def t_6(*unused):
-            raise TemplateRuntimeError("No filter named 'reject' found.")
+            raise TemplateRuntimeError("No filter named 'lower' found.")
     try:
-        t_7 = environment.filters['replace']
+        t_7 = environment.filters['reject']
     except KeyError:
         @internalcode
         def t_7(*unused):
-            raise TemplateRuntimeError("No filter named 'replace' found.")
+            raise TemplateRuntimeError("No filter named 'reject' found.")
     try:
-        t_8 = environment.filters['safe']
+        t_8 = environment.filters['replace']
     except KeyError:
         @internalcode
         def t_8(*unused):
+            raise TemplateRuntimeError("No filter named 'replace' found.")
+    try:
+        t_9 = environment.filters['safe']
+    except KeyError:
+        @internalcode
+        def t_9(*unused):
             raise TemplateRuntimeError("No filter named 'safe' found.")
+    try:
+        t_10 = environment.tests['none']
+    except KeyError:
+        @internalcode
+        def t_10(*unused):
+            raise TemplateRuntimeError("No test named 'none' found.")
+    try:
+        t_11 = environment.tests['sameas']
+    except KeyError:
+        @internalcode
+        def t_11(*unused):
+            raise TemplateRuntimeError("No test named 'sameas' found.")
     pass
     yield '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">\n<title>'
     yield escape(environment.finalize(context.call((undefined(name='titled') if l_0_titled is missing else l_0_titled), 'evaluation', environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'name'), context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'evaluation'), 'get'), 'version'))))
@@ -170,9 +190,9 @@ def root(context, missing=missing):
         pass
         yield '<p>No condition holds against this run.</p>'
     yield '\n<p>Required categories: '
-    yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'required_categories'), ', ') or 'none')))
+    yield escape(environment.finalize((t_3(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'required_categories'), ', ') or 'none')))
     yield '. Missing: '
-    yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'missing_categories'), ', ') or 'none')))
+    yield escape(environment.finalize((t_3(context.eval_ctx, environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'missing_categories'), ', ') or 'none')))
     yield '.</p>\n'
     if context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'caveats'):
         pass
@@ -268,7 +288,7 @@ def root(context, missing=missing):
         yield '">'
         yield escape(environment.finalize(l_1_name))
         yield '</a></td><td>'
-        yield escape(environment.finalize(t_8(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
+        yield escape(environment.finalize(t_9(context.call((undefined(name='interval_svg') if l_1_interval_svg is missing else l_1_interval_svg), l_1_c, _loop_vars=_loop_vars))))
         yield '</td></tr>\n'
     l_1_name = l_1_c = l_1_anchor = l_1_interval_svg = missing
     yield '</table>\n'
@@ -303,14 +323,14 @@ def root(context, missing=missing):
                 yield '</td><td class="num">'
                 yield escape(environment.finalize(environment.getattr(l_1_b, 'flaky_count')))
                 yield '</td><td>'
-                if (environment.getattr(l_1_b, 'flaky_count') > t_3(environment.getattr(l_1_b, 'flaky_cases'))):
+                if (environment.getattr(l_1_b, 'flaky_count') > t_4(environment.getattr(l_1_b, 'flaky_cases'))):
                     pass
                     yield 'first '
-                    yield escape(environment.finalize(t_3(environment.getattr(l_1_b, 'flaky_cases'))))
+                    yield escape(environment.finalize(t_4(environment.getattr(l_1_b, 'flaky_cases'))))
                     yield ' of '
                     yield escape(environment.finalize(environment.getattr(l_1_b, 'flaky_count')))
                     yield ': '
-                yield escape(environment.finalize((t_2(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ') or 'none')))
+                yield escape(environment.finalize((t_3(context.eval_ctx, environment.getattr(l_1_b, 'flaky_cases'), ', ') or 'none')))
                 yield '</td></tr>'
             yield '\n'
         l_1_name = l_1_b = missing
@@ -373,7 +393,7 @@ def root(context, missing=missing):
             _loop_vars = {}
             pass
             yield '<th class="num">'
-            yield escape(environment.finalize(t_5(l_1_k)))
+            yield escape(environment.finalize(t_6(l_1_k)))
             yield '</th>'
         l_1_k = missing
         yield '</tr>\n'
@@ -404,6 +424,34 @@ def root(context, missing=missing):
     yield '\n\n'
     if environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'):
         pass
+        def macro(l_1_v, l_1_signed):
+            t_12 = []
+            if l_1_v is missing:
+                l_1_v = undefined("parameter 'v' was not provided", name='v')
+            if l_1_signed is missing:
+                l_1_signed = False
+            pass
+            if ((t_10(l_1_v) or t_11(l_1_v, True)) or t_11(l_1_v, False)):
+                pass
+                t_12.append(
+                    '–',
+                )
+            elif l_1_signed:
+                pass
+                t_12.append(
+                    escape(environment.finalize(t_2('%+.3f', l_1_v))),
+                )
+            else:
+                pass
+                t_12.append(
+                    escape(environment.finalize(t_2('%.3f', l_1_v))),
+                )
+            return concat(t_12)
+        context.exported_vars.add('n3')
+        context.vars['n3'] = l_0_n3 = Macro(environment, macro, 'n3', ('v', 'signed'), False, False, False, context.eval_ctx.autoescape)
+        l_0_test = context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'test')
+        context.vars['test'] = l_0_test
+        context.exported_vars.add('test')
         yield '<h2>Comparison with the baseline</h2>\n<p>Status <strong>'
         yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'status')))
         yield '</strong>'
@@ -411,7 +459,7 @@ def root(context, missing=missing):
             pass
             yield ' (required)'
         yield '; regressed: '
-        yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'regressed')))
+        yield escape(environment.finalize(('yes' if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'regressed') else 'no')))
         yield '.\n'
         for l_1_reason in environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'reasons'):
             _loop_vars = {}
@@ -456,11 +504,36 @@ def root(context, missing=missing):
                 yield escape(environment.finalize(l_1_r))
             l_1_r = missing
             yield '.'
+        yield '\n'
+        if (undefined(name='test') if l_0_test is missing else l_0_test):
+            pass
+            yield 'Regressed and improved are decided by the paired test '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'test')))
+            yield ' at alpha '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'alpha')))
+            yield ', multiplicity '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'multiplicity')))
+            yield ', clusters by '
+            yield escape(environment.finalize(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'cluster_by')))
+            if context.call(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'get'), 'bootstrap'):
+                pass
+                yield ', '
+                yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'bootstrap'), 'iterations')))
+                yield ' bootstrap resamples with seed '
+                yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'bootstrap'), 'seed')))
+            yield '.'
         yield '</p>\n'
         if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'):
             pass
-            yield '<table><tr><th>category</th><th>status</th><th class="num">rate</th><th class="num">baseline</th><th class="num">McNemar p</th></tr>\n'
+            yield '<table><tr><th>category</th><th>status</th><th class="num">rate</th><th class="num">baseline</th><th class="num">delta</th>'
+            if (undefined(name='test') if l_0_test is missing else l_0_test):
+                pass
+                yield '<th class="num">pairs</th><th class="num">b (pass→fail)</th><th class="num">c (fail→pass)</th><th class="num">unpaired now / baseline</th><th class="num">unscored now / baseline</th><th class="num">p</th><th class="num">p adjusted</th>'
+            yield '<th class="num">McNemar p (§7.3)</th></tr>\n'
             for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'), 'items')):
+                l_1_t = resolve('t')
+                l_1_up = resolve('up')
+                l_1_us = resolve('us')
                 _loop_vars = {}
                 pass
                 yield '<tr><td>'
@@ -468,13 +541,43 @@ def root(context, missing=missing):
                 yield '</td><td>'
                 yield escape(environment.finalize(environment.getattr(l_1_c, 'status')))
                 yield '</td><td class="num">'
-                yield escape(environment.finalize(t_1(environment.getattr(l_1_c, 'rate'))))
+                yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), environment.getattr(l_1_c, 'rate'), _loop_vars=_loop_vars)))
                 yield '</td><td class="num">'
-                yield escape(environment.finalize(t_1(context.call(environment.getattr(l_1_c, 'get'), 'baseline_rate', _loop_vars=_loop_vars))))
+                yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr(l_1_c, 'get'), 'baseline_rate', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
                 yield '</td><td class="num">'
-                yield escape(environment.finalize((t_1(environment.getattr(environment.getattr(l_1_c, 'mcnemar'), 'p')) if context.call(environment.getattr(l_1_c, 'get'), 'mcnemar', _loop_vars=_loop_vars) else '')))
+                yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr(l_1_c, 'get'), 'delta', _loop_vars=_loop_vars), True, _loop_vars=_loop_vars)))
+                yield '</td>'
+                if (undefined(name='test') if l_0_test is missing else l_0_test):
+                    pass
+                    l_1_t = (context.call(environment.getattr(l_1_c, 'get'), 'paired', _loop_vars=_loop_vars) or {})
+                    _loop_vars['t'] = l_1_t
+                    l_1_up = (context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'unpaired', _loop_vars=_loop_vars) or {})
+                    _loop_vars['up'] = l_1_up
+                    l_1_us = (context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'unscored', _loop_vars=_loop_vars) or {})
+                    _loop_vars['us'] = l_1_us
+                    yield '<td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'pairs', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'b', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'c', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='up') if l_1_up is missing else l_1_up), 'get'), 'current', '–', _loop_vars=_loop_vars)))
+                    yield ' / '
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='up') if l_1_up is missing else l_1_up), 'get'), 'baseline', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='us') if l_1_us is missing else l_1_us), 'get'), 'current', '–', _loop_vars=_loop_vars)))
+                    yield ' / '
+                    yield escape(environment.finalize(context.call(environment.getattr((undefined(name='us') if l_1_us is missing else l_1_us), 'get'), 'baseline', '–', _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'p_value', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'p_adjusted', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
+                    yield '</td>'
+                yield '<td class="num">'
+                yield escape(environment.finalize((context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), environment.getattr(environment.getattr(l_1_c, 'mcnemar'), 'p'), _loop_vars=_loop_vars) if context.call(environment.getattr(l_1_c, 'get'), 'mcnemar', _loop_vars=_loop_vars) else '–')))
                 yield '</td></tr>\n'
-            l_1_name = l_1_c = missing
+            l_1_name = l_1_c = l_1_t = l_1_up = l_1_us = missing
             yield '</table>'
         yield '\n'
         if context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'fixes'):
@@ -559,7 +662,7 @@ def root(context, missing=missing):
     if (undefined(name='prov') if l_0_prov is missing else l_0_prov):
         pass
         yield '<h2>Provenance</h2>\n<p>Specs: <strong>'
-        yield escape(environment.finalize(t_7(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
+        yield escape(environment.finalize(t_8(context.eval_ctx, environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'status'), '_', ' ')))
         yield '</strong>'
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'signer'):
             pass
@@ -576,7 +679,7 @@ def root(context, missing=missing):
         if context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'files'):
             pass
             yield '; '
-            yield escape(environment.finalize(t_3(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'files'))))
+            yield escape(environment.finalize(t_4(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'files'))))
             yield ' file(s) loaded'
         yield '.'
         for l_1_d in context.call(environment.getattr(environment.getattr((undefined(name='prov') if l_0_prov is missing else l_0_prov), 'specs'), 'get'), 'differences', []):
@@ -630,7 +733,7 @@ def root(context, missing=missing):
                 pass
                 yield escape(environment.finalize(l_2_k))
                 yield ': '
-                yield escape(environment.finalize(t_2(context.eval_ctx, l_2_v, ', ')))
+                yield escape(environment.finalize(t_3(context.eval_ctx, l_2_v, ', ')))
                 if (not environment.getattr(l_2_loop, 'last')):
                     pass
                     yield '; '
@@ -653,13 +756,13 @@ def root(context, missing=missing):
         yield escape(environment.finalize((undefined(name='rerun_note') if l_0_rerun_note is missing else l_0_rerun_note)))
         yield '</p>'
     yield '\n'
-    l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
+    l_0_total = context.call(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'get'), 'findings_count', t_4(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings')))
     context.vars['total'] = l_0_total
     context.exported_vars.add('total')
-    if ((undefined(name='total') if l_0_total is missing else l_0_total) > t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))):
+    if ((undefined(name='total') if l_0_total is missing else l_0_total) > t_4(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))):
         pass
         yield '<p class="note">Showing '
-        yield escape(environment.finalize(t_3(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))))
+        yield escape(environment.finalize(t_4(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'))))
         yield ' of '
         yield escape(environment.finalize((undefined(name='total') if l_0_total is missing else l_0_total)))
         yield ' findings; findings.jsonl beside the scorecard holds all of them (findings_sha256 <code>'
@@ -667,7 +770,7 @@ def root(context, missing=missing):
         yield '</code>).</p>'
     yield '\n'
     l_1_loop = missing
-    t_9 = 1
+    t_13 = 1
     for l_1_f, l_1_loop in LoopContext(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'findings'), undefined):
         l_1_finding_ids = resolve('finding_ids')
         l_1_anchor = resolve('anchor')
@@ -708,7 +811,7 @@ def root(context, missing=missing):
             yield escape(environment.finalize(context.call((undefined(name='what_failed') if l_1_what_failed is missing else l_1_what_failed), l_1_f, _loop_vars=_loop_vars)))
             yield '</p>'
         yield '\n'
-        l_1_said = t_4(context.eval_ctx, t_6(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
+        l_1_said = t_5(context.eval_ctx, t_7(context, context.call(environment.getattr(l_1_f, 'get'), 'evidence', [], _loop_vars=_loop_vars), 'in', ('FAIL', 'ERROR', 'ABSTAIN')))
         _loop_vars['said'] = l_1_said
         if (undefined(name='said') if l_1_said is missing else l_1_said):
             pass
@@ -760,11 +863,11 @@ def root(context, missing=missing):
             yield escape(environment.finalize(context.call((undefined(name='no_fix') if l_1_no_fix is missing else l_1_no_fix), l_1_f, _loop_vars=_loop_vars)))
             yield '</p>'
         yield '\n<p class="note">rows: '
-        yield escape(environment.finalize(t_2(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
+        yield escape(environment.finalize(t_3(context.eval_ctx, context.call(environment.getattr(l_1_f, 'get'), 'rows', [], _loop_vars=_loop_vars), ', ')))
         yield '; human review required.</p></div>\n'
-        t_9 = 0
+        t_13 = 0
     l_1_loop = l_1_f = l_1_finding_ids = l_1_anchor = l_1_needs_no_fix_text = l_1_what_failed = l_1_said = l_1_no_fix = missing
-    if t_9:
+    if t_13:
         pass
         yield '<p>No findings.</p>'
     yield '\n\n'
@@ -870,6 +973,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=75&31=81&32=83&33=88&35=95&36=99&37=103&38=109&39=115&42=121&44=125&47=155&51=172&52=176&53=179&56=188&57=192&58=203&59=214&60=224&61=236&63=244&64=247&65=250&68=256&70=274&71=284&74=287&76=317&79=320&80=330&81=346&82=366&83=379&85=396&87=404&88=407&89=415&90=422&91=441&92=459&93=462&95=479&96=482&99=495&100=501&101=515&102=525&103=528&106=555&107=561&108=589&109=592&112=607&114=613&118=649&119=655&120=670&121=699&122=710&123=724&124=727&126=747&127=762&130=770&131=773&133=775&136=795&141=827&142=831&143=833&144=835&145=837&146=839&150=854'
-source_sha256 = '4a028a0a07aef1ed4ae3b8f7f57003f21d14137ac2be692d06066b64ee0c9d91'
+debug_info = '6=95&31=101&32=103&33=108&35=115&36=119&37=123&38=129&39=135&42=141&44=145&47=175&51=192&52=196&53=199&56=208&57=212&58=223&59=234&60=244&61=256&63=264&64=267&65=270&68=276&70=294&71=304&74=307&76=337&79=340&80=350&81=366&82=386&83=399&85=416&87=424&88=455&89=463&90=470&91=489&92=507&93=525&94=532&96=582&97=585&100=598&101=604&102=618&103=628&104=631&107=658&108=664&109=692&110=695&113=710&115=716&119=752&120=758&121=773&122=802&123=813&124=827&125=830&127=850&128=865&131=873&132=876&134=878&137=898&142=930&143=934&144=936&145=938&146=940&147=942&151=957'
+source_sha256 = 'fd8614567910296b67a78649e097ad4e7e88659ab857445476079eecb4c1e2e9'
 jinja2_version = '3.1.6'

@@ -160,13 +160,30 @@ def validation_groups(card: Card) -> tuple[str, dict[str, dict[str, int]]] | Non
     return None
 
 
+def _n3(value: Any, signed: bool = False) -> str:
+    """A number with 3 decimals (1 is 1.000; ``signed``: +0.250), null as an en dash."""
+    if value is None or isinstance(value, bool):
+        return "–"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _test_said(t: Card) -> str:
+    """The paired test's settings in words."""
+    said = (f"Regressed and improved are decided by the paired test {t['test']} at alpha "
+            f"{t['alpha']}, multiplicity {t['multiplicity']}, clusters by {t['cluster_by']}")
+    if t.get("bootstrap"):
+        said += (f", {t['bootstrap']['iterations']} bootstrap resamples with seed "
+                 f"{t['bootstrap']['seed']}")
+    return said + "."
+
+
 def comparison(card: Card) -> list[str]:
     c = card.get("comparison")
     if not c:
         return []
     lines = ["### Comparison with the baseline", "",
              f"Status **{c['status']}**{' (required)' if c['required'] else ''}; regressed: "
-             f"{fmt(c['regressed'])}." + "".join(f" {md(r)}." for r in c["reasons"])]
+             f"{'yes' if c['regressed'] else 'no'}." + "".join(f" {md(r)}." for r in c["reasons"])]
     if c.get("baseline"):
         b = c["baseline"]
         lines[-1] += (f" Baseline `{code(b.get('scorecard_sha256'))}` of "
@@ -178,12 +195,29 @@ def comparison(card: Card) -> list[str]:
         lines[-1] += (f" Chosen by label {md(sel['label'])} from the history folder; "
                       f"{sel['skipped']} scorecard(s) skipped"
                       + "".join(f"; {md(r)}" for r in sel["skipped_reasons"]) + ".")
-    rows = [[md(name), x["status"], fmt(x.get("rate")), fmt(x.get("baseline_rate")),
-             fmt(x["mcnemar"]["p"]) if x.get("mcnemar") else ""]
-            for name, x in c["categories"].items()]
+    test = c.get("test")
+    if test:
+        lines[-1] += " " + _test_said(test)
+    header = ["category", "status", "rate", "baseline", "delta"]
+    if test:
+        header += ["pairs", "b (pass→fail)", "c (fail→pass)", "unpaired now / baseline",
+                   "unscored now / baseline", "p", "p adjusted"]
+    header.append("McNemar p (§7.3)")
+    rows = []
+    for name, x in c["categories"].items():
+        row = [md(name), x["status"], _n3(x.get("rate")), _n3(x.get("baseline_rate")),
+               _n3(x.get("delta"), signed=True)]
+        if test:
+            t = x.get("paired") or {}
+            unpaired, unscored = t.get("unpaired") or {}, t.get("unscored") or {}
+            row += [str(t.get("pairs", "–")), str(t.get("b", "–")), str(t.get("c", "–")),
+                    f"{unpaired.get('current', '–')} / {unpaired.get('baseline', '–')}",
+                    f"{unscored.get('current', '–')} / {unscored.get('baseline', '–')}",
+                    _n3(t.get("p_value")), _n3(t.get("p_adjusted"))]
+        row.append(_n3(x["mcnemar"]["p"]) if x.get("mcnemar") else "–")
+        rows.append(row)
     fixes = [[md(f["id"]), f["status"], md(f["reason"])] for f in c.get("fixes") or []]
-    return lines + (["", *_table(["category", "status", "rate", "baseline", "McNemar p"],
-                                 rows)] if rows else []) + \
+    return lines + (["", *_table(header, rows)] if rows else []) + \
         (["", "Fixes of the baseline's findings:", "",
           *_table(["finding", "fix", "why"], fixes)] if fixes else [])
 

@@ -259,9 +259,9 @@ def _decide(run: _Run) -> Decision:
         keys = _baseline_keys(run)
         unpinned = _unpinned(evaluation, baseline)
         block = labelled_compare(current, *labelled, keys, rows, policy.comparison_rules,
-                                 policy.wilson_z) if labelled else \
+                                 policy.wilson_z, policy.comparison_test) if labelled else \
             history.compare(current, None if unpinned else baseline, keys, rows,
-                            policy.comparison_rules, policy.wilson_z)
+                            policy.comparison_rules, policy.wilson_z, policy.comparison_test)
         chosen = (block.get("baseline") or {}).get("scorecard_sha256")
         if not unpinned and chosen and _gates(evaluation) and chosen != evaluation.baseline_pin:
             unpinned = "the baseline changed while it was read: not the pinned one"

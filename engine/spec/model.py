@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.decide.paired import Settings
 from engine.errors import Problem
 from engine.formula import Formula
 from engine.inspections import Primitive
@@ -145,6 +146,9 @@ class Policy:
     """The same for ``presentation_digests``."""
     comparison_rules: dict[str, Formula] = field(default_factory=dict)
     """``regressed`` / ``improved`` -> the formula that says when a category is so."""
+    comparison_test: Settings = field(default_factory=Settings)
+    """``gate.comparison`` test, alpha, multiplicity, cluster_by and bootstrap: the paired
+    test that decides regressed / improved instead of the formulas (default: the formulas)."""
     report: str | None = None
     """``spec.report``: the protocol report the run writes, or None."""
     waivers: list[dict[str, Any]] = field(default_factory=list)

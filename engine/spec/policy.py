@@ -12,6 +12,7 @@ from engine import protocols
 from engine._version import SCORING_VERSION, SCORING_VERSION_FULL_ROWS
 from engine.canonical import digest
 from engine.decide.findings import build_fixes
+from engine.decide.paired import DEFAULT_ITERATIONS, DEFAULT_SEED, Settings
 from engine.decide.reasons import REASON_CODES
 from engine.errors import did_you_mean
 from engine.formula import BOOLEAN, NUMBER, Formula
@@ -151,6 +152,7 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   comparison_required=gate.get("comparison", {}).get("required", False),
                   subject_required=gate.get("subject", "optional") == "required",
                   comparison_rules=parts.comparison_rules, document=document,
+                  comparison_test=_comparison_test(gate.get("comparison", {})),
                   report=spec.get("report"), waivers=spec.get("waivers", []),
                   catalogues=parts.agent_card[0], card_mappings=parts.agent_card[1],
                   presentation_digests=files.digests(files.presentation),
@@ -268,10 +270,33 @@ def _data_files(loader: _Loader, doc: _yaml.Document, spec: dict[str, Any],
     return fixes, mask_with
 
 
+def _comparison_test(comparison: dict[str, Any]) -> Settings:
+    """The paired-test settings of ``gate.comparison`` (schema-valid), defaults filled in."""
+    boot = comparison.get("bootstrap", {})
+    return Settings(test=comparison.get("test", "wilson_lower"),
+                    alpha=float(comparison.get("alpha", 0.05)),
+                    multiplicity=comparison.get("multiplicity", "none"),
+                    cluster_by=comparison.get("cluster_by", "unit"),
+                    iterations=boot.get("iterations", DEFAULT_ITERATIONS),
+                    seed=boot.get("seed", DEFAULT_SEED))
+
+
 def _comparison_rules(loader: _Loader, doc: _yaml.Document,
                       gate: dict[str, Any]) -> dict[str, Formula]:
     """The regressed_when / improved_when formulas of a baseline comparison."""
     comparison = gate.get("comparison", {})
+    test = comparison.get("test", "wilson_lower")
+    for key in ("regressed_when", "improved_when"):
+        if test != "wilson_lower" and key in comparison:
+            loader.problems.append(doc.problem(
+                ("spec", "gate", "comparison", key), "PAIRED_RULES_IGNORED",
+                f"{key} is not read under test: {test} (the paired test decides regressed "
+                "and improved); remove it, or use test: wilson_lower"))
+    if comparison.get("cluster_by", "unit") == "case" and test != "paired_bootstrap":
+        loader.problems.append(doc.problem(
+            ("spec", "gate", "comparison", "cluster_by"), "PAIRED_CLUSTER_UNSUPPORTED",
+            f"cluster_by: case needs test: paired_bootstrap (under {test} every pair counts "
+            "as independent); use cluster_by: unit, or test: paired_bootstrap"))
     names = dict.fromkeys(("rate", "baseline_rate", "baseline_lower", "baseline_upper"), NUMBER)
     return {status: compile_checked_formula(
         doc, ("spec", "gate", "comparison", f"{status}_when"),
