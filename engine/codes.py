@@ -117,6 +117,7 @@ BAD_RUBRIC: a judge rubric cannot be loaded or is malformed
 BAD_SCHEMA: a JSON Schema a spec names is unreadable or not a valid schema
 UNKNOWN_VARIABLE: a rubric template uses a variable the inspection's inputs do not give
 VERDICT_SHADOWS_INPUT: a rubric verdict field has the name of one of the inspection's inputs
+AGREEMENT_WITHOUT_REPEATS: judge.min_agreement is set while judge.repeats is 1
 FORMULA_SYNTAX: a formula that does not parse, or is not a string
 FORMULA_ARITY: a formula calls a function with the wrong number of arguments
 FORMULA_FORBIDDEN: a formula uses syntax outside the allow-list (attributes, **, keywords)
@@ -256,6 +257,10 @@ PANEL_TIED: a panel is tied on a yes/no field
 PANEL_DISAGREED: panel members disagree and the policy treats disagreement as an error
 """)
 
+_block("judge", "-", "ABSTAIN row", """
+ANSWERS_DISAGREE: a prompt's judge.repeats answers agree less than judge.min_agreement
+""")
+
 _block("decide", "4", "SELF_TEST", """
 PURPOSE_SELF_TEST: the policy's purpose is self_test: never a release decision
 MOCK_JUDGE: a mock judge answered, so the evidence is simulated
@@ -271,7 +276,7 @@ VALIDATION_FAILED: strict validation found INVALID or UNLABELED rows or failed c
 NO_CATEGORIES: no category has any rows
 REQUIRED_CATEGORY_MISSING: a required category has no rows
 CATEGORY_SKIPPED: every row of a category was skipped, or none can be judged without a judge
-CATEGORY_UNRESOLVED: a category has ERROR or ABSTAIN rows (missing evidence)
+CATEGORY_UNRESOLVED: a category has ERROR rows, or more ABSTAIN rows than judge.max_abstained
 BELOW_MIN_N: a category has fewer scored rows than its min_n
 BELOW_MIN_CASES: a category has fewer scored cases than its min_cases
 CONTROL_FAILED: a planted control was not caught, so the evaluator itself is broken

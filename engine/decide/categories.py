@@ -4,6 +4,7 @@ misses, the weighted score, the overall score and gate conditions."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from engine.decide import correction
@@ -41,7 +42,7 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         reasons.append(Reason(decision, code, where, message, name))
 
     state, met = _state(cat, counts, cases, error_codes.get((name, "NO_JUDGE"), 0), hold,
-                        uncalibrated, uncorrectable)
+                        uncalibrated, uncorrectable, evaluation.policy.max_abstained)
     # Misses are reported even when the category is unresolved (the reason list shows
     # every condition that holds); only a resolved category's state becomes NOT_MET.
     # Corrected, the threshold and minimum test the corrected rate and its lower limit.
@@ -68,9 +69,11 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
 
 
 def _state(cat: Category, counts: Counts, cases: int, no_judge: int, hold: Hold,
-           uncalibrated: str | None = None,
-           uncorrectable: str | None = None) -> tuple[str, bool | None]:
-    """MISSING, NOT_INCLUDED, SKIPPED, UNRESOLVED or MET, holding why it is not resolved."""
+           uncalibrated: str | None = None, uncorrectable: str | None = None,
+           max_abstained: float = 0.0) -> tuple[str, bool | None]:
+    """MISSING, NOT_INCLUDED, SKIPPED, UNRESOLVED or MET, holding why it is not resolved.
+    ABSTAIN rows unresolve it when they exceed ``max_abstained`` of its attempted rows
+    (judge.max_abstained; 0, the default: any does); ERROR rows always do."""
     name, n, path = cat.name, counts.n, cat.spec_path
     if counts.attempted == 0:
         if cat.required:
@@ -85,21 +88,26 @@ def _state(cat: Category, counts: Counts, cases: int, no_judge: int, hold: Hold,
         hold(INCOMPLETE, "CATEGORY_SKIPPED", path,
              f"no row of '{name}' can be verified without a judge")
         return "SKIPPED", None
+    # as written: 0.1 allows 1 row of 10, not the double just above 0.1
+    abstained = counts.abstained > 0 and \
+        Fraction(counts.abstained, counts.attempted) > Fraction(str(max_abstained))
     if uncalibrated is not None:
         hold(INCOMPLETE, "CALIBRATION_MISSING", "policy:spec.judge.calibration",
              f"'{name}' is judged without a verified calibration: {uncalibrated}")
     elif uncorrectable is not None:
         hold(INCOMPLETE, "CORRECTION_UNDEFINED", "policy:spec.judge.correct",
              f"'{name}' cannot be corrected for judge error: {uncorrectable}")
-    elif not (n == 0 or counts.errors or counts.abstained or n < cat.min_n
+    elif not (n == 0 or counts.errors or abstained or n < cat.min_n
               or cases < cat.min_cases):
         return "MET", True
     if cases < cat.min_cases:
         hold(INCOMPLETE, "BELOW_MIN_CASES", f"{path}.min_cases",
              f"'{name}' has {cases} scored cases, fewer than min_cases {cat.min_cases}")
-    if counts.errors or counts.abstained:
+    if counts.errors or abstained:
+        allowed = f" of {counts.attempted} (judge.max_abstained {max_abstained})" \
+            if max_abstained else ""
         hold(INCOMPLETE, "CATEGORY_UNRESOLVED", path,
-             f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows")
+             f"'{name}' has {counts.errors} ERROR and {counts.abstained} ABSTAIN rows{allowed}")
     if n < cat.min_n:
         hold(INCOMPLETE, "BELOW_MIN_N", f"{path}.min_n",
              f"'{name}' has {n} scored rows, fewer than min_n {cat.min_n}")

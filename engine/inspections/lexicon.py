@@ -160,11 +160,8 @@ def _judged(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
 
     values = {name: select(expr, unit) for name, expr in params["inputs"].items()}
     values = {name: "" if value is MISSING else value for name, value in values.items()}
-    answer = ask(params["rubric"], values, ctx)
-    if isinstance(answer, Outcome):
-        return answer
-    note = answer.pop("$note")
-    return verdict(answer.get("followed") is False, {"followed": False}, clip(answer), note)
+    return ask(params["rubric"], values, ctx, lambda answer, note: verdict(
+        answer.get("followed") is False, {"followed": False}, clip(answer), note))
 
 
 TABLE = {

@@ -71,6 +71,9 @@ class JudgeConfig:
     replay_signer: int | None = None  # which of the run's trusted keys verified the replay
     replayed_at: str = ""  # when that scorecard was signed: a time the run rests on
     replay_overridden: bool = False  # the replayed run's judge was chosen on its command line
+    # the policy's judge.repeats and judge.min_agreement: each prompt asked ``repeats`` times
+    repeats: int = 1
+    min_agreement: float = 1.0
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -102,24 +105,28 @@ class JudgeConfig:
 
 @dataclass
 class Request:
-    """One prompt for one panel member."""
+    """One prompt for one panel member (and, under judge.repeats, one of its answers)."""
 
     key: str
     rubric: Rubric
     model: str
     prompt: str
+    repeat: int = 0  # the answer's number, 1 to judge.repeats; 0 when each prompt is asked once
 
 
-def request_key(config: JudgeConfig, rubric: Rubric, model: str, prompt: str) -> str:
+def request_key(config: JudgeConfig, rubric: Rubric, model: str, prompt: str,
+                repeat: int = 0) -> str:
     """The content address of an answer: the whole identity, the member's endpoint and the
-    prompt's digest."""
+    prompt's digest, and under judge.repeats the answer's number, so k answers are k
+    entries (one asked once keeps the address it always had)."""
     member = config.member(model)
     # the endpoint is part of the address: answers from another endpoint are another
     # judge's, and must never come back from the cache as the declared one's
     return digest({"provider": member.provider, "model": member.model,
                    "base_url": member.base_url, "parameters": config.params,
                    "rubric": rubric.sha256,
-                   "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()})
+                   "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+                   **({"repeat": repeat} if repeat else {})})
 
 
 def _sha(text: str) -> str:
@@ -141,7 +148,8 @@ def record(config: JudgeConfig, req: Request, reply: Reply | None, error: str,
             "verdict": verdict, "error": None if verdict is not None else why,
             "usage": reply.usage if reply else None,
             "latency_ms": reply.latency_ms if reply else None,
-            "attempts": attempts, "repaired": repaired}
+            "attempts": attempts, "repaired": repaired,
+            **({"repeat": req.repeat} if req.repeat else {})}
 
 
 def _trusted(rec: Any, req: Request) -> dict[str, Any] | None:
@@ -201,16 +209,21 @@ class Runtime:
         """A line asked (or made) in this run."""
         return {**rec, "origin": "fresh", "obtained_by_run": self.run_id}
 
-    def ask(self, rubric: Rubric, values: dict[str, Any]) -> list[str]:
-        """The keys of one judged row's requests (one per panel member)."""
+    def ask(self, rubric: Rubric, values: dict[str, Any]) -> list[list[str]]:
+        """The keys of one judged row's requests: per answer (one, or judge.repeats of
+        them), one per panel member."""
         prompt = rubric.render(values)
-        keys = []
-        for model in self.config.models:
-            key = request_key(self.config, rubric, model, prompt)
-            if self.collecting and key not in self.requests:
-                self.requests[key] = Request(key, rubric, model, prompt)
-            keys.append(key)
-        return keys
+        k = self.config.repeats
+        out = []
+        for repeat in range(1, k + 1) if k > 1 else (0,):
+            keys = []
+            for model in self.config.models:
+                key = request_key(self.config, rubric, model, prompt, repeat)
+                if self.collecting and key not in self.requests:
+                    self.requests[key] = Request(key, rubric, model, prompt, repeat)
+                keys.append(key)
+            out.append(keys)
+        return out
 
     def answer_all(self) -> None:
         """Answer every collected request (replay, mock, or the cache, then HTTP)."""
@@ -314,7 +327,7 @@ class Runtime:
         if rec["verdict"] is None and req.rubric.repair:
             self.stats["calls"] += 1
             fixed = Request(req.key, req.rubric, req.model,
-                            repair_prompt(req.prompt, reply.text, rec["error"]))
+                            repair_prompt(req.prompt, reply.text, rec["error"]), req.repeat)
             try:
                 again = await call(client, endpoint, self.config.member(req.model).model,
                                    fixed.prompt, self.config.params)

@@ -457,7 +457,9 @@ def _judge_runtime(evaluation: Evaluation, cache: tuple[Path | None, bytes | Non
         return None
     reuse = evaluation.judge.cache_reuse or (
         "all_or_none" if evaluation.policy.purpose == "release" else "partial")
-    config = replace(evaluation.judge, cache=cache[0], cache_key=cache[1], cache_reuse=reuse)
+    policy = evaluation.policy  # governance's: how many answers a prompt gets, and the bar
+    config = replace(evaluation.judge, cache=cache[0], cache_key=cache[1], cache_reuse=reuse,
+                     repeats=policy.judge_repeats, min_agreement=policy.min_agreement)
     if config.replay is not None:
         config = bind_replay(config, keys)
         # answers vouched for only by a key of the command line are the command line's
@@ -488,4 +490,8 @@ def judge_block(evaluation: Evaluation, runtime: Runtime, judgements_sha: str) -
             **{k: runtime.stats[k] for k in ("fresh", "reused", "replayed")},
             "cache_reuse": config.cache_reuse if config.cache is not None and
             not config.replayed_from and config.provider != "mock" else None,
-            "judgements_sha256": judgements_sha}
+            "judgements_sha256": judgements_sha,
+            **({"repeats": {"k": evaluation.policy.judge_repeats,
+                            "min_agreement": evaluation.policy.min_agreement,
+                            "max_abstained": evaluation.policy.max_abstained}}
+               if evaluation.policy.repeats_written else {})}

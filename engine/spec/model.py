@@ -168,6 +168,15 @@ class Policy:
     judge_correct: str = "none"
     """``judge.correct``: ``rogan_gladen`` gates each judged category on its rate corrected
     for the judge's calibrated sensitivity and specificity (engine/decide/correction.py)."""
+    judge_repeats: int = 1
+    """``judge.repeats``: how many times each judge prompt is asked (docs/judges.md)."""
+    min_agreement: float = 1.0
+    """``judge.min_agreement``: below this share of a row's answers agreeing, it is ABSTAIN."""
+    max_abstained: float = 0.0
+    """``judge.max_abstained``: the share of a category's attempted rows that may be ABSTAIN
+    before it is UNRESOLVED (0: any ABSTAIN row unresolves it, agent-release-gate §3)."""
+    repeats_written: bool = False
+    """Whether the policy writes any of the three: the scorecard then records them."""
     card_mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """Evidence item or category -> catalogue entries it evidences, ``full`` / ``partial``."""
     passing_rows: str = "compact"

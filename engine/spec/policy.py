@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["Category", "Condition", "Inspection", "Policy", "compile_policy", "condition_names"]
 
 RELIABILITY_GATES = ("min_pass_hat_k", "min_consistency", "max_flaky_cases")
+REPEAT_KEYS = frozenset({"repeats", "min_agreement", "max_abstained"})  # of spec.judge
 
 
 class _DataFiles:
@@ -100,6 +101,7 @@ def compile_policy(loader: _Loader, doc: _yaml.Document) -> Policy | None:
     card = _agent_card(loader, doc, spec, files)
     _check_waiver_scopes(loader, doc, spec, categories)
     _check_report(loader, doc)
+    _check_repeats(loader, doc, spec.get("judge", {}))
     if len(loader.problems) > before:
         return None
     compiled = _Compiled(inspections, categories, overall, conditions, when, fixes, mask_with,
@@ -129,7 +131,8 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
     """Assemble a Policy from its compiled parts and the document's plain settings."""
     spec, meta = doc.data["spec"], doc.data["metadata"]
     gate, validation = spec.get("gate", {}), spec.get("validation", {})
-    calibration = spec.get("judge", {}).get("calibration", {})
+    judge = spec.get("judge", {})
+    calibration = judge.get("calibration", {})
     purpose = gate.get("purpose", "release")
     passing_rows = spec.get("evidence", {}).get("passing_rows", "compact")
     document = {"policy": _digested(doc.data), "scoring_data": files.digests(files.scoring),
@@ -162,6 +165,10 @@ def _policy(doc: _yaml.Document, files: _DataFiles, parts: _Compiled) -> Policy:
                   min_kappa=calibration.get("min_kappa", 0.85),
                   label_field=calibration.get("label_field", "human_label"),
                   judge_correct=spec.get("judge", {}).get("correct", "none"),
+                  judge_repeats=judge.get("repeats", 1),
+                  min_agreement=judge.get("min_agreement", 1.0),
+                  max_abstained=judge.get("max_abstained", 0.0),
+                  repeats_written=bool(REPEAT_KEYS & judge.keys()),
                   passing_rows=passing_rows)
 
 
@@ -314,6 +321,17 @@ def _check_waiver_scopes(loader: _Loader, doc: _yaml.Document, spec: dict[str, A
                 loader.problems.append(doc.problem(
                     ("spec", "waivers", i, "scope", "categories", j), "UNKNOWN_CATEGORY",
                     f"no category is named '{name}'", did_you_mean(name, categories)))
+
+
+def _check_repeats(loader: _Loader, doc: _yaml.Document, judge: dict[str, Any]) -> None:
+    """``judge.min_agreement`` means something only when each prompt is asked more than
+    once: with one answer every row agrees with itself, so a bar written there is a mistake
+    (the policy's author meant repeats)."""
+    if "min_agreement" in judge and judge.get("repeats", 1) == 1:
+        loader.problems.append(doc.problem(
+            ("spec", "judge", "min_agreement"), "AGREEMENT_WITHOUT_REPEATS",
+            "judge.min_agreement is set, but judge.repeats is 1: one answer always agrees "
+            "with itself", "set judge.repeats to the number of answers per prompt (e.g. 5)"))
 
 
 def _check_report(loader: _Loader, doc: _yaml.Document) -> None:
