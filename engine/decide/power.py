@@ -1,0 +1,296 @@
+"""Power of a baseline comparison: could it have seen a regression of the size that matters?
+
+One function per comparison test gives the power to detect a drop of ``effect`` (a rate, 0 to
+1) at ``alpha``; ``assess_*`` adds the minimum detectable effect at ``min_power`` and the
+scored units (pairs) and cases that would reach ``min_power`` at ``effect``, in a ``Power``.
+Everything here is pure arithmetic on numbers: no evidence is read, and nothing in it chooses
+``alpha``, ``effect`` or ``min_power`` (governance's policy does). docs/decisions.md, "Power:
+could the comparison have seen a regression?", names each method.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from statistics import NormalDist
+
+MCNEMAR_EXACT_MAX = 2_000  # pairs up to which McNemar's power is enumerated exactly
+MAX_UNITS = 10_000_000  # units (pairs) searched for `pairs_needed`; beyond it: None
+EFFECT_TOLERANCE = 1e-6  # bisection stops when the effect is known to this width
+_TAIL = 1e-17  # a binomial sum stops when what is left is below this share of it
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class Power:
+    """What a comparison could see, for the scorecard."""
+
+    power: float
+    """The probability that the test flags a drop of ``effect``."""
+    mde: float | None
+    """The smallest drop whose power reaches ``min_power`` (to EFFECT_TOLERANCE); None if none."""
+    pairs_needed: int | None
+    """Scored units (pairs) that would reach ``min_power`` at ``effect``; None if no count
+    up to MAX_UNITS does."""
+    cases_needed: int | None
+    """``pairs_needed`` in cases of ``trials_per_case`` trials, rounded up."""
+    method: str
+    """How ``power`` was computed."""
+
+
+# --- the binomial distribution, exact in doubles for n up to MAX_UNITS ---
+
+def _log_pmf(k: int, n: int, p: float) -> float:
+    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+            + k * math.log(p) + (n - k) * math.log1p(-p))
+
+
+def _lower_sum(k: int, n: int, p: float) -> float:
+    """P(X <= k) for k below the mode: terms shrink going down, summed relative to pmf(k)."""
+    total = term = 1.0
+    j = k
+    while j > 0:
+        ratio = j * (1 - p) / ((n - j + 1) * p)  # pmf(j-1) / pmf(j); smaller further down
+        term *= ratio
+        total += term
+        if ratio < 1 and term * ratio / (1 - ratio) < total * _TAIL:
+            break
+        j -= 1
+    return math.exp(_log_pmf(k, n, p) + math.log(total))
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Bin(n, p), summed from the near end so that tails keep their digits."""
+    if k < 0:
+        return 0.0
+    if k >= n or p <= 0:
+        return 1.0
+    if p >= 1:
+        return 0.0
+    if k < math.floor((n + 1) * p):
+        return _lower_sum(k, n, p)
+    return 1.0 - _lower_sum(n - k - 1, n, 1 - p)  # 1 - P(X >= k+1), at least about 1/2 here
+
+
+def binom_sf(k: int, n: int, p: float) -> float:
+    """P(X > k) for X ~ Bin(n, p)."""
+    return binom_cdf(n - k - 1, n, 1 - p)
+
+
+def binom_pmf(k: int, n: int, p: float) -> float:
+    """P(X = k) for X ~ Bin(n, p)."""
+    if k < 0 or k > n:
+        return 0.0
+    if p <= 0 or p >= 1:
+        return float(k == (0 if p <= 0 else n))
+    return math.exp(_log_pmf(k, n, p))
+
+
+# --- the default rule: the current rate below the baseline's Wilson lower bound ---
+
+def wilson_lower_power(*, n: int, baseline_rate: float, baseline_lower: float,
+                       effect: float) -> float:
+    """P(passes / n < baseline_lower) when the current rate is baseline_rate - effect.
+
+    The comparison is the engine's: passes / n against the bound in doubles. Exact.
+    """
+    p = min(1.0, max(0.0, baseline_rate - effect))
+    return binom_cdf(_below(n, baseline_lower), n, p) if n > 0 else 0.0
+
+
+def _below(n: int, bound: float) -> int:
+    """The largest k with k / n < bound (compared as doubles), or -1."""
+    k = min(n, max(-1, math.ceil(bound * n) - 1))
+    while k + 1 <= n and (k + 1) / n < bound:
+        k += 1
+    while k >= 0 and not k / n < bound:
+        k -= 1
+    return k
+
+
+def assess_wilson_lower(*, n: int, baseline_rate: float, baseline_lower: float, effect: float,
+                        min_power: float, trials_per_case: int) -> Power:
+    """The default rule's power, minimum detectable effect and the units that reach min_power.
+
+    More current units never move the bound, so no count reaches min_power when
+    baseline_rate - effect is not below it.
+    """
+    def at(e: float, units: int) -> float:
+        return wilson_lower_power(n=units, baseline_rate=baseline_rate,
+                                  baseline_lower=baseline_lower, effect=e)
+
+    reachable = baseline_rate - effect < baseline_lower
+    return _assess(at, n, effect, min_power, trials_per_case, baseline_rate, reachable,
+                   "exact binomial")
+
+
+# --- McNemar's mid-p test on paired units ---
+
+def midp(b: int, m: int) -> float:
+    """Two-sided mid-p of b pass-to-fail among m discordant pairs (b >= m - b).
+
+    The exact p-value min(1, 2 P(X <= m - b)), X ~ Bin(m, 1/2), minus P(X = m - b).
+    """
+    c = m - b
+    return min(1.0, 2 * binom_cdf(c, m, 0.5)) - binom_pmf(c, m, 0.5)
+
+
+def discordance(*, discordant: int, pairs: int, effect: float) -> float:
+    """psi, the share of discordant pairs: observed (b + c) / pairs, raised to at least effect.
+
+    A drop of effect needs at least that share of pass-to-fail pairs.
+    """
+    return max(discordant / pairs if pairs else 0.0, effect)
+
+
+def mcnemar_power(*, pairs: int, psi: float, effect: float, alpha: float) -> tuple[float, str]:
+    """Power of the mid-p test at alpha to flag a drop (b > c) of effect = p10 - p01.
+
+    Exact enumeration over the discordant count m ~ Bin(pairs, psi) and b ~ Bin(m, q),
+    q = (psi + effect) / (2 psi), up to MCNEMAR_EXACT_MAX pairs; Connor's (1987) normal
+    approximation above it. Returns the power and the method.
+    """
+    if pairs <= 0 or psi <= 0 or effect < 0:
+        return 0.0, "exact enumeration"
+    psi = min(1.0, max(psi, effect))
+    if pairs > MCNEMAR_EXACT_MAX:
+        return _connor(pairs, psi, effect, alpha), "Connor (1987) normal approximation"
+    return _mcnemar_exact(pairs, psi, effect, alpha), "exact enumeration"
+
+
+def _connor(pairs: int, psi: float, effect: float, alpha: float) -> float:
+    if psi - effect * effect <= 0:
+        return 1.0 if effect > 0 else 0.0
+    z = _NORMAL.inv_cdf(1 - alpha / 2)
+    return _NORMAL.cdf((effect * math.sqrt(pairs) - z * math.sqrt(psi))
+                       / math.sqrt(psi - effect * effect))
+
+
+def _mcnemar_exact(pairs: int, psi: float, effect: float, alpha: float) -> float:
+    q = min(1.0, (psi + effect) / (2 * psi))
+    centre = min(pairs, math.floor((pairs + 1) * psi))
+    crit = centre // 2 + 1
+    total = seen = 0.0
+    for step in (1, -1):  # m from the mode up, then down, while the weights matter
+        m, cr = (centre, crit) if step == 1 else (centre - 1, crit)
+        while 0 <= m <= pairs:
+            weight = binom_pmf(m, pairs, psi)
+            cr = _critical(m, cr, alpha)
+            total += weight * binom_sf(cr - 1, m, q)
+            seen += weight
+            if weight <= _TAIL * seen:
+                break
+            m += step
+    return min(1.0, total)
+
+
+def _critical(m: int, guess: int, alpha: float) -> int:
+    """The smallest b > m / 2 whose mid-p is at most alpha; m + 1 when none is."""
+    low = m // 2 + 1
+    b = min(max(guess, low), m + 1)
+    while b > low and midp(b - 1, m) <= alpha:
+        b -= 1
+    while b <= m and midp(b, m) > alpha:
+        b += 1
+    return b
+
+
+def assess_mcnemar(*, pairs: int, discordant: int, effect: float, alpha: float,
+                   min_power: float, trials_per_case: int) -> Power:
+    """McNemar's power at the observed discordance, its minimum detectable effect, and the
+    pairs that reach min_power at effect with the same discordance."""
+    observed = discordant / pairs if pairs else 0.0
+
+    def at(e: float, units: int) -> float:
+        return mcnemar_power(pairs=units, psi=max(observed, e), effect=e, alpha=alpha)[0]
+
+    method = mcnemar_power(pairs=pairs, psi=max(observed, effect), effect=effect,
+                           alpha=alpha)[1]
+    return _assess(at, pairs, effect, min_power, trials_per_case, 1.0, effect > 0, method)
+
+
+# --- the paired bootstrap, approximated ---
+
+def bootstrap_power(*, pairs: int, variance: float, effect: float, alpha: float,
+                    design_effect: float = 1.0) -> float:
+    """Normal approximation to the paired bootstrap's power to flag a mean drop of effect.
+
+    The mean paired difference is taken as normal with sd sqrt(variance * design_effect /
+    pairs); power = Phi(effect / sd - z(1 - alpha/2)). The variance is raised to at least
+    effect (1 - effect) and the design effect to at least 1.
+    """
+    if pairs <= 0 or effect <= 0:
+        return 0.0
+    spread = max(variance, effect * (1 - effect)) * max(design_effect, 1.0) / pairs
+    if spread <= 0:
+        return 1.0
+    return _NORMAL.cdf(effect / math.sqrt(spread) - _NORMAL.inv_cdf(1 - alpha / 2))
+
+
+def paired_spread(cases: Iterable[list[float]]) -> tuple[float, float]:
+    """The variance of paired differences (now - before, per unit) and the design effect of
+    grouping them by case: the case-level (cluster-robust) variance of their mean over the
+    variance it would have were the units independent. Design effect 1 with one case."""
+    groups = [g for g in cases if g]
+    values = [d for g in groups for d in g]
+    units = len(values)
+    if units < 2:
+        return 0.0, 1.0
+    mean = math.fsum(values) / units
+    variance = math.fsum((d - mean) ** 2 for d in values) / (units - 1)
+    if len(groups) < 2 or variance == 0:
+        return variance, 1.0
+    clustered = (len(groups) / (len(groups) - 1)
+                 * math.fsum((math.fsum(g) - len(g) * mean) ** 2 for g in groups) / units ** 2)
+    return variance, clustered / (variance / units)
+
+
+def assess_bootstrap(*, pairs: int, variance: float, design_effect: float, effect: float,
+                     alpha: float, min_power: float, trials_per_case: int) -> Power:
+    """The bootstrap's approximate power, minimum detectable effect and pairs needed."""
+    def at(e: float, units: int) -> float:
+        return bootstrap_power(pairs=units, variance=variance, effect=e, alpha=alpha,
+                               design_effect=design_effect)
+
+    return _assess(at, pairs, effect, min_power, trials_per_case, 1.0, effect > 0,
+                   "normal approximation with design effect")
+
+
+# --- shared: the minimum detectable effect and the units needed ---
+
+def _assess(at: Callable[[float, int], float], n: int, effect: float, min_power: float,
+            trials_per_case: int, top: float, reachable: bool, method: str) -> Power:
+    needed = _units_needed(lambda units: at(effect, units), min_power) if reachable else None
+    cases = None if needed is None else -(-needed // max(trials_per_case, 1))
+    return Power(at(effect, n), _mde(lambda e: at(e, n), min_power, top), needed, cases,
+                 method)
+
+
+def _mde(power: Callable[[float], float], min_power: float, top: float) -> float | None:
+    """The smallest effect in (0, top] whose power reaches min_power, by bisection (power
+    rises with the effect); the upper end of the final bracket."""
+    if power(top) < min_power:
+        return None
+    low, high = 0.0, top
+    while high - low > EFFECT_TOLERANCE:
+        mid = (low + high) / 2
+        low, high = (low, mid) if power(mid) >= min_power else (mid, high)
+    return high
+
+
+def _units_needed(power: Callable[[int], float], min_power: float) -> int | None:
+    """A count n with power(n) >= min_power > power(n - 1): doubling, then bisection.
+
+    Exact tests' power saw-tooths in n, so a count below it may reach min_power too.
+    """
+    high = 1
+    while power(high) < min_power:
+        if high >= MAX_UNITS:
+            return None
+        high = min(2 * high, MAX_UNITS)
+    low = high // 2 if high > 1 else 0
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if power(mid) >= min_power else (mid, high)
+    return high
