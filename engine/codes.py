@@ -98,6 +98,7 @@ UNATTAINABLE_GATE: a threshold the Wilson lower bound can never reach (1.0)
 UNKNOWN_CATEGORY: a waiver scope or a policy test names a category the policy does not have
 PAIRED_RULES_IGNORED: regressed_when / improved_when set with a paired comparison test
 PAIRED_CLUSTER_UNSUPPORTED: cluster_by: case with a test other than paired_bootstrap
+POWER_NEEDS_EFFECT: gate.comparison.min_power or discordance without the effect to detect
 UNKNOWN_CONTROL: a control identifier that is in no loaded catalogue
 UNKNOWN_INSPECTION: an inspection type that is not in the engine's table
 UNKNOWN_INSPECTION_ID: a category, fallback or policy test names an inspection id not in the policy
@@ -287,6 +288,7 @@ BASELINE_MISSING: history requires a baseline and none was found
 BASELINE_UNTRUSTED: the baseline does not verify against a trusted key
 BASELINE_INCOMPATIBLE: the baseline has another suite, policy or judge, or no PASS/FAIL
 COMPARISON_UNTESTED: a required paired test found no pairs, or the baseline's rows did not verify
+UNDERPOWERED: a required comparison's stable category could not see the effect with min_power
 SUITE_MISMATCH: the records' suite digest is not the one the Evaluation pins
 SUITE_NOT_PINNED: a release whose records carry their own cases pins no suite_sha256
 JUDGE_OVERRIDDEN: a release whose judge the command line changed from the Evaluation's

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.decide import fixcheck
+from engine.decide import fixcheck, power
 from engine.decide import paired as paired_test
 from engine.decide.lattice import included
 from engine.errors import EngineError, FormulaError, VerifyError
@@ -159,11 +159,16 @@ def _status(name: str, now: dict[str, Any], base: dict[str, Any] | None,
     return "stable"
 
 
+Pairings = tuple[paired_test.Counts, paired_test.Counts | None]
+
+
 def _tests(card: dict[str, Any], base: dict[str, Any], baseline: Path | None, rows: Path,
-           settings: paired_test.Settings | None) -> dict[str, dict[str, Any]]:
-    """The paired test's entry of each category present in both runs ({} without one)."""
+           settings: paired_test.Settings | None
+           ) -> tuple[dict[str, dict[str, Any]], Pairings | None]:
+    """The paired test's entry of each category present in both runs ({} without one),
+    and the counts it paired (this run's, the baseline's)."""
     if settings is None or not settings.paired or baseline is None:
-        return {}
+        return {}, None
     names, family = [], set()
     for name, now in card["categories"].items():
         before = base.get("categories", {}).get(name)
@@ -177,7 +182,54 @@ def _tests(card: dict[str, Any], base: dict[str, Any], baseline: Path | None, ro
     now = paired_test.read_counts(rows)
     if now is None:
         raise OSError(f"this run's rows could not be read again: {rows}")
-    return paired_test.run(settings, now, before, names, family)
+    return paired_test.run(settings, now, before, names, family), (now, before)
+
+
+def _power(settings: paired_test.Settings, name: str, now: dict[str, Any],
+           before: dict[str, Any], test: dict[str, Any] | None, counted: Pairings | None,
+           tested: int) -> dict[str, Any]:
+    """What the comparison of one category could see (engine/decide/power.py): the power
+    to detect a drop of ``effect``, the minimum detectable effect at ``min_power`` (0.8
+    when only ``effect`` is set), and the units and cases that would reach it. Under a
+    paired test with ``multiplicity: holm``, alpha is divided by the ``tested``
+    categories (Holm's strictest step), so the power is never overstated."""
+    effect = settings.effect
+    assert effect is not None
+    wanted = settings.min_power if settings.min_power is not None else 0.8
+    trials = max(1, now["n"] // now["cases"]) if now.get("cases") else 1
+    out: dict[str, Any] = {"effect": effect, "min_power": settings.min_power}
+    if settings.test == "wilson_lower":
+        if not now.get("n") or before.get("rate") is None or before.get("wilson_lower") is None:
+            return {**out, "power": None, "why": "no scored rows on one side"}
+        seen = power.assess_wilson_lower(n=now["n"], baseline_rate=before["rate"],
+                                         baseline_lower=before["wilson_lower"], effect=effect,
+                                         min_power=wanted, trials_per_case=trials)
+        out["alpha"] = None  # the protocol's rule has none: the bound is the baseline's
+    else:
+        if test is None or counted is None or counted[1] is None or not test.get("pairs"):
+            return {**out, "power": None, "why": "no pairs"}
+        alpha = settings.alpha / max(tested, 1) if settings.multiplicity == "holm" \
+            else settings.alpha
+        out["alpha"] = alpha
+        if settings.test == "mcnemar_midp":
+            seen = power.assess_mcnemar(pairs=test["pairs"], discordant=test["b"] + test["c"],
+                                        effect=effect, alpha=alpha, min_power=wanted,
+                                        trials_per_case=trials, floor=settings.discordance)
+        else:
+            cases = paired_test.pair(counted[0].get(name, {}),
+                                     counted[1].get(name, {}))["cases"]
+            grouped = [[-1.0] * b + [1.0] * c + [0.0] * (k - b - c) for k, b, c in cases]
+            variance, deff = power.paired_spread(
+                grouped if settings.cluster_by == "case" else [[d] for g in grouped for d in g])
+            seen = power.assess_bootstrap(
+                pairs=test["pairs"], variance=max(variance, settings.discordance - effect ** 2),
+                design_effect=deff, effect=effect, alpha=alpha, min_power=wanted,
+                trials_per_case=trials)
+    cases_now = now.get("cases") or 0
+    return {**out, "power": seen.power, "mde": seen.mde, "units_needed": seen.pairs_needed,
+            "cases_needed": seen.cases_needed,
+            "more_cases": None if seen.cases_needed is None else
+            max(0, seen.cases_needed - cases_now), "method": seen.method}
 
 
 def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519PublicKey],
@@ -190,6 +242,8 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
                              "baseline": None, "categories": {}}
     if settings is not None and settings.paired:
         block["test"] = settings.record()
+    if settings is not None and settings.effect is not None:
+        block["power"] = settings.power_record()
     if status != "comparable":
         return block
     block["baseline"] = {**base["_verified"], "decision": base["decision"],
@@ -202,7 +256,7 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
         block.update(status="incompatible", reasons=incompatible)
         return block
     paired = _paired(rows, baseline.parent / "rows.jsonl") if baseline else {}
-    tests = _tests(card, base, baseline, rows, settings)
+    tests, counted = _tests(card, base, baseline, rows, settings)
     for name, now in card["categories"].items():
         if not included(now):
             continue
@@ -218,6 +272,11 @@ def compare(card: dict[str, Any], baseline: Path | None, keys: list[Ed25519Publi
             if _first(now, before) is None:
                 entry["status"] = paired_test.verdict(tests[name], settings.alpha)
             tests[name]["status"] = entry["status"]
+        if settings is not None and settings.effect is not None and before is not None \
+                and _first(now, before) is None:
+            entry["power"] = _power(settings, name, now, before, tests.get(name), counted,
+                                    sum(1 for t in tests.values() if t.get("p_adjusted")
+                                        is not None))
         block["categories"][name] = entry
     block["regressed"] = any(e["status"] in ("now failing", "regressed")
                              for e in block["categories"].values()) or (

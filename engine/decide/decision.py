@@ -122,12 +122,18 @@ def with_comparison(evaluation: Evaluation, outcome: Decision,
     policy = evaluation.policy
     block["required"] = policy.comparison_required
     extra = _comparison_reasons(block) if policy.comparison_required else []
-    if not extra:
+    # UNDERPOWERED stands in for a PASS (a stable verdict that could not have seen the
+    # drop that matters) and is never added to a FAIL, which it would hide
+    weak = _underpowered(block) if policy.comparison_required else []
+    if not extra and not weak:
         return replace(outcome, comparison=block)
     blocker = {"id": "comparison:baseline", "severity": "blocker",
-               "message": extra[0].message, "automation": "human_review_required"}
-    return outcome.with_reasons([r.published(policy.reason_codes) for r in extra],
-                                comparison=block, findings=outcome.findings + [blocker])
+               "message": (extra or weak)[0].message, "automation": "human_review_required"}
+    names = policy.reason_codes
+    return outcome.with_reasons([r.published(names) for r in extra], comparison=block,
+                                findings=outcome.findings + [blocker],
+                                blockers=outcome.blockers + tuple(r.published(names)
+                                                                  for r in weak))
 
 
 def _comparison_reasons(block: dict[str, Any]) -> list[Reason]:
@@ -147,6 +153,29 @@ def _comparison_reasons(block: dict[str, Any]) -> list[Reason]:
              if c["status"] in ("now failing", "regressed")]
     return [Reason(FAIL, "REGRESSED", path, "regressed against the baseline" +
                    (f": {', '.join(worse)}" if worse else " (it was PASS)")), *out]
+
+
+def _underpowered(block: dict[str, Any]) -> list[Reason]:
+    """Under ``min_power``: each stable category whose comparison could not see a drop of
+    ``effect`` with that power (or whose power could not be computed). A stable verdict
+    says something only when a regression could have been seen."""
+    weak = []
+    for name, entry in block["categories"].items():
+        seen = entry.get("power")
+        if entry["status"] != "stable" or not seen or seen["min_power"] is None:
+            continue
+        if seen["power"] is None:
+            weak.append(f"'{name}': its power could not be computed ({seen['why']})")
+        elif seen["power"] < seen["min_power"]:
+            more = seen.get("more_cases")
+            weak.append(f"'{name}' sees a drop of {seen['effect']} with power "
+                        f"{seen['power']:.3f}, below min_power {seen['min_power']}" +
+                        (f" (about {more} more cases would reach it)" if more else
+                         " (no number of cases would reach it under this test)"
+                         if seen.get("cases_needed") is None else ""))
+    return [Reason(INCOMPLETE, "UNDERPOWERED", "policy:spec.gate.comparison.min_power",
+                   "the comparison could not have seen the regression that matters: " +
+                   "; ".join(weak))] if weak else []
 
 
 def waiver_block(evaluation: Evaluation, tally: Tally | None) -> dict[str, Any] | None:

@@ -56,6 +56,14 @@ class Settings:
     cluster_by: str = "unit"
     iterations: int = DEFAULT_ITERATIONS
     seed: int = DEFAULT_SEED
+    effect: float | None = None
+    """``gate.comparison.effect``: the drop whose power is reported (engine/decide/power.py)."""
+    min_power: float | None = None
+    """``gate.comparison.min_power``: a required comparison seeing ``effect`` with less
+    power is INCOMPLETE (UNDERPOWERED)."""
+    discordance: float = 0.0
+    """``gate.comparison.discordance``: the least share of discordant pairs the paired
+    tests' power assumes, whatever fewer the runs show."""
 
     @property
     def paired(self) -> bool:
@@ -69,6 +77,11 @@ class Settings:
         if self.test == "paired_bootstrap":
             out["bootstrap"] = {"iterations": self.iterations, "seed": self.seed}
         return out
+
+    def power_record(self) -> dict[str, Any]:
+        """The power settings block of the scorecard's comparison."""
+        return {"effect": self.effect, "min_power": self.min_power,
+                "discordance": self.discordance}
 
 
 def midp(b: int, c: int) -> float:

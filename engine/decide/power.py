@@ -197,10 +197,11 @@ def _critical(m: int, guess: int, alpha: float) -> int:
 
 
 def assess_mcnemar(*, pairs: int, discordant: int, effect: float, alpha: float,
-                   min_power: float, trials_per_case: int) -> Power:
-    """McNemar's power at the observed discordance, its minimum detectable effect, and the
-    pairs that reach min_power at effect with the same discordance."""
-    observed = discordant / pairs if pairs else 0.0
+                   min_power: float, trials_per_case: int, floor: float = 0.0) -> Power:
+    """McNemar's power at the observed discordance (raised to ``floor``, governance's
+    least discordant share), its minimum detectable effect, and the pairs that reach
+    min_power at effect with the same discordance."""
+    observed = max(discordant / pairs if pairs else 0.0, floor)
 
     def at(e: float, units: int) -> float:
         return mcnemar_power(pairs=units, psi=max(observed, e), effect=e, alpha=alpha)[0]

@@ -22,6 +22,7 @@ def root(context, missing=missing):
     l_0_test = resolve('test')
     l_0_b = resolve('b')
     l_0_sel = resolve('sel')
+    l_0_pw = resolve('pw')
     l_0_rerun_note = resolve('rerun_note')
     l_0_signer = resolve('signer')
     l_0_cal = l_0_prov = l_0_total = missing
@@ -522,6 +523,25 @@ def root(context, missing=missing):
                 yield ' bootstrap resamples with seed '
                 yield escape(environment.finalize(environment.getattr(environment.getattr((undefined(name='test') if l_0_test is missing else l_0_test), 'bootstrap'), 'seed')))
             yield '.'
+        l_0_pw = context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'power')
+        context.vars['pw'] = l_0_pw
+        context.exported_vars.add('pw')
+        if (undefined(name='pw') if l_0_pw is missing else l_0_pw):
+            pass
+            yield 'Power: the chance that the comparison sees a drop of '
+            yield escape(environment.finalize(environment.getattr((undefined(name='pw') if l_0_pw is missing else l_0_pw), 'effect')))
+            yield ' in a category it decides'
+            if (not t_10(environment.getattr((undefined(name='pw') if l_0_pw is missing else l_0_pw), 'min_power'))):
+                pass
+                yield ', required to reach '
+                yield escape(environment.finalize(environment.getattr((undefined(name='pw') if l_0_pw is missing else l_0_pw), 'min_power')))
+                yield ' (below it a stable category is UNDERPOWERED)'
+            if environment.getattr((undefined(name='pw') if l_0_pw is missing else l_0_pw), 'discordance'):
+                pass
+                yield ', assuming at least '
+                yield escape(environment.finalize(environment.getattr((undefined(name='pw') if l_0_pw is missing else l_0_pw), 'discordance')))
+                yield ' of pairs discordant'
+            yield '; "mde" is the smallest drop it sees with that power, "cases to reach it" how many cases would.'
         yield '</p>\n'
         if environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'):
             pass
@@ -529,11 +549,15 @@ def root(context, missing=missing):
             if (undefined(name='test') if l_0_test is missing else l_0_test):
                 pass
                 yield '<th class="num">pairs</th><th class="num">b (pass→fail)</th><th class="num">c (fail→pass)</th><th class="num">unpaired now / baseline</th><th class="num">unscored now / baseline</th><th class="num">p</th><th class="num">p adjusted</th>'
-            yield '<th class="num">McNemar p (§7.3)</th></tr>\n'
+            if (undefined(name='pw') if l_0_pw is missing else l_0_pw):
+                pass
+                yield '<th class="num">power</th><th class="num">mde</th><th class="num">cases to reach it</th>'
+            yield '<th class="num">McNemar p (informational)</th></tr>\n'
             for (l_1_name, l_1_c) in context.call(environment.getattr(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'categories'), 'items')):
                 l_1_t = resolve('t')
                 l_1_up = resolve('up')
                 l_1_us = resolve('us')
+                l_1_q = resolve('q')
                 _loop_vars = {}
                 pass
                 yield '<tr><td>'
@@ -574,10 +598,32 @@ def root(context, missing=missing):
                     yield '</td><td class="num">'
                     yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='t') if l_1_t is missing else l_1_t), 'get'), 'p_adjusted', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
                     yield '</td>'
+                if (undefined(name='pw') if l_0_pw is missing else l_0_pw):
+                    pass
+                    l_1_q = (context.call(environment.getattr(l_1_c, 'get'), 'power', _loop_vars=_loop_vars) or {})
+                    _loop_vars['q'] = l_1_q
+                    yield '<td class="num">'
+                    yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='q') if l_1_q is missing else l_1_q), 'get'), 'power', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    yield escape(environment.finalize(context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), context.call(environment.getattr((undefined(name='q') if l_1_q is missing else l_1_q), 'get'), 'mde', _loop_vars=_loop_vars), _loop_vars=_loop_vars)))
+                    yield '</td><td class="num">'
+                    if (not t_10(context.call(environment.getattr((undefined(name='q') if l_1_q is missing else l_1_q), 'get'), 'cases_needed', _loop_vars=_loop_vars))):
+                        pass
+                        yield escape(environment.finalize(environment.getattr((undefined(name='q') if l_1_q is missing else l_1_q), 'cases_needed')))
+                        yield ' ('
+                        yield escape(environment.finalize(environment.getattr((undefined(name='q') if l_1_q is missing else l_1_q), 'more_cases')))
+                        yield ' more)'
+                    elif (not t_10(context.call(environment.getattr((undefined(name='q') if l_1_q is missing else l_1_q), 'get'), 'power', _loop_vars=_loop_vars))):
+                        pass
+                        yield 'none would'
+                    else:
+                        pass
+                        yield '–'
+                    yield '</td>'
                 yield '<td class="num">'
                 yield escape(environment.finalize((context.call((undefined(name='n3') if l_0_n3 is missing else l_0_n3), environment.getattr(environment.getattr(l_1_c, 'mcnemar'), 'p'), _loop_vars=_loop_vars) if context.call(environment.getattr(l_1_c, 'get'), 'mcnemar', _loop_vars=_loop_vars) else '–')))
                 yield '</td></tr>\n'
-            l_1_name = l_1_c = l_1_t = l_1_up = l_1_us = missing
+            l_1_name = l_1_c = l_1_t = l_1_up = l_1_us = l_1_q = missing
             yield '</table>'
         yield '\n'
         if context.call(environment.getattr(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'comparison'), 'get'), 'fixes'):
@@ -973,6 +1019,6 @@ def root(context, missing=missing):
     yield '\n</body>\n</html>'
 
 blocks = {}
-debug_info = '6=95&31=101&32=103&33=108&35=115&36=119&37=123&38=129&39=135&42=141&44=145&47=175&51=192&52=196&53=199&56=208&57=212&58=223&59=234&60=244&61=256&63=264&64=267&65=270&68=276&70=294&71=304&74=307&76=337&79=340&80=350&81=366&82=386&83=399&85=416&87=424&88=455&89=463&90=470&91=489&92=507&93=525&94=532&96=582&97=585&100=598&101=604&102=618&103=628&104=631&107=658&108=664&109=692&110=695&113=710&115=716&119=752&120=758&121=773&122=802&123=813&124=827&125=830&127=850&128=865&131=873&132=876&134=878&137=898&142=930&143=934&144=936&145=938&146=940&147=942&151=957'
-source_sha256 = 'fd8614567910296b67a78649e097ad4e7e88659ab857445476079eecb4c1e2e9'
+debug_info = '6=96&31=102&32=104&33=109&35=116&36=120&37=124&38=130&39=136&42=142&44=146&47=176&51=193&52=197&53=200&56=209&57=213&58=224&59=235&60=245&61=257&63=265&64=268&65=271&68=277&70=295&71=305&74=308&76=338&79=341&80=351&81=367&82=387&83=400&85=417&87=425&88=456&89=464&90=471&91=490&92=508&93=545&94=555&96=628&97=631&100=644&101=650&102=664&103=674&104=677&107=704&108=710&109=738&110=741&113=756&115=762&119=798&120=804&121=819&122=848&123=859&124=873&125=876&127=896&128=911&131=919&132=922&134=924&137=944&142=976&143=980&144=982&145=984&146=986&147=988&151=1003'
+source_sha256 = '3f1f7160cddc7407e1b70496ee77b1baf716ab7af0d80a533d22878837d7207a'
 jinja2_version = '3.1.6'

@@ -177,6 +177,19 @@ def _test_said(t: Card) -> str:
     return said + "."
 
 
+def _power_said(power: Card) -> str:
+    """The power settings in words."""
+    said = (f"Power: the chance that the comparison sees a drop of {power['effect']} in a "
+            "category it decides")
+    if power["min_power"] is not None:
+        said += (f", required to reach {power['min_power']} (below it a stable category is "
+                 "UNDERPOWERED)")
+    if power["discordance"]:
+        said += f", assuming at least {power['discordance']} of pairs discordant"
+    return said + ("; \"mde\" is the smallest drop it sees with that power, \"cases to "
+                   "reach it\" how many cases would.")
+
+
 def comparison(card: Card) -> list[str]:
     c = card.get("comparison")
     if not c:
@@ -195,14 +208,18 @@ def comparison(card: Card) -> list[str]:
         lines[-1] += (f" Chosen by label {md(sel['label'])} from the history folder; "
                       f"{sel['skipped']} scorecard(s) skipped"
                       + "".join(f"; {md(r)}" for r in sel["skipped_reasons"]) + ".")
-    test = c.get("test")
+    test, power = c.get("test"), c.get("power")
     if test:
         lines[-1] += " " + _test_said(test)
+    if power:
+        lines[-1] += " " + _power_said(power)
     header = ["category", "status", "rate", "baseline", "delta"]
     if test:
         header += ["pairs", "b (pass→fail)", "c (fail→pass)", "unpaired now / baseline",
                    "unscored now / baseline", "p", "p adjusted"]
-    header.append("McNemar p (§7.3)")
+    if power:
+        header += ["power", "mde", "cases to reach it"]
+    header.append("McNemar p (informational)")
     rows = []
     for name, x in c["categories"].items():
         row = [md(name), x["status"], _n3(x.get("rate")), _n3(x.get("baseline_rate")),
@@ -214,6 +231,12 @@ def comparison(card: Card) -> list[str]:
                     f"{unpaired.get('current', '–')} / {unpaired.get('baseline', '–')}",
                     f"{unscored.get('current', '–')} / {unscored.get('baseline', '–')}",
                     _n3(t.get("p_value")), _n3(t.get("p_adjusted"))]
+        if power:
+            q = x.get("power") or {}
+            row += [_n3(q.get("power")), _n3(q.get("mde")),
+                    f"{q['cases_needed']} ({q['more_cases']} more)"
+                    if q.get("cases_needed") is not None else
+                    "none would" if q.get("power") is not None else "–"]
         row.append(_n3(x["mcnemar"]["p"]) if x.get("mcnemar") else "–")
         rows.append(row)
     fixes = [[md(f["id"]), f["status"], md(f["reason"])] for f in c.get("fixes") or []]

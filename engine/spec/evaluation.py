@@ -474,18 +474,7 @@ def _compile_evaluation(loader: _Loader, file: Path,
     keys = [_anchor(loader, doc, ("spec", "history", "trusted_keys", i), rel)
             for i, rel in enumerate(history.get("trusted_keys", []))]
     judge, warnings = _judge_config(loader, doc, spec.get("judge"))
-    if policy is not None and policy.judge_correct != "none" \
-            and judge.provider not in ("none", "mock") \
-            and (calibration is None or not calibrators):
-        # a corrected rate needs governance's calibration: without one every judged category
-        # would be UNRESOLVED, so say so where it is configured
-        missing = "calibration" if calibration is None else "calibration_keys"
-        loader.problems.append(doc.problem(
-            ("spec", "judge") if "judge" in spec else ("spec",), "CORRECTION_UNCALIBRATED",
-            f"the policy corrects judged rates (judge.correct: {policy.judge_correct}) but "
-            f"the Evaluation names no judge.{missing}",
-            "name the signed calibration.json engine calibrate writes and the governance "
-            "key it verifies against (docs/judges.md)"))
+    _correction_calibrated(loader, doc, policy, judge, calibration, calibrators)
     unit_format = _unit_format(loader, doc, spec, unit_input)
     if "suite" not in spec and unit_format is not None:
         if unit_format.suite is not None:
@@ -522,6 +511,25 @@ def _compile_evaluation(loader: _Loader, file: Path,
                       baseline_pin=history.get("baseline_sha256"),
                       calibration=calibration,
                       calibration_keys=[k for k in calibrators if k is not None])
+
+
+def _correction_calibrated(loader: _Loader, doc: _yaml.Document, policy: Policy | None,
+                           judge: JudgeConfig, calibration: Path | None,
+                           keys: list[Path | None]) -> None:
+    """CORRECTION_UNCALIBRATED when the policy corrects judged rates and a live or replayed
+    judge has no governance calibration named: every judged category would be UNRESOLVED,
+    so it is said where the calibration is configured."""
+    if policy is None or policy.judge_correct == "none" or \
+            judge.provider in ("none", "mock") or (calibration is not None and keys):
+        return
+    missing = "calibration" if calibration is None else "calibration_keys"
+    loader.problems.append(doc.problem(
+        ("spec", "judge") if "judge" in doc.data["spec"] else ("spec",),
+        "CORRECTION_UNCALIBRATED",
+        f"the policy corrects judged rates (judge.correct: {policy.judge_correct}) but "
+        f"the Evaluation names no judge.{missing}",
+        "name the signed calibration.json engine calibrate writes and the governance "
+        "key it verifies against (docs/judges.md)"))
 
 
 def _calibration(loader: _Loader, doc: _yaml.Document, block: dict[str, Any]) -> Path | None:

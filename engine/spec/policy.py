@@ -285,7 +285,9 @@ def _comparison_test(comparison: dict[str, Any]) -> Settings:
                     multiplicity=comparison.get("multiplicity", "none"),
                     cluster_by=comparison.get("cluster_by", "unit"),
                     iterations=boot.get("iterations", DEFAULT_ITERATIONS),
-                    seed=boot.get("seed", DEFAULT_SEED))
+                    seed=boot.get("seed", DEFAULT_SEED), effect=comparison.get("effect"),
+                    min_power=comparison.get("min_power"),
+                    discordance=float(comparison.get("discordance", 0.0)))
 
 
 def _comparison_rules(loader: _Loader, doc: _yaml.Document,
@@ -304,6 +306,12 @@ def _comparison_rules(loader: _Loader, doc: _yaml.Document,
             ("spec", "gate", "comparison", "cluster_by"), "PAIRED_CLUSTER_UNSUPPORTED",
             f"cluster_by: case needs test: paired_bootstrap (under {test} every pair counts "
             "as independent); use cluster_by: unit, or test: paired_bootstrap"))
+    for key in ("min_power", "discordance"):
+        if key in comparison and "effect" not in comparison:
+            loader.problems.append(doc.problem(
+                ("spec", "gate", "comparison", key), "POWER_NEEDS_EFFECT",
+                f"{key} needs gate.comparison.effect, the drop that must be detectable "
+                "(0.05 for five points of pass rate)"))
     names = dict.fromkeys(("rate", "baseline_rate", "baseline_lower", "baseline_upper"), NUMBER)
     return {status: compile_checked_formula(
         doc, ("spec", "gate", "comparison", f"{status}_when"),
