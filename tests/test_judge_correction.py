@@ -9,6 +9,7 @@ and .html.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,14 @@ import pytest
 import yaml
 from scipy.stats import binomtest, norm
 
+from engine.cli import main
 from engine.decide import correction
+from engine.evidence import calibration, signing
+from engine.spec import evaluation as spec
 from engine.stats import wilson
 
 from . import test_calibration as _calibration
-from .conftest import Gate
+from .conftest import Gate, suite_sha256
 from .judge_server import Judge
 from .test_calibration import answers, calibrate, configure, holdout
 from .test_judge import cache_key, grounding  # noqa: F401 - cache_key: autouse fixture
@@ -310,3 +314,117 @@ def test_only_governance_s_calibration_of_this_judge_corrects(
     code, card, _ = run_grounding(gate)
     assert card["calibration"]["status"] == "verified"
     assert card["categories"]["grounding"]["corrected"]["rate"] == pytest.approx(6 / 7)
+
+
+def task(i: int) -> dict[str, Any]:
+    """A deterministic row (must_include): no judge decides it."""
+    return {"id": f"t{i}", "case_id": f"t{i}", "dimension": "task_completion",
+            "agent_output": "refund issued", "must_include": ["refund"]}
+
+
+def test_only_the_rows_the_judge_decided_are_corrected(gate: Gate, judge: Judge,
+                                                       keys: tuple[Path, Path]) -> None:
+    """A category mixing judged and deterministic rows (a hostile review's wrong PASS: the
+    whole rate was corrected with the error the judge makes on its own rows)."""
+    configure(gate, judge)
+    answers(judge, set(range(1, 9)))  # hold-out: human passes g1..g10, judge g1..g8
+    calibrate(gate, holdout(gate), keys[0])  # tp 8, fn 2, fp 0, tn 10: sens 0.8, spec 1
+    gate_run_keys(gate, keys[0])
+
+    def mixed(spec: dict[str, Any]) -> None:
+        spec["inspections"].append({"id": "tc2", "type": "must_include",
+                                    "when": "dimension == 'task_completion'"})
+        spec["categories"]["grounding"]["inspections"] = ["grounding", "tc2"]
+    gate.policy(mixed)
+    correct(gate)
+    answers(judge, set(range(1, 7)))  # the judge passes 6 of 10; the 10 others pass
+    code, card, _ = gate.run([grounding(i) for i in range(1, 11)] +
+                             [task(i) for i in range(1, 11)], "--no-judge-cache")
+    cat = card["categories"]["grounding"]
+    assert (cat["passed"], cat["n"]) == (16, 20)
+    # judged part corrected: (0.6 + 1 - 1) / (0.8 + 1 - 1) = 0.75; the rest as observed:
+    # (10 * 0.75 + 10) / 20 = 0.875 < 0.9 (the whole rate corrected would be 1.0)
+    assert cat["corrected"]["judged"] == {"passed": 6, "n": 10}
+    assert cat["corrected"]["rate"] == pytest.approx(0.875, rel=1e-12)
+    # limits: the judged part's box and the others' Wilson limits at the box's z, by rows
+    zb = correction.box_z(card["statistics"]["wilson_z"])
+    judged_lower, judged_upper = _expected(6, 10, {"tp": 8, "fp": 0, "tn": 10, "fn": 2})
+    other_lower, other_upper = _scipy_wilson(10, 10, zb)
+    assert cat["corrected"]["lower"] == pytest.approx((judged_lower * 10 + other_lower * 10)
+                                                      / 20, rel=1e-9)
+    assert cat["corrected"]["upper"] == pytest.approx(
+        min(1.0, (judged_upper * 10 + other_upper * 10) / 20), rel=1e-9)
+    assert cat["state"] == "NOT_MET" and card["decision"] == "FAIL" and code == 1
+
+
+def test_an_older_calibration_put_back_is_not_governance_s_current_one(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    """A hostile review's wrong PASS: governance recalibrates and signs the specs; the
+    runner puts the older artifact (still governance-signed, same judge, a kinder
+    sensitivity) back. Read while the specs load, the artifact is a subject of the bundle."""
+    configure(gate, judge)
+    answers(judge, set(range(1, 9)))  # first calibration: sens 0.8, spec 1 (18/20 -> 1.0)
+    calibrate(gate, holdout(gate), keys[0])
+    old = gate.root / "old-calibration"
+    shutil.copytree(gate.dir / "calibration", old)
+    shutil.rmtree(gate.dir / "calibration")
+    answers(judge, JUDGE_PASS)  # the current one: sens 1, spec 0.7 (18/20 -> 6/7)
+    calibrate(gate, holdout(gate), keys[0])
+    gate_run_keys(gate, keys[0])
+    correct(gate)
+    rows = [grounding(i) for i in range(1, 21)]
+    gate.pin(suite_sha256(rows))
+    assert main(["sign-specs", str(gate.dir), "--key", str(keys[0] / "private.pem")]) == 0
+    answers(judge, set(range(1, 19)))
+    signed = ("--no-judge-cache", "--governance-key", str(keys[0] / "public.pem"))
+    code, card, _ = gate.run(rows, *signed)
+    assert card["decision"] == "FAIL"  # 6/7 < 0.9 on governance's current calibration
+    shutil.rmtree(gate.dir / "calibration")
+    shutil.copytree(old, gate.dir / "calibration")
+    code, card, _ = gate.run(rows, *signed)
+    assert card["decision"] == "INCOMPLETE" and code == 3
+    assert "SPECS_CHANGED" in [r["code"] for r in card["reasons"]]
+
+
+def test_the_calibration_is_the_bytes_the_specs_were_loaded_with(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path], tmp_path: Path) -> None:
+    configure(gate, judge)
+    answers(judge, JUDGE_PASS)
+    calibrate(gate, holdout(gate), keys[0])
+    kept = tmp_path / "kept"
+    shutil.copytree(gate.dir / "calibration", kept)
+    shutil.rmtree(gate.dir / "calibration")
+    answers(judge, set(range(1, 9)))
+    calibrate(gate, holdout(gate), keys[0])
+    gate_run_keys(gate, keys[0])
+    correct(gate)
+    records = tmp_path / "runs.jsonl"
+    records.write_text("".join(json.dumps(grounding(i)) + "\n" for i in range(1, 21)))
+    evaluation = spec.load([gate.dir], {"runs": records})[0]
+    judge_block = {"judge_sha256": json.loads((gate.dir / "calibration" / "calibration.json")
+                                              .read_text())["judge"]["judge_sha256"]}
+    key = [signing.load_public(keys[0] / "public.pem")]
+    assert calibration.check(evaluation, judge_block, key)["status"] == "verified"
+    # another governance-signed artifact put in its place after the specs were loaded
+    shutil.rmtree(gate.dir / "calibration")
+    shutil.copytree(kept, gate.dir / "calibration")
+    block = calibration.check(evaluation, judge_block, key)
+    assert block["status"] == "mismatch" and "not the one the specs were loaded" in \
+        block["reason"]
+    assert not block["categories"]["grounding"]["calibrated"]
+
+
+def test_a_calibration_of_one_answer_does_not_correct_a_judge_asked_three_times(
+        gate: Gate, judge: Judge, keys: tuple[Path, Path]) -> None:
+    configure(gate, judge)
+    answers(judge, JUDGE_PASS)
+    calibrate(gate, holdout(gate), keys[0])  # measured with one answer per prompt
+    gate_run_keys(gate, keys[0])
+    correct(gate)
+    gate.policy(lambda spec: spec["judge"].update(repeats=3))
+    answers(judge, set(range(1, 19)))
+    code, card, _ = run_grounding(gate)
+    assert card["calibration"]["status"] == "mismatch"
+    assert "1 time(s) per prompt; this policy asks 3" in card["calibration"]["reason"]
+    assert code == 3 and "corrected" not in card["categories"]["grounding"]
+    assert "CALIBRATION_MISSING" in [r["code"] for r in card["reasons"]]

@@ -172,11 +172,26 @@ def test_max_abstained_boundaries_and_errors_still_unresolve(gate: Gate, judge: 
     scripted(judge, {1: [5, 1, 5]})  # g1 abstains; g2..g5 answer 5 three times: PASS
     # 1 ABSTAIN row of 5 grounding rows is 1/5: 0.2 allows it, 0.19 does not
     repeats(gate, repeats=3, max_abstained=0.2)
-    code, card, _ = run(gate, 5)
+    code, card, out = run(gate, 5)
     cat = card["categories"]["grounding"]
     assert (cat["n"], cat["passed"], cat["abstained"], cat["rate"]) == (4, 4, 1, 1)
-    assert (cat["state"], code, card["decision"]) == ("MET", 0, "PASS")
+    md = (out / "scorecard.md").read_text()  # the abstained row and what the gate read
+    assert "| grounding | NOT_MET | 4 | 4 | 0 | 1 | 1.000 |" in md
+    assert "point estimate with its 1 ABSTAIN row(s) as FAIL (rate 0.800" in md
+    assert "point estimate with its 1 ABSTAIN row(s) as FAIL (rate 0.800" in \
+        (out / "scorecard.html").read_text()
+    # the category resolves, but the gate counts the allowed abstention as a FAIL: 4/5 =
+    # 0.8 is below grounding's threshold 0.9 (the rate without it, 4/4, would pass)
+    assert cat["abstained_as_failed"]["rate"] == 4 / 5
+    assert (cat["state"], code, card["decision"]) == ("NOT_MET", 1, "FAIL")
+    [said] = [r["message"] for r in card["reasons"] if r["code"] == "BELOW_THRESHOLD"]
+    assert said == "'grounding' with its ABSTAIN rows as FAIL, point 0.8 is below the " \
+        "threshold 0.9"
     assert card["judge"]["repeats"] == {"k": 3, "min_agreement": 1.0, "max_abstained": 0.2}
+    gate.policy(lambda spec: spec["categories"]["grounding"].update(threshold=0.8))
+    code, card, _ = run(gate, 5)
+    assert (card["categories"]["grounding"]["state"], code) == ("MET", 0)  # 4/5 >= 0.8
+    gate.policy(lambda spec: spec["categories"]["grounding"].update(threshold=0.9))
 
     repeats(gate, max_abstained=0.19)
     code, card, _ = run(gate, 5)

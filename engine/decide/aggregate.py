@@ -98,10 +98,16 @@ class Tally:
     """Unit -> the structured record a protocol report collects (e.g. a task's score)."""
     measures: dict[str, tuple[str, list[float]]] = field(default_factory=dict)
     """Category -> (kind, measured values) for cost and latency notes (never gated)."""
+    judged: dict[str, Counts] = field(default_factory=dict)
+    """Category -> its rows the judge decided (a judge's correction applies to those)."""
 
-    def count_row(self, category: str, inspection: str, status: str, code: str = "") -> None:
-        """Count one inspection row (and, for ERROR rows, its code)."""
+    def count_row(self, category: str, inspection: str, status: str, code: str = "",
+                  judged: bool = False) -> None:
+        """Count one inspection row (and, for ERROR rows, its code); ``judged``: the judge
+        decided it."""
         self.categories.setdefault(category, Counts()).add(status)
+        if judged:
+            self.judged.setdefault(category, Counts()).add(status)
         if status == ERROR:
             self.error_codes[category, code] += 1
         self.inspections.setdefault(inspection, Counts()).add(status)
@@ -122,7 +128,8 @@ class Tally:
     def merge(self, other: Tally) -> Tally:
         """Add ``other`` (a later shard of the same run) into this tally; returns self."""
         for mine, theirs in ((self.categories, other.categories),
-                             (self.inspections, other.inspections)):
+                             (self.inspections, other.inspections),
+                             (self.judged, other.judged)):
             for key, counts in theirs.items():
                 mine.setdefault(key, Counts()).merge(counts)
         self.case_units.update(other.case_units)

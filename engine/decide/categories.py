@@ -21,22 +21,35 @@ Hold = Callable[[str, str, str, str], None]  # (decision, code, spec path, messa
 
 def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
              error_codes: Any, measures: Any, reasons: list[Reason],
-             uncalibrated: str | None = None,
-             calibrated: dict[str, Any] | None = None) -> dict[str, Any]:
+             uncalibrated: str | None = None, calibrated: dict[str, Any] | None = None,
+             judged: Counts | None = None) -> dict[str, Any]:
     """One category's result (counts, rate, bounds, state, met), holding its reasons;
-    ``uncalibrated`` says why a required judge calibration does not cover it, and
-    ``calibrated`` (under ``judge.correct``) is the calibration entry that corrects it."""
-    cat = evaluation.policy.categories[name]
+    ``uncalibrated`` says why a required judge calibration does not cover it,
+    ``calibrated`` (under ``judge.correct``) is the calibration entry that corrects it, and
+    ``judged`` counts its rows the judge decided (the only ones corrected)."""
+    cat, z = evaluation.policy.categories[name], evaluation.policy.wilson_z
     n = counts.n
     rate = counts.passed / n if n else None
-    bounds = wilson(counts.passed, n, evaluation.policy.wilson_z)
+    bounds = wilson(counts.passed, n, z)
     lower, upper = bounds if bounds else (None, None)
+    # An ABSTAIN row judge.max_abstained allows leaves n, but the gate counts it as a FAIL:
+    # the rows a judge is unsure of are often the borderline ones, and a rate without them
+    # would be the agent's best case (fail closed). Without an allowance any ABSTAIN row
+    # leaves the category UNRESOLVED (agent-release-gate §3), so nothing changes there.
+    worst = counts.abstained if evaluation.policy.max_abstained else 0
+    held = None
+    if worst and n + worst:
+        held_bounds = wilson(counts.passed, n + worst, z)
+        assert held_bounds is not None
+        held = {"rate": counts.passed / (n + worst), "wilson_lower": held_bounds[0],
+                "wilson_upper": held_bounds[1]}
     uncorrectable = fixed = None
     if calibrated is not None and uncalibrated is None and n:
         uncorrectable = correction.why_not(calibrated)
         if uncorrectable is None:
-            fixed = correction.corrected(counts.passed, n, calibrated,
-                                         evaluation.policy.wilson_z)
+            part = judged or Counts()
+            fixed = correction.corrected(counts.passed, n + worst,
+                                         (part.passed, part.n + worst), calibrated, z)
 
     def hold(decision: str, code: str, where: str, message: str) -> None:
         reasons.append(Reason(decision, code, where, message, name))
@@ -46,9 +59,11 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
     # Misses are reported even when the category is unresolved (the reason list shows
     # every condition that holds); only a resolved category's state becomes NOT_MET.
     # Corrected, the threshold and minimum test the corrected rate and its lower limit.
-    gated, gated_lower = (fixed["rate"], fixed["lower"]) if fixed else (rate, lower)
+    gated, gated_lower = (fixed["rate"], fixed["lower"]) if fixed else \
+        (held["rate"], held["wilson_lower"]) if held else (rate, lower)
+    which = "corrected " if fixed else "with its ABSTAIN rows as FAIL, " if held else ""
     if _misses(cat, gated_lower if cat.gate_on == "wilson_lower" else gated, gated, hold,
-               "corrected " if fixed else "") and state == "MET":
+               which) and state == "MET":
         state, met = "NOT_MET", False
     # agent-release-gate §3: `attempted` counts every row, and is 0 when the category is
     # skipped (its rows were never attempted); the rows stay counted under `skipped`.
@@ -63,6 +78,8 @@ def category(evaluation: Evaluation, name: str, counts: Counts, cases: int,
         "notes": notes(*measures) if measures else None,
         "state": state, "met": met,
     }
+    if held is not None:
+        result["abstained_as_failed"] = held
     if fixed is not None:
         result["corrected"] = fixed
     return result
@@ -145,8 +162,9 @@ def _mode(evaluation: Evaluation, ids: list[str]) -> str:
 
 
 def gated_rate(result: dict[str, Any]) -> float | None:
-    """The rate a category is gated on: its corrected rate when corrected, else its rate."""
-    fixed = result.get("corrected")
+    """The rate a category is gated on: its corrected rate when corrected, else its rate
+    with the ABSTAIN rows judge.max_abstained allowed counted as FAIL, else its rate."""
+    fixed = result.get("corrected") or result.get("abstained_as_failed")
     return fixed["rate"] if fixed is not None else result["rate"]
 
 

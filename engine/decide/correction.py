@@ -72,12 +72,33 @@ def why_not(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def corrected(passed: int, n: int, entry: dict[str, Any], z: float) -> dict[str, Any]:
-    """The category's ``corrected`` block from its raw counts and its calibration entry
-    (which ``why_not`` accepts)."""
+def corrected(passed: int, n: int, judged: tuple[int, int], entry: dict[str, Any],
+              z: float) -> dict[str, Any]:
+    """The category's ``corrected`` block from its counts, the part of them the judge
+    decided (``judged``: passed, n) and its calibration entry (which ``why_not`` accepts).
+
+    Only the judge's rows are corrected: the calibration measured the judge on those alone,
+    and a deterministic row (a must_include, an injection row its canary decided) has no
+    judge error to correct. The category's corrected rate is the judged part corrected plus
+    the other rows as they are, over n; its limits add the judged part's box limits and the
+    other rows' Wilson limits at the box's z, each weighted by its rows."""
     cells = entry["cells"]
     sens, spec = entry["sensitivity"], entry["specificity"]
-    lower, upper = interval(passed, n, cells, z)
-    return {"method": METHOD, "interval": INTERVAL, "rate": rate(passed / n, sens, spec),
-            "lower": lower, "upper": upper, "sensitivity": sens, "specificity": spec,
+    judged_passed, judged_n = judged
+    other_passed, other_n = passed - judged_passed, n - judged_n
+    if judged_n:
+        point = rate(judged_passed / judged_n, sens, spec)
+        lower, upper = interval(judged_passed, judged_n, cells, z)
+    if other_n:
+        other = wilson(other_passed, other_n, box_z(z))
+        assert other is not None
+        if not judged_n:
+            point, (lower, upper) = other_passed / other_n, other
+        else:  # weighted by rows: the judged part corrected, the rest as observed
+            point = (point * judged_n + other_passed) / n
+            lower = (lower * judged_n + other[0] * other_n) / n
+            upper = min(1.0, (upper * judged_n + other[1] * other_n) / n)
+    return {"method": METHOD, "interval": INTERVAL, "rate": point, "lower": lower,
+            "upper": upper, "sensitivity": sens, "specificity": spec,
+            "judged": {"passed": judged_passed, "n": judged_n},
             "calibration": {k: cells[k] for k in ("tp", "fp", "tn", "fn")}}

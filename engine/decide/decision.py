@@ -56,7 +56,7 @@ def decide(evaluation: Evaluation, tally: Tally, judge: dict[str, Any] | None = 
     categories = {name: category(evaluation, name, tally.categories.get(name, Counts()),
                                   tally.cases.count(name), tally.error_codes,
                                   tally.measures.get(name), reasons, uncalibrated.get(name),
-                                  judged.get(name))
+                                  judged.get(name), tally.judged.get(name))
                   for name in policy.categories}
     included = [name for name, c in categories.items() if _included(c)]
     if not included:

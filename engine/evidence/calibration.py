@@ -112,6 +112,18 @@ def _category(name: str, sha: str, value: dict[str, Any] | None, reason: str,
     return entry
 
 
+def repeats(policy: Any) -> dict[str, Any]:
+    """How many answers make one verdict (judge.repeats, min_agreement), as an artifact
+    records it."""
+    return {"k": policy.judge_repeats, "min_agreement": policy.min_agreement}
+
+
+def _same_repeats(value: dict[str, Any], policy: Any) -> bool:
+    """Whether the calibration measured the judge as this policy asks it (an artifact
+    written before judge.repeats existed measured one answer per prompt)."""
+    return value.get("repeats", {"k": 1, "min_agreement": 1.0}) == repeats(policy)
+
+
 def check(evaluation: Evaluation, judge: dict[str, Any] | None,
           keys: list[Ed25519PublicKey], runs: frozenset[str] = frozenset()
           ) -> dict[str, Any] | None:
@@ -124,6 +136,16 @@ def check(evaluation: Evaluation, judge: dict[str, Any] | None,
                          and policy.judge_correct == "none"):
         return None
     status, reason, artifact, value = _artifact(evaluation.calibration, keys, runs)
+    if artifact is not None and artifact["sha256"] != evaluation.calibration_sha256:
+        status, reason, value = "mismatch", (
+            "the artifact is not the one the specs were loaded with (it appeared or changed "
+            "since): only the calibration loaded with the specs, which a governance-signed "
+            "bundle binds, is governance's current one"), None
+    if value is not None and not _same_repeats(value, policy):
+        status, reason, value = "mismatch", (
+            f"the calibration asked the judge {value.get('repeats', {}).get('k', 1)} time(s) "
+            f"per prompt; this policy asks {policy.judge_repeats} (judge.repeats and "
+            "min_agreement change what a verdict is, so the judge's error too)"), None
     if value is not None and value["judge"]["judge_sha256"] != judge["judge_sha256"]:
         status, reason = "mismatch", (
             f"the judge identity differs: calibrated {value['judge']['judge_sha256'][:16]}..., "

@@ -60,6 +60,12 @@ class Primitive:
     # primitive: whether a row's verdict is the judge's (None: every row's is); calibration
     # measures only those
 
+    def judge_decides(self, expected: Any) -> bool:
+        """Whether the judge decided a row whose expectation is ``expected``: the rows
+        calibration measures the judge on, and the only ones its correction applies to."""
+        return self.asks_judge and (self.judged_row is None or
+                                    self.judged_row({"expected": expected}))
+
 
 class Missing:
     """Selected nothing: the evidence is not there."""

@@ -68,11 +68,14 @@ def versions(card: Card) -> str:
 
 def categories(card: Card) -> list[str]:
     fixed = any(c.get("corrected") for c in card["categories"].values())
-    rows = [[md(name), c["state"], c["n"], c["passed"], c.get("waived", 0), fmt(c["rate"]),
+    abstained = any(c.get("abstained") for c in card["categories"].values())
+    rows = [[md(name), c["state"], c["n"], c["passed"], c.get("waived", 0),
+             *([c["abstained"]] if abstained else []), fmt(c["rate"]),
              f"[{fmt(c['wilson_lower'])}, {fmt(c['wilson_upper'])}]",
              *([corrected(c)] if fixed else []), fmt(c["threshold"]),
              fmt(c.get("minimum")), gated_on(c)] for name, c in card["categories"].items()]
-    lines = _table(["category", "state", "n", "passed", "waived", "rate", "Wilson 95%",
+    lines = _table(["category", "state", "n", "passed", "waived",
+                    *(["abstained"] if abstained else []), "rate", "Wilson 95%",
                     *(["corrected [interval]"] if fixed else []),
                     "threshold", "minimum", "gated on"], rows)
     lines += ["", "A threshold or a minimum is met when the value the category is gated on "

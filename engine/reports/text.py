@@ -67,7 +67,13 @@ def gated_on(category: dict[str, Any]) -> str:
     """What a category's threshold and minimum are compared with, in words."""
     mode = category.get("gate_on")
     words = GATED_ON.get(mode, str(mode)) if mode is not None else "–"
-    return f"corrected {words}" if category.get("corrected") else words
+    if category.get("corrected"):
+        return f"corrected {words}"
+    held = category.get("abstained_as_failed")
+    if held:  # judge.max_abstained: the allowed ABSTAIN rows count as FAIL in the gate
+        return (f"{words} with its {category['abstained']} ABSTAIN row(s) as FAIL (rate "
+                f"{fmt(held['rate'])}, Wilson lower {fmt(held['wilson_lower'])})")
+    return words
 
 
 CORRECTED_NOTE = ("corrected: the judged rate corrected for the judge's calibrated error "

@@ -21,7 +21,7 @@ from engine.canonical import canonical
 from engine.decide import calibration as stats
 from engine.errors import EngineError, UsageError
 from engine.evidence import signing
-from engine.evidence.calibration import CALIBRATION_VERSION, judged
+from engine.evidence.calibration import CALIBRATION_VERSION, judged, repeats
 from engine.evidence.scorecard import Staging, signed_now
 from engine.records.formats import Record
 from engine.run import rows as runner
@@ -132,7 +132,8 @@ def _value(evaluation: Evaluation, card: dict[str, Any], tables: dict[str, stats
         "policy_sha256": policy.sha256,
         "judge": {"identity": card["judge"]["identity"],
                   "judge_sha256": card["judge"]["judge_sha256"]},
-        "judged": judged(evaluation), "label_field": policy.label_field,
+        "judged": judged(evaluation), "repeats": repeats(policy),
+        "label_field": policy.label_field,
         "inputs": card["inputs"], "min_kappa": policy.min_kappa,
         "categories": {n: _measured(t, policy.min_kappa) for n, t in tables.items() if t.n},
         "overall": _measured(whole, policy.min_kappa), "unlabelled": unlabelled,

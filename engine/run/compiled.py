@@ -95,7 +95,8 @@ def _step(step: Step, slot: int | None, helpers: dict[str, Any]) -> StepFunction
             return
         if status == FAIL and runner.waivers and runner.waived(row, category, case, unit):
             return
-        tally.count_row(category, iid, status, o.code)
+        tally.count_row(category, iid, status, o.code,
+                        judged and primitive.judge_decides(o.expected))
         if status in SCORED:
             tally.cases.add(category, case, 1, int(status == PASS))
         if measure:

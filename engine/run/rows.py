@@ -222,7 +222,8 @@ class _Runner:
               inspection: Inspection, outcome: Outcome) -> None:
         """Count a scored row (and its finding, if it is one), then write it."""
         tally = self.tally
-        tally.count_row(category, inspection.id, outcome.status, outcome.code)
+        tally.count_row(category, inspection.id, outcome.status, outcome.code,
+                        inspection.primitive.judge_decides(outcome.expected))
         tally.count_case(category, case, outcome.status)
         measure = inspection.primitive.measure
         if measure and isinstance(outcome.observed, int | float) and \

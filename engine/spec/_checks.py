@@ -29,86 +29,88 @@ def _e2(x):
 
 
 def _e5(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
+    return True
+
+
+def _e6(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     return True
 
 
 def _e4(x):
     if not isinstance(x, dict): return False
-    if 'name' not in x or 'sha256' not in x: return False
-    if 'name' in x and not _e3(x['name']): return False
-    if 'sha256' in x and not _e5(x['sha256']): return False
-    if any(k not in {'name', 'sha256'} for k in x): return False
+    if 'k' not in x or 'min_agreement' not in x: return False
+    if 'k' in x and not _e5(x['k']): return False
+    if 'min_agreement' in x and not _e6(x['min_agreement']): return False
+    if any(k not in {'k', 'min_agreement'} for k in x): return False
     return True
 
 
-def _e6(x):
+def _e8(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e8(x):
-    if not isinstance(x, dict): return False
-    return True
-
-
 def _e7(x):
     if not isinstance(x, dict): return False
-    if 'identity' not in x or 'judge_sha256' not in x: return False
-    if 'identity' in x and not _e8(x['identity']): return False
-    if 'judge_sha256' in x and not _e5(x['judge_sha256']): return False
-    if any(k not in {'identity', 'judge_sha256'} for k in x): return False
+    if 'name' not in x or 'sha256' not in x: return False
+    if 'name' in x and not _e3(x['name']): return False
+    if 'sha256' in x and not _e8(x['sha256']): return False
+    if any(k not in {'name', 'sha256'} for k in x): return False
     return True
 
 
 def _e9(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e5(x[k]) for k in x): return False
-    return True
-
-
-def _e10(x):
     if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e11(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e8(x[k]) for k in x): return False
+    return True
+
+
+def _e10(x):
+    if not isinstance(x, dict): return False
+    if 'identity' not in x or 'judge_sha256' not in x: return False
+    if 'identity' in x and not _e11(x['identity']): return False
+    if 'judge_sha256' in x and not _e8(x['judge_sha256']): return False
+    if any(k not in {'identity', 'judge_sha256'} for k in x): return False
     return True
 
 
 def _e12(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e8(x[k]) for k in x): return False
+    return True
+
+
+def _e13(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e14(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e11(x[k]) for k in x): return False
+    return True
+
+
+def _e15(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < -1: return False
     if x > 1: return False
     return True
 
 
-def _e15(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
-    return True
-
-
-def _e16(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e17(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
 def _e18(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if x < 1: return False
     return True
 
 
@@ -119,17 +121,20 @@ def _e19(x):
 
 
 def _e20(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e21(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e22(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
@@ -139,40 +144,55 @@ def _e23(x):
 
 
 def _e24(x):
-    if not isinstance(x, bool): return False
-    return True
-
-
-def _e14(x):
-    if not isinstance(x, dict): return False
-    if 'n' not in x or 'tp' not in x or 'fp' not in x or 'tn' not in x or 'fn' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'kappa' not in x or 'met' not in x: return False
-    if 'n' in x and not _e15(x['n']): return False
-    if 'tp' in x and not _e16(x['tp']): return False
-    if 'fp' in x and not _e17(x['fp']): return False
-    if 'tn' in x and not _e18(x['tn']): return False
-    if 'fn' in x and not _e19(x['fn']): return False
-    if 'accuracy' in x and not _e20(x['accuracy']): return False
-    if 'sensitivity' in x and not _e21(x['sensitivity']): return False
-    if 'specificity' in x and not _e22(x['specificity']): return False
-    if 'kappa' in x and not _e23(x['kappa']): return False
-    if 'met' in x and not _e24(x['met']): return False
-    if any(k not in {'accuracy', 'fn', 'fp', 'kappa', 'met', 'n', 'sensitivity', 'specificity', 'tn', 'tp'} for k in x): return False
-    return True
-
-
-def _e13(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e14(x[k]) for k in x): return False
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     return True
 
 
 def _e25(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _e26(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    return True
+
+
+def _e27(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e17(x):
+    if not isinstance(x, dict): return False
+    if 'n' not in x or 'tp' not in x or 'fp' not in x or 'tn' not in x or 'fn' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'kappa' not in x or 'met' not in x: return False
+    if 'n' in x and not _e18(x['n']): return False
+    if 'tp' in x and not _e19(x['tp']): return False
+    if 'fp' in x and not _e20(x['fp']): return False
+    if 'tn' in x and not _e21(x['tn']): return False
+    if 'fn' in x and not _e22(x['fn']): return False
+    if 'accuracy' in x and not _e23(x['accuracy']): return False
+    if 'sensitivity' in x and not _e24(x['sensitivity']): return False
+    if 'specificity' in x and not _e25(x['specificity']): return False
+    if 'kappa' in x and not _e26(x['kappa']): return False
+    if 'met' in x and not _e27(x['met']): return False
+    if any(k not in {'accuracy', 'fn', 'fp', 'kappa', 'met', 'n', 'sensitivity', 'specificity', 'tn', 'tp'} for k in x): return False
+    return True
+
+
+def _e16(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e17(x[k]) for k in x): return False
+    return True
+
+
+def _e28(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e26(x):
+def _e29(x):
     if not isinstance(x, str): return False
     if not re.search('^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$', x) or x.endswith('\n'): return False
     return True
@@ -183,172 +203,151 @@ def _e0(x):
     if 'calibration_version' not in x or 'engine' not in x or 'evaluation' not in x or 'policy_sha256' not in x or 'judge' not in x or 'judged' not in x or 'label_field' not in x or 'inputs' not in x or 'min_kappa' not in x or 'categories' not in x or 'overall' not in x or 'unlabelled' not in x or 'judgements_sha256' not in x or 'generated_at' not in x: return False
     if 'calibration_version' in x and not _e1(x['calibration_version']): return False
     if 'engine' in x and not _e2(x['engine']): return False
-    if 'evaluation' in x and not _e4(x['evaluation']): return False
-    if 'policy_sha256' in x and not _e6(x['policy_sha256']): return False
-    if 'judge' in x and not _e7(x['judge']): return False
-    if 'judged' in x and not _e9(x['judged']): return False
-    if 'label_field' in x and not _e10(x['label_field']): return False
-    if 'inputs' in x and not _e11(x['inputs']): return False
-    if 'min_kappa' in x and not _e12(x['min_kappa']): return False
-    if 'categories' in x and not _e13(x['categories']): return False
-    if 'overall' in x and not _e14(x['overall']): return False
-    if 'unlabelled' in x and not _e25(x['unlabelled']): return False
-    if 'judgements_sha256' in x and not _e5(x['judgements_sha256']): return False
-    if 'generated_at' in x and not _e26(x['generated_at']): return False
-    if any(k not in {'calibration_version', 'categories', 'engine', 'evaluation', 'generated_at', 'inputs', 'judge', 'judged', 'judgements_sha256', 'label_field', 'min_kappa', 'overall', 'policy_sha256', 'unlabelled'} for k in x): return False
-    return True
-
-
-def _e28(x):
-    if x != 'specgate/v1': return False
-    return True
-
-
-def _e29(x):
-    if x != 'Evaluation': return False
+    if 'repeats' in x and not _e4(x['repeats']): return False
+    if 'evaluation' in x and not _e7(x['evaluation']): return False
+    if 'policy_sha256' in x and not _e9(x['policy_sha256']): return False
+    if 'judge' in x and not _e10(x['judge']): return False
+    if 'judged' in x and not _e12(x['judged']): return False
+    if 'label_field' in x and not _e13(x['label_field']): return False
+    if 'inputs' in x and not _e14(x['inputs']): return False
+    if 'min_kappa' in x and not _e15(x['min_kappa']): return False
+    if 'categories' in x and not _e16(x['categories']): return False
+    if 'overall' in x and not _e17(x['overall']): return False
+    if 'unlabelled' in x and not _e28(x['unlabelled']): return False
+    if 'judgements_sha256' in x and not _e8(x['judgements_sha256']): return False
+    if 'generated_at' in x and not _e29(x['generated_at']): return False
+    if any(k not in {'calibration_version', 'categories', 'engine', 'evaluation', 'generated_at', 'inputs', 'judge', 'judged', 'judgements_sha256', 'label_field', 'min_kappa', 'overall', 'policy_sha256', 'repeats', 'unlabelled'} for k in x): return False
     return True
 
 
 def _e31(x):
+    if x != 'specgate/v1': return False
+    return True
+
+
+def _e32(x):
+    if x != 'Evaluation': return False
+    return True
+
+
+def _e34(x):
     if not isinstance(x, str): return False
     if len(x) > 64: return False
     if not re.search('^[a-z][a-z0-9_-]*$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e32(x):
+def _e35(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 64: return False
     return True
 
 
-def _e33(x):
+def _e36(x):
     if not isinstance(x, str): return False
     return True
 
 
-def _e30(x):
+def _e33(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x: return False
-    if 'name' in x and not _e31(x['name']): return False
-    if 'version' in x and not _e32(x['version']): return False
-    if 'owner' in x and not _e33(x['owner']): return False
+    if 'name' in x and not _e34(x['name']): return False
+    if 'version' in x and not _e35(x['version']): return False
+    if 'owner' in x and not _e36(x['owner']): return False
     if 'description' in x and not _e3(x['description']): return False
     if any(k not in {'description', 'name', 'owner', 'version'} for k in x): return False
     return True
 
 
-def _e35(x):
+def _e38(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e36(x):
+def _e39(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
-    return True
-
-
-def _e37(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e40(x):
     if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e41(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e42(x):
-    if not isinstance(x, bool): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e43(x):
-    if not isinstance(x, dict): return False
-    return True
-
-
-def _e45(x):
-    if not isinstance(x, list): return False
+    if not isinstance(x, str): return False
     if len(x) < 1: return False
-    if not all(map(_e10, x)): return False
     return True
 
 
 def _e44(x):
-    if not isinstance(x, dict): return False
-    if 'trusted_keys' not in x: return False
-    if 'trusted_keys' in x and not _e45(x['trusted_keys']): return False
-    if any(k not in {'trusted_keys'} for k in x): return False
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
-def _e39(x):
-    if not isinstance(x, dict): return False
-    if 'path' not in x: return False
-    if 'path' in x and not _e40(x['path']): return False
-    if 'format' in x and not _e41(x['format']): return False
-    if 'optional' in x and not _e42(x['optional']): return False
-    if 'options' in x and not _e43(x['options']): return False
-    if 'attestation' in x and not _e44(x['attestation']): return False
-    if any(k not in {'attestation', 'format', 'optional', 'options', 'path'} for k in x): return False
+def _e45(x):
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e46(x):
-    if isinstance(x, str) and (not re.search('^[a-z][a-z0-9_]*$', x) or x.endswith('\n')): return False
-    return True
-
-
-def _e38(x):
     if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _e39(x[k]) for k in x): return False
-    if not all(map(_e46, x)): return False
     return True
 
 
 def _e48(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e49(x):
-    if not isinstance(x, str): return False
+    if not isinstance(x, list): return False
     if len(x) < 1: return False
-    return True
-
-
-def _e50(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e51(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not all(map(_e13, x)): return False
     return True
 
 
 def _e47(x):
     if not isinstance(x, dict): return False
-    if 'input' in x and not _e48(x['input']): return False
-    if 'id' in x and not _e49(x['id']): return False
-    if 'case' in x and not _e50(x['case']): return False
-    if 'trace' in x and not _e51(x['trace']): return False
-    if any(k not in {'case', 'id', 'input', 'trace'} for k in x): return False
+    if 'trusted_keys' not in x: return False
+    if 'trusted_keys' in x and not _e48(x['trusted_keys']): return False
+    if any(k not in {'trusted_keys'} for k in x): return False
+    return True
+
+
+def _e42(x):
+    if not isinstance(x, dict): return False
+    if 'path' not in x: return False
+    if 'path' in x and not _e43(x['path']): return False
+    if 'format' in x and not _e44(x['format']): return False
+    if 'optional' in x and not _e45(x['optional']): return False
+    if 'options' in x and not _e46(x['options']): return False
+    if 'attestation' in x and not _e47(x['attestation']): return False
+    if any(k not in {'attestation', 'format', 'optional', 'options', 'path'} for k in x): return False
+    return True
+
+
+def _e49(x):
+    if isinstance(x, str) and (not re.search('^[a-z][a-z0-9_]*$', x) or x.endswith('\n')): return False
+    return True
+
+
+def _e41(x):
+    if not isinstance(x, dict): return False
+    if len(x) < 1: return False
+    if any(True and not _e42(x[k]) for k in x): return False
+    if not all(map(_e49, x)): return False
+    return True
+
+
+def _e51(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e52(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
@@ -360,50 +359,61 @@ def _e53(x):
 
 def _e54(x):
     if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    if len(x) < 1: return False
     return True
 
 
-def _e55(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e10, x)): return False
-    return True
-
-
-def _e52(x):
+def _e50(x):
     if not isinstance(x, dict): return False
-    if 'baseline' in x and not _e53(x['baseline']): return False
-    if 'baseline_sha256' in x and not _e54(x['baseline_sha256']): return False
-    if 'trusted_keys' in x and not _e55(x['trusted_keys']): return False
-    if any(k not in {'baseline', 'baseline_sha256', 'trusted_keys'} for k in x): return False
+    if 'input' in x and not _e51(x['input']): return False
+    if 'id' in x and not _e52(x['id']): return False
+    if 'case' in x and not _e53(x['case']): return False
+    if 'trace' in x and not _e54(x['trace']): return False
+    if any(k not in {'case', 'id', 'input', 'trace'} for k in x): return False
     return True
 
 
-def _e57(x):
-    if x not in ('openai-compatible', 'openai', 'anthropic', 'replay', 'mock', 'none'): return False
-    return True
-
-
-def _e58(x):
+def _e56(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e59(x):
+def _e57(x):
     if not isinstance(x, str): return False
-    if not re.search('^https?://[^\\s/@]+(/)?$', x) or x.endswith('\n'): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e58(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e13, x)): return False
+    return True
+
+
+def _e55(x):
+    if not isinstance(x, dict): return False
+    if 'baseline' in x and not _e56(x['baseline']): return False
+    if 'baseline_sha256' in x and not _e57(x['baseline_sha256']): return False
+    if 'trusted_keys' in x and not _e58(x['trusted_keys']): return False
+    if any(k not in {'baseline', 'baseline_sha256', 'trusted_keys'} for k in x): return False
+    return True
+
+
+def _e60(x):
+    if x not in ('openai-compatible', 'openai', 'anthropic', 'replay', 'mock', 'none'): return False
+    return True
+
+
+def _e61(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _e62(x):
     if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e64(x):
-    if not isinstance(x, str): return False
+    if not re.search('^https?://[^\\s/@]+(/)?$', x) or x.endswith('\n'): return False
     return True
 
 
@@ -413,303 +423,214 @@ def _e65(x):
     return True
 
 
-def _e66(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[A-Za-z_][A-Za-z0-9_]*$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e63(x):
-    if not isinstance(x, dict): return False
-    if 'provider' not in x or 'model' not in x: return False
-    if 'provider' in x and not _e64(x['provider']): return False
-    if 'model' in x and not _e10(x['model']): return False
-    if 'base_url' in x and not _e65(x['base_url']): return False
-    if 'api_key_env' in x and not _e66(x['api_key_env']): return False
-    if any(k not in {'api_key_env', 'base_url', 'model', 'provider'} for k in x): return False
-    return True
-
-
-def _e61(x):
-    if (_e62(x) + _e63(x)) != 1: return False
-    return True
-
-
-def _e60(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e61, x)): return False
-    return True
-
-
 def _e67(x):
     if not isinstance(x, str): return False
-    if not re.search('^[A-Za-z_][A-Za-z0-9_]*$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e68(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e69(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[A-Za-z_][A-Za-z0-9_]*$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e66(x):
+    if not isinstance(x, dict): return False
+    if 'provider' not in x or 'model' not in x: return False
+    if 'provider' in x and not _e67(x['provider']): return False
+    if 'model' in x and not _e13(x['model']): return False
+    if 'base_url' in x and not _e68(x['base_url']): return False
+    if 'api_key_env' in x and not _e69(x['api_key_env']): return False
+    if any(k not in {'api_key_env', 'base_url', 'model', 'provider'} for k in x): return False
+    return True
+
+
+def _e64(x):
+    if (_e65(x) + _e66(x)) != 1: return False
+    return True
+
+
+def _e63(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e64, x)): return False
+    return True
+
+
+def _e70(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[A-Za-z_][A-Za-z0-9_]*$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e71(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     if x > 2: return False
     return True
 
 
-def _e69(x):
+def _e72(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     return True
 
 
-def _e70(x):
+def _e73(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     return True
 
 
-def _e71(x):
+def _e74(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0.001: return False
     return True
 
 
-def _e72(x):
+def _e75(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 256: return False
     return True
 
 
-def _e73(x):
+def _e76(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     if x > 20: return False
     return True
 
 
-def _e74(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    return True
-
-
-def _e75(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    return True
-
-
-def _e76(x):
-    if x not in ('annotate', 'error'): return False
-    return True
-
-
 def _e77(x):
-    if x not in ('all_or_none', 'partial'): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
     return True
 
 
 def _e78(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
     return True
 
 
 def _e79(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if x not in ('annotate', 'error'): return False
     return True
 
 
 def _e80(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e10, x)): return False
+    if x not in ('all_or_none', 'partial'): return False
     return True
 
 
-def _e56(x):
-    if not isinstance(x, dict): return False
-    if 'provider' not in x: return False
-    if 'provider' in x and not _e57(x['provider']): return False
-    if 'model' in x and not _e10(x['model']): return False
-    if 'base_url' in x and not _e58(x['base_url']): return False
-    if 'proxy' in x and not _e59(x['proxy']): return False
-    if 'panel' in x and not _e60(x['panel']): return False
-    if 'api_key_env' in x and not _e67(x['api_key_env']): return False
-    if 'temperature' in x and not _e68(x['temperature']): return False
-    if 'seed' in x and not _e69(x['seed']): return False
-    if 'max_tokens' in x and not _e70(x['max_tokens']): return False
-    if 'timeout_s' in x and not _e71(x['timeout_s']): return False
-    if 'concurrency' in x and not _e72(x['concurrency']): return False
-    if 'retries' in x and not _e73(x['retries']): return False
-    if 'backoff_s' in x and not _e74(x['backoff_s']): return False
-    if 'max_backoff_s' in x and not _e75(x['max_backoff_s']): return False
-    if 'disagreement' in x and not _e76(x['disagreement']): return False
-    if 'cache_reuse' in x and not _e77(x['cache_reuse']): return False
-    if 'replay' in x and not _e78(x['replay']): return False
-    if 'calibration' in x and not _e79(x['calibration']): return False
-    if 'calibration_keys' in x and not _e80(x['calibration_keys']): return False
-    if any(k not in {'api_key_env', 'backoff_s', 'base_url', 'cache_reuse', 'calibration', 'calibration_keys', 'concurrency', 'disagreement', 'max_backoff_s', 'max_tokens', 'model', 'panel', 'provider', 'proxy', 'replay', 'retries', 'seed', 'temperature', 'timeout_s'} for k in x): return False
-    return True
-
-
-def _e34(x):
-    if not isinstance(x, dict): return False
-    if 'policy' not in x or 'inputs' not in x: return False
-    if 'policy' in x and not _e35(x['policy']): return False
-    if 'suite' in x and not _e36(x['suite']): return False
-    if 'suite_sha256' in x and not _e37(x['suite_sha256']): return False
-    if 'inputs' in x and not _e38(x['inputs']): return False
-    if 'units' in x and not _e47(x['units']): return False
-    if 'history' in x and not _e52(x['history']): return False
-    if 'judge' in x and not _e56(x['judge']): return False
-    if any(k not in {'history', 'inputs', 'judge', 'policy', 'suite', 'suite_sha256', 'units'} for k in x): return False
-    return True
-
-
-def _e27(x):
-    if not isinstance(x, dict): return False
-    if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
-    if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e29(x['kind']): return False
-    if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e34(x['spec']): return False
-    if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
-    return True
-
-
-def _e82(x):
-    if x != 'Policy': return False
-    return True
-
-
-def _e84(x):
+def _e81(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     return True
 
 
-def _e86(x):
-    if x not in ('release', 'triage', 'self_test'): return False
+def _e82(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e83(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e13, x)): return False
+    return True
+
+
+def _e59(x):
+    if not isinstance(x, dict): return False
+    if 'provider' not in x: return False
+    if 'provider' in x and not _e60(x['provider']): return False
+    if 'model' in x and not _e13(x['model']): return False
+    if 'base_url' in x and not _e61(x['base_url']): return False
+    if 'proxy' in x and not _e62(x['proxy']): return False
+    if 'panel' in x and not _e63(x['panel']): return False
+    if 'api_key_env' in x and not _e70(x['api_key_env']): return False
+    if 'temperature' in x and not _e71(x['temperature']): return False
+    if 'seed' in x and not _e72(x['seed']): return False
+    if 'max_tokens' in x and not _e73(x['max_tokens']): return False
+    if 'timeout_s' in x and not _e74(x['timeout_s']): return False
+    if 'concurrency' in x and not _e75(x['concurrency']): return False
+    if 'retries' in x and not _e76(x['retries']): return False
+    if 'backoff_s' in x and not _e77(x['backoff_s']): return False
+    if 'max_backoff_s' in x and not _e78(x['max_backoff_s']): return False
+    if 'disagreement' in x and not _e79(x['disagreement']): return False
+    if 'cache_reuse' in x and not _e80(x['cache_reuse']): return False
+    if 'replay' in x and not _e81(x['replay']): return False
+    if 'calibration' in x and not _e82(x['calibration']): return False
+    if 'calibration_keys' in x and not _e83(x['calibration_keys']): return False
+    if any(k not in {'api_key_env', 'backoff_s', 'base_url', 'cache_reuse', 'calibration', 'calibration_keys', 'concurrency', 'disagreement', 'max_backoff_s', 'max_tokens', 'model', 'panel', 'provider', 'proxy', 'replay', 'retries', 'seed', 'temperature', 'timeout_s'} for k in x): return False
+    return True
+
+
+def _e37(x):
+    if not isinstance(x, dict): return False
+    if 'policy' not in x or 'inputs' not in x: return False
+    if 'policy' in x and not _e38(x['policy']): return False
+    if 'suite' in x and not _e39(x['suite']): return False
+    if 'suite_sha256' in x and not _e40(x['suite_sha256']): return False
+    if 'inputs' in x and not _e41(x['inputs']): return False
+    if 'units' in x and not _e50(x['units']): return False
+    if 'history' in x and not _e55(x['history']): return False
+    if 'judge' in x and not _e59(x['judge']): return False
+    if any(k not in {'history', 'inputs', 'judge', 'policy', 'suite', 'suite_sha256', 'units'} for k in x): return False
+    return True
+
+
+def _e30(x):
+    if not isinstance(x, dict): return False
+    if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
+    if 'apiVersion' in x and not _e31(x['apiVersion']): return False
+    if 'kind' in x and not _e32(x['kind']): return False
+    if 'metadata' in x and not _e33(x['metadata']): return False
+    if 'spec' in x and not _e37(x['spec']): return False
+    if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
+    return True
+
+
+def _e85(x):
+    if x != 'Policy': return False
     return True
 
 
 def _e87(x):
-    if x not in ('point', 'wilson_lower'): return False
-    return True
-
-
-def _e88(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _e89(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
+    if x not in ('release', 'triage', 'self_test'): return False
     return True
 
 
 def _e90(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
+    if x not in ('point', 'wilson_lower'): return False
     return True
 
 
 def _e91(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
     return True
 
 
 def _e92(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if x < 1: return False
     return True
 
 
 def _e93(x):
-    if x not in ('optional', 'required'): return False
-    return True
-
-
-def _e95(x):
-    if not isinstance(x, bool): return False
-    return True
-
-
-def _e96(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e97(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e98(x):
-    if x not in ('wilson_lower', 'mcnemar_midp', 'paired_bootstrap'): return False
-    return True
-
-
-def _e99(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x <= 0: return False
-    if x >= 1: return False
-    return True
-
-
-def _e100(x):
-    if x not in ('none', 'holm'): return False
-    return True
-
-
-def _e101(x):
-    if x not in ('unit', 'case'): return False
-    return True
-
-
-def _e103(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 100: return False
-    if x > 100000: return False
-    return True
-
-
-def _e104(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    if x > 9007199254740991: return False
-    return True
-
-
-def _e102(x):
-    if not isinstance(x, dict): return False
-    if 'iterations' in x and not _e103(x['iterations']): return False
-    if 'seed' in x and not _e104(x['seed']): return False
-    if any(k not in {'iterations', 'seed'} for k in x): return False
-    return True
-
-
-def _e105(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x <= 0: return False
-    if x >= 1: return False
-    return True
-
-
-def _e106(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x <= 0: return False
-    if x >= 1: return False
-    return True
-
-
-def _e107(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     if x > 1: return False
@@ -717,119 +638,194 @@ def _e107(x):
 
 
 def _e94(x):
-    if not isinstance(x, dict): return False
-    if 'required' in x and not _e95(x['required']): return False
-    if 'regressed_when' in x and not _e96(x['regressed_when']): return False
-    if 'improved_when' in x and not _e97(x['improved_when']): return False
-    if 'test' in x and not _e98(x['test']): return False
-    if 'alpha' in x and not _e99(x['alpha']): return False
-    if 'multiplicity' in x and not _e100(x['multiplicity']): return False
-    if 'cluster_by' in x and not _e101(x['cluster_by']): return False
-    if 'bootstrap' in x and not _e102(x['bootstrap']): return False
-    if 'effect' in x and not _e105(x['effect']): return False
-    if 'min_power' in x and not _e106(x['min_power']): return False
-    if 'discordance' in x and not _e107(x['discordance']): return False
-    if any(k not in {'alpha', 'bootstrap', 'cluster_by', 'discordance', 'effect', 'improved_when', 'min_power', 'multiplicity', 'regressed_when', 'required', 'test'} for k in x): return False
-    return True
-
-
-def _e85(x):
-    if not isinstance(x, dict): return False
-    if 'purpose' in x and not _e86(x['purpose']): return False
-    if 'gate_on' in x and not _e87(x['gate_on']): return False
-    if 'min_n' in x and not _e88(x['min_n']): return False
-    if 'min_cases' in x and not _e89(x['min_cases']): return False
-    if 'min_pass_hat_k' in x and not _e90(x['min_pass_hat_k']): return False
-    if 'min_consistency' in x and not _e91(x['min_consistency']): return False
-    if 'max_flaky_cases' in x and not _e92(x['max_flaky_cases']): return False
-    if 'subject' in x and not _e93(x['subject']): return False
-    if 'comparison' in x and not _e94(x['comparison']): return False
-    if any(k not in {'comparison', 'gate_on', 'max_flaky_cases', 'min_cases', 'min_consistency', 'min_n', 'min_pass_hat_k', 'purpose', 'subject'} for k in x): return False
-    return True
-
-
-def _e109(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x > 10: return False
-    if x <= 0: return False
-    return True
-
-
-def _e108(x):
-    if not isinstance(x, dict): return False
-    if 'wilson_z' in x and not _e109(x['wilson_z']): return False
-    if any(k not in {'wilson_z'} for k in x): return False
-    return True
-
-
-def _e111(x):
-    if x not in ('none', 'rogan_gladen'): return False
-    return True
-
-
-def _e113(x):
-    if not isinstance(x, bool): return False
-    return True
-
-
-def _e114(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < -1: return False
-    if x > 1: return False
-    return True
-
-
-def _e115(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e112(x):
-    if not isinstance(x, dict): return False
-    if 'required' in x and not _e113(x['required']): return False
-    if 'min_kappa' in x and not _e114(x['min_kappa']): return False
-    if 'label_field' in x and not _e115(x['label_field']): return False
-    if any(k not in {'label_field', 'min_kappa', 'required'} for k in x): return False
-    return True
-
-
-def _e116(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
-    if x > 15: return False
-    return True
-
-
-def _e117(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x > 1: return False
-    if x <= 0.5: return False
-    return True
-
-
-def _e118(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x < 0: return False
     if x > 1: return False
     return True
 
 
-def _e110(x):
+def _e95(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e96(x):
+    if x not in ('optional', 'required'): return False
+    return True
+
+
+def _e98(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e99(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e100(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e101(x):
+    if x not in ('wilson_lower', 'mcnemar_midp', 'paired_bootstrap'): return False
+    return True
+
+
+def _e102(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x <= 0: return False
+    if x >= 1: return False
+    return True
+
+
+def _e103(x):
+    if x not in ('none', 'holm'): return False
+    return True
+
+
+def _e104(x):
+    if x not in ('unit', 'case'): return False
+    return True
+
+
+def _e106(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 100: return False
+    if x > 100000: return False
+    return True
+
+
+def _e107(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    if x > 9007199254740991: return False
+    return True
+
+
+def _e105(x):
     if not isinstance(x, dict): return False
-    if 'correct' in x and not _e111(x['correct']): return False
-    if 'calibration' in x and not _e112(x['calibration']): return False
-    if 'repeats' in x and not _e116(x['repeats']): return False
-    if 'min_agreement' in x and not _e117(x['min_agreement']): return False
-    if 'max_abstained' in x and not _e118(x['max_abstained']): return False
-    if any(k not in {'calibration', 'correct', 'max_abstained', 'min_agreement', 'repeats'} for k in x): return False
+    if 'iterations' in x and not _e106(x['iterations']): return False
+    if 'seed' in x and not _e107(x['seed']): return False
+    if any(k not in {'iterations', 'seed'} for k in x): return False
+    return True
+
+
+def _e108(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x <= 0: return False
+    if x >= 1: return False
+    return True
+
+
+def _e109(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x <= 0: return False
+    if x >= 1: return False
+    return True
+
+
+def _e110(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
+    return True
+
+
+def _e97(x):
+    if not isinstance(x, dict): return False
+    if 'required' in x and not _e98(x['required']): return False
+    if 'regressed_when' in x and not _e99(x['regressed_when']): return False
+    if 'improved_when' in x and not _e100(x['improved_when']): return False
+    if 'test' in x and not _e101(x['test']): return False
+    if 'alpha' in x and not _e102(x['alpha']): return False
+    if 'multiplicity' in x and not _e103(x['multiplicity']): return False
+    if 'cluster_by' in x and not _e104(x['cluster_by']): return False
+    if 'bootstrap' in x and not _e105(x['bootstrap']): return False
+    if 'effect' in x and not _e108(x['effect']): return False
+    if 'min_power' in x and not _e109(x['min_power']): return False
+    if 'discordance' in x and not _e110(x['discordance']): return False
+    if any(k not in {'alpha', 'bootstrap', 'cluster_by', 'discordance', 'effect', 'improved_when', 'min_power', 'multiplicity', 'regressed_when', 'required', 'test'} for k in x): return False
+    return True
+
+
+def _e88(x):
+    if not isinstance(x, dict): return False
+    if 'purpose' in x and not _e89(x['purpose']): return False
+    if 'gate_on' in x and not _e90(x['gate_on']): return False
+    if 'min_n' in x and not _e91(x['min_n']): return False
+    if 'min_cases' in x and not _e92(x['min_cases']): return False
+    if 'min_pass_hat_k' in x and not _e93(x['min_pass_hat_k']): return False
+    if 'min_consistency' in x and not _e94(x['min_consistency']): return False
+    if 'max_flaky_cases' in x and not _e95(x['max_flaky_cases']): return False
+    if 'subject' in x and not _e96(x['subject']): return False
+    if 'comparison' in x and not _e97(x['comparison']): return False
+    if any(k not in {'comparison', 'gate_on', 'max_flaky_cases', 'min_cases', 'min_consistency', 'min_n', 'min_pass_hat_k', 'purpose', 'subject'} for k in x): return False
+    return True
+
+
+def _e112(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x > 10: return False
+    if x <= 0: return False
+    return True
+
+
+def _e111(x):
+    if not isinstance(x, dict): return False
+    if 'wilson_z' in x and not _e112(x['wilson_z']): return False
+    if any(k not in {'wilson_z'} for k in x): return False
+    return True
+
+
+def _e114(x):
+    if x not in ('none', 'rogan_gladen'): return False
+    return True
+
+
+def _e116(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e117(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < -1: return False
+    if x > 1: return False
+    return True
+
+
+def _e118(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e115(x):
+    if not isinstance(x, dict): return False
+    if 'required' in x and not _e116(x['required']): return False
+    if 'min_kappa' in x and not _e117(x['min_kappa']): return False
+    if 'label_field' in x and not _e118(x['label_field']): return False
+    if any(k not in {'label_field', 'min_kappa', 'required'} for k in x): return False
+    return True
+
+
+def _e119(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
+    if x > 15: return False
     return True
 
 
 def _e120(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    if len(x) > 2000: return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x > 1: return False
+    if x <= 0.5: return False
     return True
 
 
@@ -840,87 +836,112 @@ def _e121(x):
     return True
 
 
-def _e119(x):
+def _e113(x):
     if not isinstance(x, dict): return False
-    if 'formula' in x and not _e120(x['formula']): return False
-    if 'threshold' in x and not _e121(x['threshold']): return False
-    if any(k not in {'formula', 'threshold'} for k in x): return False
+    if 'correct' in x and not _e114(x['correct']): return False
+    if 'calibration' in x and not _e115(x['calibration']): return False
+    if 'repeats' in x and not _e119(x['repeats']): return False
+    if 'min_agreement' in x and not _e120(x['min_agreement']): return False
+    if 'max_abstained' in x and not _e121(x['max_abstained']): return False
+    if any(k not in {'calibration', 'correct', 'max_abstained', 'min_agreement', 'repeats'} for k in x): return False
     return True
 
 
-def _e124(x):
-    if not isinstance(x, str): return False
-    if len(x) > 64: return False
-    if not re.search('^[a-z][a-z0-9_-]*$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e125(x):
+def _e123(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 2000: return False
     return True
 
 
-def _e123(x):
+def _e124(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
+    return True
+
+
+def _e122(x):
+    if not isinstance(x, dict): return False
+    if 'formula' in x and not _e123(x['formula']): return False
+    if 'threshold' in x and not _e124(x['threshold']): return False
+    if any(k not in {'formula', 'threshold'} for k in x): return False
+    return True
+
+
+def _e127(x):
+    if not isinstance(x, str): return False
+    if len(x) > 64: return False
+    if not re.search('^[a-z][a-z0-9_-]*$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e128(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    if len(x) > 2000: return False
+    return True
+
+
+def _e126(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'formula' not in x: return False
-    if 'id' in x and not _e124(x['id']): return False
-    if 'formula' in x and not _e125(x['formula']): return False
+    if 'id' in x and not _e127(x['id']): return False
+    if 'formula' in x and not _e128(x['formula']): return False
     if 'message' in x and not _e3(x['message']): return False
     if any(k not in {'formula', 'id', 'message'} for k in x): return False
     return True
 
 
-def _e122(x):
+def _e125(x):
     if not isinstance(x, list): return False
-    if not all(map(_e123, x)): return False
-    return True
-
-
-def _e128(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    return True
-
-
-def _e129(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
-    return True
-
-
-def _e130(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
+    if not all(map(_e126, x)): return False
     return True
 
 
 def _e131(x):
-    if x not in ('point', 'wilson_lower'): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
     return True
 
 
 def _e132(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
     return True
 
 
 def _e133(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
+    return True
+
+
+def _e134(x):
+    if x not in ('point', 'wilson_lower'): return False
+    return True
+
+
+def _e135(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     return True
 
 
-def _e134(x):
+def _e136(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 1: return False
+    return True
+
+
+def _e137(x):
     if not isinstance(x, bool): return False
     return True
 
 
-def _e135(x):
+def _e138(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
     if not unique_items(x): return False
@@ -928,120 +949,108 @@ def _e135(x):
     return True
 
 
-def _e136(x):
+def _e139(x):
     if x not in ('blocker', 'high'): return False
     return True
 
 
-def _e139(x):
+def _e142(x):
     if not isinstance(x, str): return False
     if not re.search('^[a-z0-9-]+:.+$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e138(x):
+def _e141(x):
     if not isinstance(x, list): return False
-    if not all(map(_e139, x)): return False
-    return True
-
-
-def _e137(x):
-    if not isinstance(x, dict): return False
-    if 'full' in x and not _e138(x['full']): return False
-    if 'partial' in x and not _e138(x['partial']): return False
-    if any(k not in {'full', 'partial'} for k in x): return False
-    return True
-
-
-def _e127(x):
-    if not isinstance(x, dict): return False
-    if 'inspections' not in x: return False
-    if 'description' in x and not _e3(x['description']): return False
-    if 'weight' in x and not _e128(x['weight']): return False
-    if 'threshold' in x and not _e129(x['threshold']): return False
-    if 'minimum' in x and not _e130(x['minimum']): return False
-    if 'gate_on' in x and not _e131(x['gate_on']): return False
-    if 'min_n' in x and not _e132(x['min_n']): return False
-    if 'min_cases' in x and not _e133(x['min_cases']): return False
-    if 'required' in x and not _e134(x['required']): return False
-    if 'inspections' in x and not _e135(x['inspections']): return False
-    if 'severity' in x and not _e136(x['severity']): return False
-    if 'controls' in x and not _e137(x['controls']): return False
-    if any(k not in {'controls', 'description', 'gate_on', 'inspections', 'min_cases', 'min_n', 'minimum', 'required', 'severity', 'threshold', 'weight'} for k in x): return False
+    if not all(map(_e142, x)): return False
     return True
 
 
 def _e140(x):
+    if not isinstance(x, dict): return False
+    if 'full' in x and not _e141(x['full']): return False
+    if 'partial' in x and not _e141(x['partial']): return False
+    if any(k not in {'full', 'partial'} for k in x): return False
+    return True
+
+
+def _e130(x):
+    if not isinstance(x, dict): return False
+    if 'inspections' not in x: return False
+    if 'description' in x and not _e3(x['description']): return False
+    if 'weight' in x and not _e131(x['weight']): return False
+    if 'threshold' in x and not _e132(x['threshold']): return False
+    if 'minimum' in x and not _e133(x['minimum']): return False
+    if 'gate_on' in x and not _e134(x['gate_on']): return False
+    if 'min_n' in x and not _e135(x['min_n']): return False
+    if 'min_cases' in x and not _e136(x['min_cases']): return False
+    if 'required' in x and not _e137(x['required']): return False
+    if 'inspections' in x and not _e138(x['inspections']): return False
+    if 'severity' in x and not _e139(x['severity']): return False
+    if 'controls' in x and not _e140(x['controls']): return False
+    if any(k not in {'controls', 'description', 'gate_on', 'inspections', 'min_cases', 'min_n', 'minimum', 'required', 'severity', 'threshold', 'weight'} for k in x): return False
+    return True
+
+
+def _e143(x):
     if isinstance(x, str) and (len(x) > 64): return False
     if isinstance(x, str) and (not re.search('^[a-z][a-z0-9_]*$', x) or x.endswith('\n')): return False
     return True
 
 
-def _e126(x):
+def _e129(x):
     if not isinstance(x, dict): return False
     if len(x) < 1: return False
-    if any(True and not _e127(x[k]) for k in x): return False
-    if not all(map(_e140, x)): return False
+    if any(True and not _e130(x[k]) for k in x): return False
+    if not all(map(_e143, x)): return False
     return True
 
 
-def _e143(x):
+def _e146(x):
     if not isinstance(x, str): return False
     if len(x) > 100: return False
     if not re.search('^[A-Za-z0-9][A-Za-z0-9_.-]*$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e144(x):
+def _e147(x):
     if not isinstance(x, str): return False
+    return True
+
+
+def _e148(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _e145(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e142(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'type' not in x: return False
-    if 'id' in x and not _e143(x['id']): return False
-    if 'type' in x and not _e144(x['type']): return False
+    if 'id' in x and not _e146(x['id']): return False
+    if 'type' in x and not _e147(x['type']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'when' in x and not _e145(x['when']): return False
+    if 'when' in x and not _e148(x['when']): return False
     return True
 
 
-def _e141(x):
+def _e144(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e142, x)): return False
+    if not all(map(_e145, x)): return False
     return True
 
 
-def _e147(x):
+def _e150(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     return True
 
 
-def _e146(x):
-    if not isinstance(x, dict): return False
-    if 'pass_k' in x and not _e147(x['pass_k']): return False
-    if any(k not in {'pass_k'} for k in x): return False
-    return True
-
-
 def _e149(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    return True
-
-
-def _e151(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
+    if not isinstance(x, dict): return False
+    if 'pass_k' in x and not _e150(x['pass_k']): return False
+    if any(k not in {'pass_k'} for k in x): return False
     return True
 
 
@@ -1051,95 +1060,88 @@ def _e152(x):
     return True
 
 
-def _e150(x):
-    if not isinstance(x, dict): return False
-    if 'input_per_mtok' in x and not _e151(x['input_per_mtok']): return False
-    if 'output_per_mtok' in x and not _e152(x['output_per_mtok']): return False
-    if any(k not in {'input_per_mtok', 'output_per_mtok'} for k in x): return False
-    return True
-
-
-def _e148(x):
-    if not isinstance(x, dict): return False
-    if 'cost_usd' in x and not _e149(x['cost_usd']): return False
-    if 'latency_ms' in x and not _e149(x['latency_ms']): return False
-    if 'price' in x and not _e150(x['price']): return False
-    if any(k not in {'cost_usd', 'latency_ms', 'price'} for k in x): return False
-    return True
-
-
 def _e154(x):
-    if not isinstance(x, bool): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
     return True
 
 
 def _e155(x):
-    if not isinstance(x, bool): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
     return True
 
 
 def _e153(x):
     if not isinstance(x, dict): return False
-    if 'on_run' in x and not _e154(x['on_run']): return False
-    if 'strict' in x and not _e155(x['strict']): return False
-    if any(k not in {'on_run', 'strict'} for k in x): return False
+    if 'input_per_mtok' in x and not _e154(x['input_per_mtok']): return False
+    if 'output_per_mtok' in x and not _e155(x['output_per_mtok']): return False
+    if any(k not in {'input_per_mtok', 'output_per_mtok'} for k in x): return False
+    return True
+
+
+def _e151(x):
+    if not isinstance(x, dict): return False
+    if 'cost_usd' in x and not _e152(x['cost_usd']): return False
+    if 'latency_ms' in x and not _e152(x['latency_ms']): return False
+    if 'price' in x and not _e153(x['price']): return False
+    if any(k not in {'cost_usd', 'latency_ms', 'price'} for k in x): return False
     return True
 
 
 def _e157(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e158(x):
-    if x not in ('FAIL',): return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e156(x):
     if not isinstance(x, dict): return False
-    if 'when' not in x: return False
-    if 'when' in x and not _e157(x['when']): return False
-    if 'expect' in x and not _e158(x['expect']): return False
-    if any(k not in {'expect', 'when'} for k in x): return False
+    if 'on_run' in x and not _e157(x['on_run']): return False
+    if 'strict' in x and not _e158(x['strict']): return False
+    if any(k not in {'on_run', 'strict'} for k in x): return False
     return True
 
 
 def _e160(x):
     if not isinstance(x, str): return False
-    if not re.search('^[A-Z][A-Z0-9_]*$', x) or x.endswith('\n'): return False
+    if len(x) < 1: return False
     return True
 
 
 def _e161(x):
-    if isinstance(x, str) and (not re.search('^[A-Z][A-Z0-9_]*$', x) or x.endswith('\n')): return False
+    if x not in ('FAIL',): return False
     return True
 
 
 def _e159(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e160(x[k]) for k in x): return False
-    if not all(map(_e161, x)): return False
+    if 'when' not in x: return False
+    if 'when' in x and not _e160(x['when']): return False
+    if 'expect' in x and not _e161(x['expect']): return False
+    if any(k not in {'expect', 'when'} for k in x): return False
     return True
 
 
 def _e163(x):
     if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not re.search('^[A-Z][A-Z0-9_]*$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e164(x):
+    if isinstance(x, str) and (not re.search('^[A-Z][A-Z0-9_]*$', x) or x.endswith('\n')): return False
     return True
 
 
 def _e162(x):
     if not isinstance(x, dict): return False
-    if 'fixes' in x and not _e163(x['fixes']): return False
-    if any(k not in {'fixes'} for k in x): return False
-    return True
-
-
-def _e164(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if any(True and not _e163(x[k]) for k in x): return False
+    if not all(map(_e164, x)): return False
     return True
 
 
@@ -1149,23 +1151,16 @@ def _e166(x):
     return True
 
 
-def _e167(x):
-    if not isinstance(x, bool): return False
-    return True
-
-
-def _e168(x):
-    if not isinstance(x, str): return False
-    if x not in ('compact', 'full'): return False
-    return True
-
-
 def _e165(x):
     if not isinstance(x, dict): return False
-    if 'mask_with' in x and not _e166(x['mask_with']): return False
-    if 'mask_matches' in x and not _e167(x['mask_matches']): return False
-    if 'passing_rows' in x and not _e168(x['passing_rows']): return False
-    if any(k not in {'mask_matches', 'mask_with', 'passing_rows'} for k in x): return False
+    if 'fixes' in x and not _e166(x['fixes']): return False
+    if any(k not in {'fixes'} for k in x): return False
+    return True
+
+
+def _e167(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
@@ -1175,326 +1170,352 @@ def _e169(x):
     return True
 
 
-def _e173(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not all(map(_e3, x)): return False
-    return True
-
-
-def _e172(x):
-    if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if 'categories' in x and not _e173(x['categories']): return False
-    if 'cases' in x and not _e173(x['cases']): return False
-    if 'tags' in x and not _e173(x['tags']): return False
-    if any(k not in {'cases', 'categories', 'tags'} for k in x): return False
-    return True
-
-
-def _e174(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9]{4}-[0-9]{2}-[0-9]{2}$', x) or x.endswith('\n'): return False
-    if not date_format(x): return False
+def _e170(x):
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e171(x):
-    if not isinstance(x, dict): return False
-    if 'id' not in x or 'scope' not in x or 'justification' not in x or 'approver' not in x or 'expires' not in x: return False
-    if 'id' in x and not _e10(x['id']): return False
-    if 'scope' in x and not _e172(x['scope']): return False
-    if 'justification' in x and not _e10(x['justification']): return False
-    if 'approver' in x and not _e10(x['approver']): return False
-    if 'expires' in x and not _e174(x['expires']): return False
-    if any(k not in {'approver', 'expires', 'id', 'justification', 'scope'} for k in x): return False
+    if not isinstance(x, str): return False
+    if x not in ('compact', 'full'): return False
     return True
 
 
-def _e170(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e171, x)): return False
+def _e168(x):
+    if not isinstance(x, dict): return False
+    if 'mask_with' in x and not _e169(x['mask_with']): return False
+    if 'mask_matches' in x and not _e170(x['mask_matches']): return False
+    if 'passing_rows' in x and not _e171(x['passing_rows']): return False
+    if any(k not in {'mask_matches', 'mask_with', 'passing_rows'} for k in x): return False
+    return True
+
+
+def _e172(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _e176(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e10, x)): return False
-    return True
-
-
-def _e177(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
+    if not all(map(_e3, x)): return False
     return True
 
 
 def _e175(x):
     if not isinstance(x, dict): return False
-    if 'catalogues' not in x: return False
-    if 'catalogues' in x and not _e176(x['catalogues']): return False
-    if 'provenance' in x and not _e177(x['provenance']): return False
-    if any(k not in {'catalogues', 'provenance'} for k in x): return False
-    return True
-
-
-def _e83(x):
-    if not isinstance(x, dict): return False
-    if 'scoring_version' not in x or 'categories' not in x or 'inspections' not in x: return False
-    if 'scoring_version' in x and not _e84(x['scoring_version']): return False
-    if 'gate' in x and not _e85(x['gate']): return False
-    if 'statistics' in x and not _e108(x['statistics']): return False
-    if 'judge' in x and not _e110(x['judge']): return False
-    if 'overall' in x and not _e119(x['overall']): return False
-    if 'conditions' in x and not _e122(x['conditions']): return False
-    if 'categories' in x and not _e126(x['categories']): return False
-    if 'inspections' in x and not _e141(x['inspections']): return False
-    if 'reliability' in x and not _e146(x['reliability']): return False
-    if 'budgets' in x and not _e148(x['budgets']): return False
-    if 'validation' in x and not _e153(x['validation']): return False
-    if 'controls' in x and not _e156(x['controls']): return False
-    if 'reason_codes' in x and not _e159(x['reason_codes']): return False
-    if 'findings' in x and not _e162(x['findings']): return False
-    if 'caveats' in x and not _e164(x['caveats']): return False
-    if 'evidence' in x and not _e165(x['evidence']): return False
-    if 'report' in x and not _e169(x['report']): return False
-    if 'waivers' in x and not _e170(x['waivers']): return False
-    if 'agent_card' in x and not _e175(x['agent_card']): return False
-    if any(k not in {'agent_card', 'budgets', 'categories', 'caveats', 'conditions', 'controls', 'evidence', 'findings', 'gate', 'inspections', 'judge', 'overall', 'reason_codes', 'reliability', 'report', 'scoring_version', 'statistics', 'validation', 'waivers'} for k in x): return False
-    return True
-
-
-def _e81(x):
-    if not isinstance(x, dict): return False
-    if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
-    if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e82(x['kind']): return False
-    if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e83(x['spec']): return False
-    if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
-    return True
-
-
-def _e179(x):
-    if x != 'PolicyTest': return False
-    return True
-
-
-def _e181(x):
-    if not isinstance(x, str): return False
     if len(x) < 1: return False
+    if 'categories' in x and not _e176(x['categories']): return False
+    if 'cases' in x and not _e176(x['cases']): return False
+    if 'tags' in x and not _e176(x['tags']): return False
+    if any(k not in {'cases', 'categories', 'tags'} for k in x): return False
     return True
 
 
-def _e182(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e183(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
-    return True
-
-
-def _e184(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
-    return True
-
-
-def _e190(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e189(x):
-    if not isinstance(x, dict): return False
-    if 'passed' in x and not _e190(x['passed']): return False
-    if 'failed' in x and not _e190(x['failed']): return False
-    if 'errors' in x and not _e190(x['errors']): return False
-    if 'abstained' in x and not _e190(x['abstained']): return False
-    if 'skipped' in x and not _e190(x['skipped']): return False
-    if any(k not in {'abstained', 'errors', 'failed', 'passed', 'skipped'} for k in x): return False
-    return True
-
-
-def _e188(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e189(x[k]) for k in x): return False
-    return True
-
-
-def _e191(x):
-    if not isinstance(x, list): return False
-    if len(x) < 1: return False
-    if not all(map(_e8, x)): return False
-    return True
-
-
-def _e192(x):
-    if not isinstance(x, str): return False
-    if len(x) < 1: return False
-    return True
-
-
-def _e193(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e171, x)): return False
-    return True
-
-
-def _e194(x):
+def _e177(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9]{4}-[0-9]{2}-[0-9]{2}$', x) or x.endswith('\n'): return False
     if not date_format(x): return False
     return True
 
 
-def _e195(x):
-    if isinstance(x, dict) and ('categories' not in x): return False
-    return True
-
-
-def _e196(x):
-    if isinstance(x, dict) and ('records' not in x): return False
-    return True
-
-
-def _e197(x):
-    if isinstance(x, dict) and ('records_file' not in x): return False
-    return True
-
-
-def _e187(x):
+def _e174(x):
     if not isinstance(x, dict): return False
-    if 'categories' in x and not _e188(x['categories']): return False
-    if 'records' in x and not _e191(x['records']): return False
-    if 'records_file' in x and not _e192(x['records_file']): return False
-    if 'waivers' in x and not _e193(x['waivers']): return False
-    if 'as_of' in x and not _e194(x['as_of']): return False
-    if any(k not in {'as_of', 'categories', 'records', 'records_file', 'waivers'} for k in x): return False
-    if (_e195(x) + _e196(x) + _e197(x)) != 1: return False
+    if 'id' not in x or 'scope' not in x or 'justification' not in x or 'approver' not in x or 'expires' not in x: return False
+    if 'id' in x and not _e13(x['id']): return False
+    if 'scope' in x and not _e175(x['scope']): return False
+    if 'justification' in x and not _e13(x['justification']): return False
+    if 'approver' in x and not _e13(x['approver']): return False
+    if 'expires' in x and not _e177(x['expires']): return False
+    if any(k not in {'approver', 'expires', 'id', 'justification', 'scope'} for k in x): return False
     return True
 
 
-def _e199(x):
-    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
-    return True
-
-
-def _e200(x):
+def _e173(x):
     if not isinstance(x, list): return False
-    if not all(map(_e3, x)): return False
+    if not all(map(_e174, x)): return False
     return True
 
 
-def _e203(x):
-    if x not in ('PASS', 'FAIL', 'ERROR', 'ABSTAIN', 'SKIPPED', 'WAIVED'): return False
-    return True
-
-
-def _e204(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e203, x)): return False
-    return True
-
-
-def _e202(x):
-    if (_e203(x) + _e204(x)) != 1: return False
-    return True
-
-
-def _e201(x):
-    if not isinstance(x, dict): return False
-    if len(x) < 1: return False
-    if any(True and not _e202(x[k]) for k in x): return False
-    return True
-
-
-def _e198(x):
-    if not isinstance(x, dict): return False
-    if 'decision' not in x: return False
-    if 'decision' in x and not _e199(x['decision']): return False
-    if 'reasons' in x and not _e200(x['reasons']): return False
-    if 'rows' in x and not _e201(x['rows']): return False
-    if any(k not in {'decision', 'reasons', 'rows'} for k in x): return False
-    return True
-
-
-def _e186(x):
-    if not isinstance(x, dict): return False
-    if 'name' not in x or 'given' not in x or 'want' not in x: return False
-    if 'name' in x and not _e10(x['name']): return False
-    if 'given' in x and not _e187(x['given']): return False
-    if 'want' in x and not _e198(x['want']): return False
-    if any(k not in {'given', 'name', 'want'} for k in x): return False
-    return True
-
-
-def _e185(x):
+def _e179(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e186, x)): return False
+    if not all(map(_e13, x)): return False
     return True
 
 
 def _e180(x):
-    if not isinstance(x, dict): return False
-    if 'policy' not in x or 'cases' not in x: return False
-    if 'policy' in x and not _e181(x['policy']): return False
-    if 'evaluation' in x and not _e182(x['evaluation']): return False
-    if 'min_coverage' in x and not _e183(x['min_coverage']): return False
-    if 'min_inspection_coverage' in x and not _e184(x['min_inspection_coverage']): return False
-    if 'cases' in x and not _e185(x['cases']): return False
-    if any(k not in {'cases', 'evaluation', 'min_coverage', 'min_inspection_coverage', 'policy'} for k in x): return False
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
     return True
 
 
 def _e178(x):
     if not isinstance(x, dict): return False
+    if 'catalogues' not in x: return False
+    if 'catalogues' in x and not _e179(x['catalogues']): return False
+    if 'provenance' in x and not _e180(x['provenance']): return False
+    if any(k not in {'catalogues', 'provenance'} for k in x): return False
+    return True
+
+
+def _e86(x):
+    if not isinstance(x, dict): return False
+    if 'scoring_version' not in x or 'categories' not in x or 'inspections' not in x: return False
+    if 'scoring_version' in x and not _e87(x['scoring_version']): return False
+    if 'gate' in x and not _e88(x['gate']): return False
+    if 'statistics' in x and not _e111(x['statistics']): return False
+    if 'judge' in x and not _e113(x['judge']): return False
+    if 'overall' in x and not _e122(x['overall']): return False
+    if 'conditions' in x and not _e125(x['conditions']): return False
+    if 'categories' in x and not _e129(x['categories']): return False
+    if 'inspections' in x and not _e144(x['inspections']): return False
+    if 'reliability' in x and not _e149(x['reliability']): return False
+    if 'budgets' in x and not _e151(x['budgets']): return False
+    if 'validation' in x and not _e156(x['validation']): return False
+    if 'controls' in x and not _e159(x['controls']): return False
+    if 'reason_codes' in x and not _e162(x['reason_codes']): return False
+    if 'findings' in x and not _e165(x['findings']): return False
+    if 'caveats' in x and not _e167(x['caveats']): return False
+    if 'evidence' in x and not _e168(x['evidence']): return False
+    if 'report' in x and not _e172(x['report']): return False
+    if 'waivers' in x and not _e173(x['waivers']): return False
+    if 'agent_card' in x and not _e178(x['agent_card']): return False
+    if any(k not in {'agent_card', 'budgets', 'categories', 'caveats', 'conditions', 'controls', 'evidence', 'findings', 'gate', 'inspections', 'judge', 'overall', 'reason_codes', 'reliability', 'report', 'scoring_version', 'statistics', 'validation', 'waivers'} for k in x): return False
+    return True
+
+
+def _e84(x):
+    if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
-    if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e179(x['kind']): return False
-    if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e180(x['spec']): return False
+    if 'apiVersion' in x and not _e31(x['apiVersion']): return False
+    if 'kind' in x and not _e85(x['kind']): return False
+    if 'metadata' in x and not _e33(x['metadata']): return False
+    if 'spec' in x and not _e86(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
 
-def _e206(x):
-    if x != 'specgate.scorecard/v1': return False
+def _e182(x):
+    if x != 'PolicyTest': return False
     return True
 
 
-def _e208(x):
-    if x != 'specgate': return False
+def _e184(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e185(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e186(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
+    return True
+
+
+def _e187(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
+    return True
+
+
+def _e193(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e192(x):
+    if not isinstance(x, dict): return False
+    if 'passed' in x and not _e193(x['passed']): return False
+    if 'failed' in x and not _e193(x['failed']): return False
+    if 'errors' in x and not _e193(x['errors']): return False
+    if 'abstained' in x and not _e193(x['abstained']): return False
+    if 'skipped' in x and not _e193(x['skipped']): return False
+    if any(k not in {'abstained', 'errors', 'failed', 'passed', 'skipped'} for k in x): return False
+    return True
+
+
+def _e191(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e192(x[k]) for k in x): return False
+    return True
+
+
+def _e194(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_e11, x)): return False
+    return True
+
+
+def _e195(x):
+    if not isinstance(x, str): return False
+    if len(x) < 1: return False
+    return True
+
+
+def _e196(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e174, x)): return False
+    return True
+
+
+def _e197(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9]{4}-[0-9]{2}-[0-9]{2}$', x) or x.endswith('\n'): return False
+    if not date_format(x): return False
+    return True
+
+
+def _e198(x):
+    if isinstance(x, dict) and ('categories' not in x): return False
+    return True
+
+
+def _e199(x):
+    if isinstance(x, dict) and ('records' not in x): return False
+    return True
+
+
+def _e200(x):
+    if isinstance(x, dict) and ('records_file' not in x): return False
+    return True
+
+
+def _e190(x):
+    if not isinstance(x, dict): return False
+    if 'categories' in x and not _e191(x['categories']): return False
+    if 'records' in x and not _e194(x['records']): return False
+    if 'records_file' in x and not _e195(x['records_file']): return False
+    if 'waivers' in x and not _e196(x['waivers']): return False
+    if 'as_of' in x and not _e197(x['as_of']): return False
+    if any(k not in {'as_of', 'categories', 'records', 'records_file', 'waivers'} for k in x): return False
+    if (_e198(x) + _e199(x) + _e200(x)) != 1: return False
+    return True
+
+
+def _e202(x):
+    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
+    return True
+
+
+def _e203(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e3, x)): return False
+    return True
+
+
+def _e206(x):
+    if x not in ('PASS', 'FAIL', 'ERROR', 'ABSTAIN', 'SKIPPED', 'WAIVED'): return False
     return True
 
 
 def _e207(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e206, x)): return False
+    return True
+
+
+def _e205(x):
+    if (_e206(x) + _e207(x)) != 1: return False
+    return True
+
+
+def _e204(x):
     if not isinstance(x, dict): return False
-    if 'name' not in x or 'version' not in x: return False
-    if 'name' in x and not _e208(x['name']): return False
-    if 'version' in x and not _e3(x['version']): return False
+    if len(x) < 1: return False
+    if any(True and not _e205(x[k]) for k in x): return False
+    return True
+
+
+def _e201(x):
+    if not isinstance(x, dict): return False
+    if 'decision' not in x: return False
+    if 'decision' in x and not _e202(x['decision']): return False
+    if 'reasons' in x and not _e203(x['reasons']): return False
+    if 'rows' in x and not _e204(x['rows']): return False
+    if any(k not in {'decision', 'reasons', 'rows'} for k in x): return False
+    return True
+
+
+def _e189(x):
+    if not isinstance(x, dict): return False
+    if 'name' not in x or 'given' not in x or 'want' not in x: return False
+    if 'name' in x and not _e13(x['name']): return False
+    if 'given' in x and not _e190(x['given']): return False
+    if 'want' in x and not _e201(x['want']): return False
+    if any(k not in {'given', 'name', 'want'} for k in x): return False
+    return True
+
+
+def _e188(x):
+    if not isinstance(x, list): return False
+    if len(x) < 1: return False
+    if not all(map(_e189, x)): return False
+    return True
+
+
+def _e183(x):
+    if not isinstance(x, dict): return False
+    if 'policy' not in x or 'cases' not in x: return False
+    if 'policy' in x and not _e184(x['policy']): return False
+    if 'evaluation' in x and not _e185(x['evaluation']): return False
+    if 'min_coverage' in x and not _e186(x['min_coverage']): return False
+    if 'min_inspection_coverage' in x and not _e187(x['min_inspection_coverage']): return False
+    if 'cases' in x and not _e188(x['cases']): return False
+    if any(k not in {'cases', 'evaluation', 'min_coverage', 'min_inspection_coverage', 'policy'} for k in x): return False
+    return True
+
+
+def _e181(x):
+    if not isinstance(x, dict): return False
+    if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
+    if 'apiVersion' in x and not _e31(x['apiVersion']): return False
+    if 'kind' in x and not _e182(x['kind']): return False
+    if 'metadata' in x and not _e33(x['metadata']): return False
+    if 'spec' in x and not _e183(x['spec']): return False
+    if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
 
 def _e209(x):
-    if not isinstance(x, dict): return False
-    if 'name' not in x or 'version' not in x or 'sha256' not in x: return False
-    if 'name' in x and not _e3(x['name']): return False
-    if 'version' in x and not _e3(x['version']): return False
-    if 'sha256' in x and not _e5(x['sha256']): return False
+    if x != 'specgate.scorecard/v1': return False
+    return True
+
+
+def _e211(x):
+    if x != 'specgate': return False
     return True
 
 
 def _e210(x):
+    if not isinstance(x, dict): return False
+    if 'name' not in x or 'version' not in x: return False
+    if 'name' in x and not _e211(x['name']): return False
+    if 'version' in x and not _e3(x['version']): return False
+    return True
+
+
+def _e212(x):
+    if not isinstance(x, dict): return False
+    if 'name' not in x or 'version' not in x or 'sha256' not in x: return False
+    if 'name' in x and not _e3(x['name']): return False
+    if 'version' in x and not _e3(x['version']): return False
+    if 'sha256' in x and not _e8(x['sha256']): return False
+    return True
+
+
+def _e213(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x or 'scoring_version' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
@@ -1503,7 +1524,7 @@ def _e210(x):
     return True
 
 
-def _e211(x):
+def _e214(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'version' not in x: return False
     if 'name' in x and not _e3(x['name']): return False
@@ -1511,71 +1532,53 @@ def _e211(x):
     return True
 
 
-def _e212(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e213(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e214(x):
-    if x not in ('release', 'triage', 'self_test'): return False
-    return True
-
-
 def _e215(x):
-    if not isinstance(x, bool): return False
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e216(x):
-    if not any(json_equal(x, v) for v in [0, 1, 3, 4]): return False
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e219(x):
-    if not isinstance(x, str): return False
+def _e217(x):
+    if x not in ('release', 'triage', 'self_test'): return False
     return True
 
 
 def _e218(x):
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e219(x):
+    if not any(json_equal(x, v) for v in [0, 1, 3, 4]): return False
+    return True
+
+
+def _e222(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e221(x):
     if not isinstance(x, dict): return False
     if 'code' not in x or 'decision' not in x or 'spec_path' not in x or 'message' not in x: return False
-    if 'code' in x and not _e160(x['code']): return False
-    if 'decision' in x and not _e199(x['decision']): return False
-    if 'spec_path' in x and not _e219(x['spec_path']): return False
+    if 'code' in x and not _e163(x['code']): return False
+    if 'decision' in x and not _e202(x['decision']): return False
+    if 'spec_path' in x and not _e222(x['spec_path']): return False
     if 'message' in x and not _e3(x['message']): return False
     if 'category' in x and not _e3(x['category']): return False
     if any(k not in {'category', 'code', 'decision', 'message', 'spec_path'} for k in x): return False
     return True
 
 
-def _e217(x):
+def _e220(x):
     if not isinstance(x, list): return False
-    if not all(map(_e218, x)): return False
-    return True
-
-
-def _e222(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e223(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e224(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not all(map(_e221, x)): return False
     return True
 
 
@@ -1586,20 +1589,24 @@ def _e225(x):
 
 
 def _e226(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e227(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
-    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e228(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e229(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
@@ -1607,289 +1614,319 @@ def _e228(x):
 
 
 def _e230(x):
-    if x not in ('rogan_gladen',): return False
-    return True
-
-
-def _e231(x):
-    if x not in ('bonferroni_wilson_box',): return False
-    return True
-
-
-def _e232(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
-    if x < 0: return False
-    if x > 1: return False
-    return True
-
-
-def _e233(x):
-    if not isinstance(x, dict): return False
-    if 'tp' not in x or 'fp' not in x or 'tn' not in x or 'fn' not in x: return False
-    if 'tp' in x and not _e190(x['tp']): return False
-    if 'fp' in x and not _e190(x['fp']): return False
-    if 'tn' in x and not _e190(x['tn']): return False
-    if 'fn' in x and not _e190(x['fn']): return False
-    if any(k not in {'fn', 'fp', 'tn', 'tp'} for k in x): return False
-    return True
-
-
-def _e229(x):
-    if not isinstance(x, dict): return False
-    if 'method' not in x or 'interval' not in x or 'rate' not in x or 'lower' not in x or 'upper' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibration' not in x: return False
-    if 'method' in x and not _e230(x['method']): return False
-    if 'interval' in x and not _e231(x['interval']): return False
-    if 'rate' in x and not _e232(x['rate']): return False
-    if 'lower' in x and not _e232(x['lower']): return False
-    if 'upper' in x and not _e232(x['upper']): return False
-    if 'sensitivity' in x and not _e232(x['sensitivity']): return False
-    if 'specificity' in x and not _e232(x['specificity']): return False
-    if 'calibration' in x and not _e233(x['calibration']): return False
-    if any(k not in {'calibration', 'interval', 'lower', 'method', 'rate', 'sensitivity', 'specificity', 'upper'} for k in x): return False
-    return True
-
-
-def _e234(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
+def _e231(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
+    return True
+
+
+def _e233(x):
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x < 0: return False
+    if x > 1: return False
+    return True
+
+
+def _e232(x):
+    if not isinstance(x, dict): return False
+    if 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x: return False
+    if 'rate' in x and not _e233(x['rate']): return False
+    if 'wilson_lower' in x and not _e233(x['wilson_lower']): return False
+    if 'wilson_upper' in x and not _e233(x['wilson_upper']): return False
+    if any(k not in {'rate', 'wilson_lower', 'wilson_upper'} for k in x): return False
+    return True
+
+
 def _e235(x):
-    if x not in ('point', 'wilson_lower'): return False
+    if not isinstance(x, dict): return False
+    if 'passed' not in x or 'n' not in x: return False
+    if 'passed' in x and not _e193(x['passed']): return False
+    if 'n' in x and not _e193(x['n']): return False
+    if any(k not in {'n', 'passed'} for k in x): return False
     return True
 
 
 def _e236(x):
-    if not isinstance(x, bool): return False
+    if x not in ('rogan_gladen',): return False
     return True
 
 
 def _e237(x):
-    if x not in ('MISSING', 'NOT_INCLUDED', 'SKIPPED', 'UNRESOLVED', 'MET', 'NOT_MET'): return False
+    if x not in ('bonferroni_wilson_box',): return False
     return True
 
 
 def _e238(x):
-    if not (isinstance(x, bool) or x is None): return False
+    if not isinstance(x, dict): return False
+    if 'tp' not in x or 'fp' not in x or 'tn' not in x or 'fn' not in x: return False
+    if 'tp' in x and not _e193(x['tp']): return False
+    if 'fp' in x and not _e193(x['fp']): return False
+    if 'tn' in x and not _e193(x['tn']): return False
+    if 'fn' in x and not _e193(x['fn']): return False
+    if any(k not in {'fn', 'fp', 'tn', 'tp'} for k in x): return False
+    return True
+
+
+def _e234(x):
+    if not isinstance(x, dict): return False
+    if 'method' not in x or 'interval' not in x or 'rate' not in x or 'lower' not in x or 'upper' not in x or 'sensitivity' not in x or 'specificity' not in x or 'judged' not in x or 'calibration' not in x: return False
+    if 'judged' in x and not _e235(x['judged']): return False
+    if 'method' in x and not _e236(x['method']): return False
+    if 'interval' in x and not _e237(x['interval']): return False
+    if 'rate' in x and not _e233(x['rate']): return False
+    if 'lower' in x and not _e233(x['lower']): return False
+    if 'upper' in x and not _e233(x['upper']): return False
+    if 'sensitivity' in x and not _e233(x['sensitivity']): return False
+    if 'specificity' in x and not _e233(x['specificity']): return False
+    if 'calibration' in x and not _e238(x['calibration']): return False
+    if any(k not in {'calibration', 'interval', 'judged', 'lower', 'method', 'rate', 'sensitivity', 'specificity', 'upper'} for k in x): return False
     return True
 
 
 def _e239(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
+    if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
 def _e240(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e242(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if x not in ('point', 'wilson_lower'): return False
     return True
 
 
 def _e241(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and (any(True and not _e242(x[k]) for k in x)): return False
+    if not isinstance(x, bool): return False
+    return True
+
+
+def _e242(x):
+    if x not in ('MISSING', 'NOT_INCLUDED', 'SKIPPED', 'UNRESOLVED', 'MET', 'NOT_MET'): return False
     return True
 
 
 def _e243(x):
+    if not (isinstance(x, bool) or x is None): return False
+    return True
+
+
+def _e244(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e221(x):
-    if not isinstance(x, dict): return False
-    if 'n' not in x or 'passed' not in x or 'failed' not in x or 'errors' not in x or 'abstained' not in x or 'skipped' not in x or 'attempted' not in x or 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x or 'threshold' not in x or 'minimum' not in x or 'gate_on' not in x or 'weight' not in x or 'required' not in x or 'state' not in x or 'met' not in x or 'cases' not in x or 'mode' not in x or 'notes' not in x or 'waived' not in x: return False
-    if 'n' in x and not _e222(x['n']): return False
-    if 'passed' in x and not _e190(x['passed']): return False
-    if 'failed' in x and not _e190(x['failed']): return False
-    if 'errors' in x and not _e223(x['errors']): return False
-    if 'abstained' in x and not _e224(x['abstained']): return False
-    if 'skipped' in x and not _e190(x['skipped']): return False
-    if 'attempted' in x and not _e225(x['attempted']): return False
-    if 'rate' in x and not _e226(x['rate']): return False
-    if 'wilson_lower' in x and not _e227(x['wilson_lower']): return False
-    if 'wilson_upper' in x and not _e228(x['wilson_upper']): return False
-    if 'corrected' in x and not _e229(x['corrected']): return False
-    if 'threshold' in x and not _e228(x['threshold']): return False
-    if 'minimum' in x and not _e234(x['minimum']): return False
-    if 'gate_on' in x and not _e235(x['gate_on']): return False
-    if 'weight' in x and not _e149(x['weight']): return False
-    if 'required' in x and not _e236(x['required']): return False
-    if 'state' in x and not _e237(x['state']): return False
-    if 'met' in x and not _e238(x['met']): return False
-    if 'cases' in x and not _e239(x['cases']): return False
-    if 'mode' in x and not _e240(x['mode']): return False
-    if 'notes' in x and not _e241(x['notes']): return False
-    if 'waived' in x and not _e243(x['waived']): return False
-    if any(k not in {'abstained', 'attempted', 'cases', 'corrected', 'errors', 'failed', 'gate_on', 'met', 'minimum', 'mode', 'n', 'notes', 'passed', 'rate', 'required', 'skipped', 'state', 'threshold', 'waived', 'weight', 'wilson_lower', 'wilson_upper'} for k in x): return False
-    return True
-
-
-def _e220(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e221(x[k]) for k in x): return False
-    return True
-
-
 def _e245(x):
-    if not x is None: return False
-    return True
-
-
-def _e247(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    return True
-
-
-def _e248(x):
-    if not (isinstance(x, bool) or x is None): return False
+    if not isinstance(x, str): return False
     return True
 
 
 def _e246(x):
-    if not isinstance(x, dict): return False
-    if 'score' not in x or 'threshold' not in x or 'met' not in x or 'formula' not in x: return False
-    if 'score' in x and not _e247(x['score']): return False
-    if 'threshold' in x and not _e228(x['threshold']): return False
-    if 'met' in x and not _e248(x['met']): return False
-    if 'formula' in x and not _e3(x['formula']): return False
-    if any(k not in {'formula', 'met', 'score', 'threshold'} for k in x): return False
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and (any(True and not _e6(x[k]) for k in x)): return False
     return True
 
 
-def _e244(x):
-    if (_e245(x) + _e246(x)) != 1: return False
+def _e247(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e224(x):
+    if not isinstance(x, dict): return False
+    if 'n' not in x or 'passed' not in x or 'failed' not in x or 'errors' not in x or 'abstained' not in x or 'skipped' not in x or 'attempted' not in x or 'rate' not in x or 'wilson_lower' not in x or 'wilson_upper' not in x or 'threshold' not in x or 'minimum' not in x or 'gate_on' not in x or 'weight' not in x or 'required' not in x or 'state' not in x or 'met' not in x or 'cases' not in x or 'mode' not in x or 'notes' not in x or 'waived' not in x: return False
+    if 'n' in x and not _e225(x['n']): return False
+    if 'passed' in x and not _e193(x['passed']): return False
+    if 'failed' in x and not _e193(x['failed']): return False
+    if 'errors' in x and not _e226(x['errors']): return False
+    if 'abstained' in x and not _e227(x['abstained']): return False
+    if 'skipped' in x and not _e193(x['skipped']): return False
+    if 'attempted' in x and not _e228(x['attempted']): return False
+    if 'rate' in x and not _e229(x['rate']): return False
+    if 'wilson_lower' in x and not _e230(x['wilson_lower']): return False
+    if 'wilson_upper' in x and not _e231(x['wilson_upper']): return False
+    if 'abstained_as_failed' in x and not _e232(x['abstained_as_failed']): return False
+    if 'corrected' in x and not _e234(x['corrected']): return False
+    if 'threshold' in x and not _e231(x['threshold']): return False
+    if 'minimum' in x and not _e239(x['minimum']): return False
+    if 'gate_on' in x and not _e240(x['gate_on']): return False
+    if 'weight' in x and not _e152(x['weight']): return False
+    if 'required' in x and not _e241(x['required']): return False
+    if 'state' in x and not _e242(x['state']): return False
+    if 'met' in x and not _e243(x['met']): return False
+    if 'cases' in x and not _e244(x['cases']): return False
+    if 'mode' in x and not _e245(x['mode']): return False
+    if 'notes' in x and not _e246(x['notes']): return False
+    if 'waived' in x and not _e247(x['waived']): return False
+    if any(k not in {'abstained', 'abstained_as_failed', 'attempted', 'cases', 'corrected', 'errors', 'failed', 'gate_on', 'met', 'minimum', 'mode', 'n', 'notes', 'passed', 'rate', 'required', 'skipped', 'state', 'threshold', 'waived', 'weight', 'wilson_lower', 'wilson_upper'} for k in x): return False
+    return True
+
+
+def _e223(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e224(x[k]) for k in x): return False
+    return True
+
+
+def _e249(x):
+    if not x is None: return False
+    return True
+
+
+def _e251(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _e252(x):
+    if not (isinstance(x, bool) or x is None): return False
     return True
 
 
 def _e250(x):
     if not isinstance(x, dict): return False
-    if 'id' not in x or 'formula' not in x or 'value' not in x: return False
-    if 'id' in x and not _e3(x['id']): return False
+    if 'score' not in x or 'threshold' not in x or 'met' not in x or 'formula' not in x: return False
+    if 'score' in x and not _e251(x['score']): return False
+    if 'threshold' in x and not _e231(x['threshold']): return False
+    if 'met' in x and not _e252(x['met']): return False
     if 'formula' in x and not _e3(x['formula']): return False
-    if 'value' in x and not _e248(x['value']): return False
-    if any(k not in {'formula', 'id', 'value'} for k in x): return False
+    if any(k not in {'formula', 'met', 'score', 'threshold'} for k in x): return False
     return True
 
 
-def _e249(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e250, x)): return False
-    return True
-
-
-def _e253(x):
-    if not isinstance(x, dict): return False
-    if 'case' not in x or 'runs' not in x or 'trials' not in x: return False
-    if 'case' in x and not _e3(x['case']): return False
-    if 'runs' in x and not _e190(x['runs']): return False
-    if 'trials' in x and not _e190(x['trials']): return False
-    return True
-
-
-def _e252(x):
-    if not isinstance(x, list): return False
-    if len(x) > 20: return False
-    if not all(map(_e253, x)): return False
+def _e248(x):
+    if (_e249(x) + _e250(x)) != 1: return False
     return True
 
 
 def _e254(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e190(x[k]) for k in x): return False
+    if 'id' not in x or 'formula' not in x or 'value' not in x: return False
+    if 'id' in x and not _e3(x['id']): return False
+    if 'formula' in x and not _e3(x['formula']): return False
+    if 'value' in x and not _e252(x['value']): return False
+    if any(k not in {'formula', 'id', 'value'} for k in x): return False
     return True
 
 
-def _e256(x):
-    if not isinstance(x, dict): return False
-    if 'line' not in x or 'code' not in x or 'message' not in x: return False
-    if 'line' in x and not _e190(x['line']): return False
-    if 'code' in x and not _e3(x['code']): return False
-    if 'message' in x and not _e3(x['message']): return False
-    return True
-
-
-def _e255(x):
+def _e253(x):
     if not isinstance(x, list): return False
-    if len(x) > 20: return False
-    if not all(map(_e256, x)): return False
+    if not all(map(_e254, x)): return False
     return True
 
 
 def _e257(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not isinstance(x, dict): return False
+    if 'case' not in x or 'runs' not in x or 'trials' not in x: return False
+    if 'case' in x and not _e3(x['case']): return False
+    if 'runs' in x and not _e193(x['runs']): return False
+    if 'trials' in x and not _e193(x['trials']): return False
     return True
 
 
-def _e251(x):
-    if not isinstance(x, dict): return False
-    if 'records' not in x or 'rows' not in x or 'cases' not in x or 'cases_observed' not in x or 'cases_short' not in x or 'cases_short_count' not in x or 'record_problems' not in x or 'record_problem_samples' not in x or 'control_rows' not in x: return False
-    if 'records' in x and not _e190(x['records']): return False
-    if 'rows' in x and not _e190(x['rows']): return False
-    if 'cases' in x and not _e190(x['cases']): return False
-    if 'cases_observed' in x and not _e190(x['cases_observed']): return False
-    if 'cases_short' in x and not _e252(x['cases_short']): return False
-    if 'cases_short_count' in x and not _e190(x['cases_short_count']): return False
-    if 'record_problems' in x and not _e254(x['record_problems']): return False
-    if 'record_problem_samples' in x and not _e255(x['record_problem_samples']): return False
-    if 'control_rows' in x and not _e257(x['control_rows']): return False
-    if any(k not in {'cases', 'cases_observed', 'cases_short', 'cases_short_count', 'control_rows', 'record_problem_samples', 'record_problems', 'records', 'rows'} for k in x): return False
-    return True
-
-
-def _e259(x):
-    if not isinstance(x, dict): return False
-    if 'format' not in x or 'sha256' not in x: return False
-    if 'format' in x and not _e3(x['format']): return False
-    if 'sha256' in x and not _e5(x['sha256']): return False
-    if 'records' in x and not _e190(x['records']): return False
+def _e256(x):
+    if not isinstance(x, list): return False
+    if len(x) > 20: return False
+    if not all(map(_e257, x)): return False
     return True
 
 
 def _e258(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e259(x[k]) for k in x): return False
+    if any(True and not _e193(x[k]) for k in x): return False
     return True
 
 
 def _e260(x):
     if not isinstance(x, dict): return False
-    if 'wilson_z' not in x: return False
-    if 'wilson_z' in x and not _e242(x['wilson_z']): return False
+    if 'line' not in x or 'code' not in x or 'message' not in x: return False
+    if 'line' in x and not _e193(x['line']): return False
+    if 'code' in x and not _e3(x['code']): return False
+    if 'message' in x and not _e3(x['message']): return False
+    return True
+
+
+def _e259(x):
+    if not isinstance(x, list): return False
+    if len(x) > 20: return False
+    if not all(map(_e260, x)): return False
+    return True
+
+
+def _e261(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e255(x):
+    if not isinstance(x, dict): return False
+    if 'records' not in x or 'rows' not in x or 'cases' not in x or 'cases_observed' not in x or 'cases_short' not in x or 'cases_short_count' not in x or 'record_problems' not in x or 'record_problem_samples' not in x or 'control_rows' not in x: return False
+    if 'records' in x and not _e193(x['records']): return False
+    if 'rows' in x and not _e193(x['rows']): return False
+    if 'cases' in x and not _e193(x['cases']): return False
+    if 'cases_observed' in x and not _e193(x['cases_observed']): return False
+    if 'cases_short' in x and not _e256(x['cases_short']): return False
+    if 'cases_short_count' in x and not _e193(x['cases_short_count']): return False
+    if 'record_problems' in x and not _e258(x['record_problems']): return False
+    if 'record_problem_samples' in x and not _e259(x['record_problem_samples']): return False
+    if 'control_rows' in x and not _e261(x['control_rows']): return False
+    if any(k not in {'cases', 'cases_observed', 'cases_short', 'cases_short_count', 'control_rows', 'record_problem_samples', 'record_problems', 'records', 'rows'} for k in x): return False
     return True
 
 
 def _e263(x):
-    if not isinstance(x, str): return False
+    if not isinstance(x, dict): return False
+    if 'format' not in x or 'sha256' not in x: return False
+    if 'format' in x and not _e3(x['format']): return False
+    if 'sha256' in x and not _e8(x['sha256']): return False
+    if 'records' in x and not _e193(x['records']): return False
+    return True
+
+
+def _e262(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e263(x[k]) for k in x): return False
     return True
 
 
 def _e264(x):
-    if not (isinstance(x, str) or x is None): return False
-    if isinstance(x, str) and (not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n')): return False
+    if not isinstance(x, dict): return False
+    if 'wilson_z' not in x: return False
+    if 'wilson_z' in x and not _e6(x['wilson_z']): return False
     return True
 
 
-def _e265(x):
-    if not (isinstance(x, str) or x is None): return False
-    return True
-
-
-def _e266(x):
+def _e267(x):
     if not isinstance(x, str): return False
     return True
 
 
 def _e268(x):
+    if not (isinstance(x, str) or x is None): return False
+    if isinstance(x, str) and (not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n')): return False
+    return True
+
+
+def _e269(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e270(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e272(x):
     if not isinstance(x, dict): return False
     if 'provider' not in x or 'base_url' not in x: return False
     if 'provider' in x and not _e3(x['provider']): return False
@@ -1898,267 +1935,261 @@ def _e268(x):
     return True
 
 
-def _e267(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e268(x[k]) for k in x): return False
-    return True
-
-
-def _e269(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e270(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
 def _e271(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
+    if not isinstance(x, dict): return False
+    if any(True and not _e272(x[k]) for k in x): return False
     return True
 
 
-def _e272(x):
-    if not any(json_equal(x, v) for v in ['all_or_none', 'partial', None]): return False
+def _e273(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e274(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e275(x):
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
+    return True
+
+
+def _e276(x):
+    if not any(json_equal(x, v) for v in ['all_or_none', 'partial', None]): return False
+    return True
+
+
+def _e278(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 15: return False
     return True
 
 
-def _e275(x):
+def _e279(x):
     if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     if x > 1: return False
     if x <= 0.5: return False
     return True
 
 
-def _e273(x):
+def _e277(x):
     if not isinstance(x, dict): return False
     if 'k' not in x or 'min_agreement' not in x or 'max_abstained' not in x: return False
-    if 'k' in x and not _e274(x['k']): return False
-    if 'min_agreement' in x and not _e275(x['min_agreement']): return False
-    if 'max_abstained' in x and not _e232(x['max_abstained']): return False
+    if 'k' in x and not _e278(x['k']): return False
+    if 'min_agreement' in x and not _e279(x['min_agreement']): return False
+    if 'max_abstained' in x and not _e233(x['max_abstained']): return False
     if any(k not in {'k', 'max_abstained', 'min_agreement'} for k in x): return False
     return True
 
 
-def _e262(x):
+def _e266(x):
     if not isinstance(x, dict): return False
     if 'identity' not in x or 'judge_sha256' not in x or 'provider' not in x or 'replayed_from' not in x or 'base_url' not in x or 'judgements' not in x or 'errors' not in x or 'judgements_sha256' not in x: return False
-    if 'identity' in x and not _e8(x['identity']): return False
-    if 'judge_sha256' in x and not _e5(x['judge_sha256']): return False
-    if 'provider' in x and not _e263(x['provider']): return False
-    if 'replayed_from' in x and not _e264(x['replayed_from']): return False
-    if 'base_url' in x and not _e265(x['base_url']): return False
-    if 'proxy' in x and not _e266(x['proxy']): return False
-    if 'endpoints' in x and not _e267(x['endpoints']): return False
-    if 'judgements' in x and not _e190(x['judgements']): return False
-    if 'errors' in x and not _e190(x['errors']): return False
-    if 'judgements_sha256' in x and not _e5(x['judgements_sha256']): return False
-    if 'fresh' in x and not _e269(x['fresh']): return False
-    if 'reused' in x and not _e270(x['reused']): return False
-    if 'replayed' in x and not _e271(x['replayed']): return False
-    if 'cache_reuse' in x and not _e272(x['cache_reuse']): return False
-    if 'repeats' in x and not _e273(x['repeats']): return False
+    if 'identity' in x and not _e11(x['identity']): return False
+    if 'judge_sha256' in x and not _e8(x['judge_sha256']): return False
+    if 'provider' in x and not _e267(x['provider']): return False
+    if 'replayed_from' in x and not _e268(x['replayed_from']): return False
+    if 'base_url' in x and not _e269(x['base_url']): return False
+    if 'proxy' in x and not _e270(x['proxy']): return False
+    if 'endpoints' in x and not _e271(x['endpoints']): return False
+    if 'judgements' in x and not _e193(x['judgements']): return False
+    if 'errors' in x and not _e193(x['errors']): return False
+    if 'judgements_sha256' in x and not _e8(x['judgements_sha256']): return False
+    if 'fresh' in x and not _e273(x['fresh']): return False
+    if 'reused' in x and not _e274(x['reused']): return False
+    if 'replayed' in x and not _e275(x['replayed']): return False
+    if 'cache_reuse' in x and not _e276(x['cache_reuse']): return False
+    if 'repeats' in x and not _e277(x['repeats']): return False
     if any(k not in {'base_url', 'cache_reuse', 'endpoints', 'errors', 'fresh', 'identity', 'judge_sha256', 'judgements', 'judgements_sha256', 'provider', 'proxy', 'repeats', 'replayed', 'replayed_from', 'reused'} for k in x): return False
     return True
 
 
-def _e261(x):
-    if (_e245(x) + _e262(x)) != 1: return False
+def _e265(x):
+    if (_e249(x) + _e266(x)) != 1: return False
     return True
 
 
-def _e276(x):
+def _e280(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e277(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e3, x)): return False
-    return True
-
-
-def _e278(x):
+def _e281(x):
     if not isinstance(x, list): return False
     if not all(map(_e3, x)): return False
     return True
 
 
 def _e282(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 1: return False
+    if not isinstance(x, list): return False
+    if not all(map(_e3, x)): return False
     return True
 
 
-def _e283(x):
+def _e286(x):
     if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x < 0): return False
     if (isinstance(x, Number) and not isinstance(x, bool)) and (x > 1): return False
     return True
 
 
-def _e284(x):
+def _e287(x):
     if not isinstance(x, list): return False
     if len(x) > 100: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e285(x):
+def _e288(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e281(x):
+def _e285(x):
     if not isinstance(x, dict): return False
     if 'k' not in x or 'pass_hat_k' not in x or 'pass_hat_k_cases' not in x or 'repeated_cases' not in x or 'consistency' not in x or 'flaky_cases' not in x or 'flaky_count' not in x: return False
-    if 'k' in x and not _e282(x['k']): return False
-    if 'pass_hat_k' in x and not _e283(x['pass_hat_k']): return False
-    if 'pass_hat_k_cases' in x and not _e190(x['pass_hat_k_cases']): return False
-    if 'repeated_cases' in x and not _e190(x['repeated_cases']): return False
-    if 'consistency' in x and not _e228(x['consistency']): return False
-    if 'flaky_cases' in x and not _e284(x['flaky_cases']): return False
-    if 'flaky_count' in x and not _e285(x['flaky_count']): return False
+    if 'k' in x and not _e5(x['k']): return False
+    if 'pass_hat_k' in x and not _e286(x['pass_hat_k']): return False
+    if 'pass_hat_k_cases' in x and not _e193(x['pass_hat_k_cases']): return False
+    if 'repeated_cases' in x and not _e193(x['repeated_cases']): return False
+    if 'consistency' in x and not _e231(x['consistency']): return False
+    if 'flaky_cases' in x and not _e287(x['flaky_cases']): return False
+    if 'flaky_count' in x and not _e288(x['flaky_count']): return False
     if any(k not in {'consistency', 'flaky_cases', 'flaky_count', 'k', 'pass_hat_k', 'pass_hat_k_cases', 'repeated_cases'} for k in x): return False
     return True
 
 
-def _e280(x):
-    if (_e245(x) + _e281(x)) != 1: return False
+def _e284(x):
+    if (_e249(x) + _e285(x)) != 1: return False
     return True
 
 
-def _e279(x):
+def _e283(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e280(x[k]) for k in x): return False
-    return True
-
-
-def _e288(x):
-    if not isinstance(x, list): return False
-    if len(x) > 50: return False
-    if not all(map(_e8, x)): return False
-    return True
-
-
-def _e287(x):
-    if not isinstance(x, dict): return False
-    if 'total' not in x or 'passed' not in x or 'failed' not in x or 'rows' not in x: return False
-    if 'total' in x and not _e190(x['total']): return False
-    if 'passed' in x and not _e190(x['passed']): return False
-    if 'failed' in x and not _e190(x['failed']): return False
-    if 'rows' in x and not _e288(x['rows']): return False
-    if any(k not in {'failed', 'passed', 'rows', 'total'} for k in x): return False
-    return True
-
-
-def _e286(x):
-    if (_e245(x) + _e287(x)) != 1: return False
+    if any(True and not _e284(x[k]) for k in x): return False
     return True
 
 
 def _e291(x):
-    if not isinstance(x, dict): return False
-    if 'LABELED' not in x or 'UNLABELED' not in x or 'INVALID' not in x: return False
-    if any(True and not _e190(x[k]) for k in x): return False
-    return True
-
-
-def _e292(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e254(x[k]) for k in x): return False
+    if not isinstance(x, list): return False
+    if len(x) > 50: return False
+    if not all(map(_e11, x)): return False
     return True
 
 
 def _e290(x):
     if not isinstance(x, dict): return False
-    if 'strict' not in x or 'failed' not in x or 'rows' not in x or 'capture_errors' not in x: return False
-    if len(x) < 5: return False
-    if 'strict' in x and not _e236(x['strict']): return False
-    if 'failed' in x and not _e236(x['failed']): return False
+    if 'total' not in x or 'passed' not in x or 'failed' not in x or 'rows' not in x: return False
+    if 'total' in x and not _e193(x['total']): return False
+    if 'passed' in x and not _e193(x['passed']): return False
+    if 'failed' in x and not _e193(x['failed']): return False
     if 'rows' in x and not _e291(x['rows']): return False
-    if 'capture_errors' in x and not _e190(x['capture_errors']): return False
-    if any(k not in {'capture_errors', 'failed', 'rows', 'strict'} and not re.search('^by_[a-z][a-z0-9_]*$', k) for k in x): return False
-    if any(re.search('^by_[a-z][a-z0-9_]*$', k) and not _e292(v) for k, v in x.items()): return False
+    if any(k not in {'failed', 'passed', 'rows', 'total'} for k in x): return False
     return True
 
 
 def _e289(x):
-    if (_e245(x) + _e290(x)) != 1: return False
+    if (_e249(x) + _e290(x)) != 1: return False
+    return True
+
+
+def _e294(x):
+    if not isinstance(x, dict): return False
+    if 'LABELED' not in x or 'UNLABELED' not in x or 'INVALID' not in x: return False
+    if any(True and not _e193(x[k]) for k in x): return False
+    return True
+
+
+def _e295(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e258(x[k]) for k in x): return False
     return True
 
 
 def _e293(x):
+    if not isinstance(x, dict): return False
+    if 'strict' not in x or 'failed' not in x or 'rows' not in x or 'capture_errors' not in x: return False
+    if len(x) < 5: return False
+    if 'strict' in x and not _e241(x['strict']): return False
+    if 'failed' in x and not _e241(x['failed']): return False
+    if 'rows' in x and not _e294(x['rows']): return False
+    if 'capture_errors' in x and not _e193(x['capture_errors']): return False
+    if any(k not in {'capture_errors', 'failed', 'rows', 'strict'} and not re.search('^by_[a-z][a-z0-9_]*$', k) for k in x): return False
+    if any(re.search('^by_[a-z][a-z0-9_]*$', k) and not _e295(v) for k, v in x.items()): return False
+    return True
+
+
+def _e292(x):
+    if (_e249(x) + _e293(x)) != 1: return False
+    return True
+
+
+def _e296(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 0: return False
     return True
 
 
-def _e294(x):
+def _e297(x):
     if not isinstance(x, str): return False
     if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e297(x):
+def _e300(x):
     if x not in ('blocker', 'high'): return False
     return True
 
 
-def _e298(x):
+def _e301(x):
     if x not in ('ERROR', 'ABSTAIN', 'FAIL'): return False
     return True
 
 
-def _e299(x):
+def _e302(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e282(x[k]) for k in x): return False
+    if any(True and not _e5(x[k]) for k in x): return False
     return True
 
 
-def _e300(x):
+def _e303(x):
     if not isinstance(x, list): return False
     if len(x) > 20: return False
     return True
 
 
-def _e301(x):
+def _e304(x):
     if not isinstance(x, list): return False
     if len(x) > 5: return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e303(x):
+def _e306(x):
     if not isinstance(x, dict): return False
     if 'inspection' in x and not _e3(x['inspection']): return False
     if 'type' in x and not _e3(x['type']): return False
-    if 'status' in x and not _e298(x['status']): return False
+    if 'status' in x and not _e301(x['status']): return False
     if any(k not in {'expected', 'inspection', 'observed', 'status', 'type', 'unit'} for k in x): return False
     return True
 
 
-def _e302(x):
+def _e305(x):
     if not isinstance(x, list): return False
     if len(x) > 3: return False
-    if not all(map(_e303, x)): return False
+    if not all(map(_e306, x)): return False
     return True
 
 
-def _e305(x):
+def _e308(x):
     if not isinstance(x, dict): return False
     if 'title' not in x or 'action' not in x or 'verification' not in x: return False
     if 'title' in x and not _e3(x['title']): return False
@@ -2168,364 +2199,339 @@ def _e305(x):
     return True
 
 
-def _e304(x):
-    if (_e245(x) + _e305(x)) != 1: return False
+def _e307(x):
+    if (_e249(x) + _e308(x)) != 1: return False
     return True
 
 
-def _e306(x):
+def _e309(x):
     if x != 'human_review_required': return False
     return True
 
 
-def _e296(x):
+def _e299(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'severity' not in x or 'automation' not in x: return False
     if 'id' in x and not _e3(x['id']): return False
     if 'category' in x and not _e3(x['category']): return False
     if 'case' in x and not _e3(x['case']): return False
-    if 'severity' in x and not _e297(x['severity']): return False
-    if 'worst_status' in x and not _e298(x['worst_status']): return False
-    if 'statuses' in x and not _e299(x['statuses']): return False
-    if 'rows' in x and not _e300(x['rows']): return False
-    if 'traces' in x and not _e300(x['traces']): return False
-    if 'evidence' in x and not _e301(x['evidence']): return False
-    if 'checks' in x and not _e302(x['checks']): return False
-    if 'fix' in x and not _e304(x['fix']): return False
+    if 'severity' in x and not _e300(x['severity']): return False
+    if 'worst_status' in x and not _e301(x['worst_status']): return False
+    if 'statuses' in x and not _e302(x['statuses']): return False
+    if 'rows' in x and not _e303(x['rows']): return False
+    if 'traces' in x and not _e303(x['traces']): return False
+    if 'evidence' in x and not _e304(x['evidence']): return False
+    if 'checks' in x and not _e305(x['checks']): return False
+    if 'fix' in x and not _e307(x['fix']): return False
     if 'message' in x and not _e3(x['message']): return False
-    if 'automation' in x and not _e306(x['automation']): return False
+    if 'automation' in x and not _e309(x['automation']): return False
     return True
 
 
-def _e295(x):
+def _e298(x):
     if not isinstance(x, list): return False
     if len(x) > 100: return False
-    if not all(map(_e296, x)): return False
-    return True
-
-
-def _e307(x):
-    if not (isinstance(x, str) or x is None): return False
+    if not all(map(_e299, x)): return False
     return True
 
 
 def _e310(x):
+    if not (isinstance(x, str) or x is None): return False
+    return True
+
+
+def _e313(x):
     if x not in ('missing', 'untrusted', 'incompatible', 'comparable'): return False
     return True
 
 
-def _e311(x):
+def _e314(x):
     if not isinstance(x, list): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e312(x):
+def _e315(x):
     if not (isinstance(x, dict) or x is None): return False
     return True
 
 
-def _e315(x):
+def _e318(x):
     if x not in ('new', 'skipped', 'now failing', 'now passing', 'regressed', 'improved', 'stable', 'untested'): return False
     return True
 
 
-def _e317(x):
+def _e320(x):
     if not ((isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()) or x is None): return False
     return True
 
 
-def _e316(x):
+def _e319(x):
     if not isinstance(x, dict): return False
     if 'effect' not in x or 'min_power' not in x or 'power' not in x: return False
-    if 'effect' in x and not _e242(x['effect']): return False
-    if 'min_power' in x and not _e247(x['min_power']): return False
-    if 'power' in x and not _e247(x['power']): return False
-    if 'alpha' in x and not _e247(x['alpha']): return False
-    if 'mde' in x and not _e247(x['mde']): return False
-    if 'units_needed' in x and not _e317(x['units_needed']): return False
-    if 'cases_needed' in x and not _e317(x['cases_needed']): return False
-    if 'more_cases' in x and not _e317(x['more_cases']): return False
+    if 'effect' in x and not _e6(x['effect']): return False
+    if 'min_power' in x and not _e251(x['min_power']): return False
+    if 'power' in x and not _e251(x['power']): return False
+    if 'alpha' in x and not _e251(x['alpha']): return False
+    if 'mde' in x and not _e251(x['mde']): return False
+    if 'units_needed' in x and not _e320(x['units_needed']): return False
+    if 'cases_needed' in x and not _e320(x['cases_needed']): return False
+    if 'more_cases' in x and not _e320(x['more_cases']): return False
     if 'method' in x and not _e3(x['method']): return False
     if 'why' in x and not _e3(x['why']): return False
     return True
 
 
-def _e319(x):
+def _e322(x):
     if x not in ('mcnemar_midp', 'paired_bootstrap'): return False
     return True
 
 
-def _e320(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e321(x):
-    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
-    if x < 0: return False
-    return True
-
-
-def _e322(x):
-    if not isinstance(x, dict): return False
-    if 'current' not in x or 'baseline' not in x: return False
-    return True
-
-
 def _e323(x):
-    if not isinstance(x, dict): return False
-    if 'current' not in x or 'baseline' not in x: return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e324(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
+    if x < 0: return False
     return True
 
 
 def _e325(x):
-    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
-    return True
-
-
-def _e318(x):
     if not isinstance(x, dict): return False
-    if 'test' not in x or 'p_value' not in x or 'p_adjusted' not in x or 'status' not in x: return False
-    if 'test' in x and not _e319(x['test']): return False
-    if 'pairs' in x and not _e190(x['pairs']): return False
-    if 'b' in x and not _e320(x['b']): return False
-    if 'c' in x and not _e321(x['c']): return False
-    if 'unpaired' in x and not _e322(x['unpaired']): return False
-    if 'unscored' in x and not _e323(x['unscored']): return False
-    if 'statistic' in x and not _e324(x['statistic']): return False
-    if 'p_value' in x and not _e247(x['p_value']): return False
-    if 'p_adjusted' in x and not _e325(x['p_adjusted']): return False
-    if 'status' in x and not _e3(x['status']): return False
-    if 'reason' in x and not _e3(x['reason']): return False
-    return True
-
-
-def _e314(x):
-    if not isinstance(x, dict): return False
-    if 'status' not in x: return False
-    if 'status' in x and not _e315(x['status']): return False
-    if 'power' in x and not _e316(x['power']): return False
-    if 'paired' in x and not _e318(x['paired']): return False
-    return True
-
-
-def _e313(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e314(x[k]) for k in x): return False
-    return True
-
-
-def _e327(x):
-    if x not in ('none', 'holm'): return False
-    return True
-
-
-def _e328(x):
-    if x not in ('unit', 'case'): return False
-    return True
-
-
-def _e329(x):
-    if not isinstance(x, dict): return False
-    if 'iterations' not in x or 'seed' not in x: return False
+    if 'current' not in x or 'baseline' not in x: return False
     return True
 
 
 def _e326(x):
     if not isinstance(x, dict): return False
-    if 'test' not in x or 'alpha' not in x or 'multiplicity' not in x or 'cluster_by' not in x: return False
-    if 'test' in x and not _e319(x['test']): return False
-    if 'alpha' in x and not _e242(x['alpha']): return False
-    if 'multiplicity' in x and not _e327(x['multiplicity']): return False
-    if 'cluster_by' in x and not _e328(x['cluster_by']): return False
-    if 'bootstrap' in x and not _e329(x['bootstrap']): return False
+    if 'current' not in x or 'baseline' not in x: return False
+    return True
+
+
+def _e327(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _e328(x):
+    if not ((isinstance(x, Number) and not isinstance(x, bool)) or x is None): return False
+    return True
+
+
+def _e321(x):
+    if not isinstance(x, dict): return False
+    if 'test' not in x or 'p_value' not in x or 'p_adjusted' not in x or 'status' not in x: return False
+    if 'test' in x and not _e322(x['test']): return False
+    if 'pairs' in x and not _e193(x['pairs']): return False
+    if 'b' in x and not _e323(x['b']): return False
+    if 'c' in x and not _e324(x['c']): return False
+    if 'unpaired' in x and not _e325(x['unpaired']): return False
+    if 'unscored' in x and not _e326(x['unscored']): return False
+    if 'statistic' in x and not _e327(x['statistic']): return False
+    if 'p_value' in x and not _e251(x['p_value']): return False
+    if 'p_adjusted' in x and not _e328(x['p_adjusted']): return False
+    if 'status' in x and not _e3(x['status']): return False
+    if 'reason' in x and not _e3(x['reason']): return False
+    return True
+
+
+def _e317(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x: return False
+    if 'status' in x and not _e318(x['status']): return False
+    if 'power' in x and not _e319(x['power']): return False
+    if 'paired' in x and not _e321(x['paired']): return False
+    return True
+
+
+def _e316(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e317(x[k]) for k in x): return False
     return True
 
 
 def _e330(x):
-    if not isinstance(x, dict): return False
-    if 'effect' not in x or 'min_power' not in x or 'discordance' not in x: return False
-    if 'effect' in x and not _e242(x['effect']): return False
-    if 'min_power' in x and not _e247(x['min_power']): return False
-    if 'discordance' in x and not _e242(x['discordance']): return False
+    if x not in ('none', 'holm'): return False
     return True
 
 
 def _e331(x):
-    if not isinstance(x, dict): return False
-    if 'label' not in x or 'skipped' not in x or 'skipped_reasons' not in x: return False
-    if 'label' in x and not _e3(x['label']): return False
-    if 'skipped' in x and not _e190(x['skipped']): return False
-    if 'skipped_reasons' in x and not _e311(x['skipped_reasons']): return False
+    if x not in ('unit', 'case'): return False
     return True
 
 
-def _e334(x):
-    if x not in ('verified', 'still failing', 'not verifiable'): return False
+def _e332(x):
+    if not isinstance(x, dict): return False
+    if 'iterations' not in x or 'seed' not in x: return False
+    return True
+
+
+def _e329(x):
+    if not isinstance(x, dict): return False
+    if 'test' not in x or 'alpha' not in x or 'multiplicity' not in x or 'cluster_by' not in x: return False
+    if 'test' in x and not _e322(x['test']): return False
+    if 'alpha' in x and not _e6(x['alpha']): return False
+    if 'multiplicity' in x and not _e330(x['multiplicity']): return False
+    if 'cluster_by' in x and not _e331(x['cluster_by']): return False
+    if 'bootstrap' in x and not _e332(x['bootstrap']): return False
     return True
 
 
 def _e333(x):
     if not isinstance(x, dict): return False
-    if 'id' not in x or 'status' not in x or 'reason' not in x: return False
-    if 'id' in x and not _e3(x['id']): return False
-    if 'status' in x and not _e334(x['status']): return False
-    if 'reason' in x and not _e3(x['reason']): return False
+    if 'effect' not in x or 'min_power' not in x or 'discordance' not in x: return False
+    if 'effect' in x and not _e6(x['effect']): return False
+    if 'min_power' in x and not _e251(x['min_power']): return False
+    if 'discordance' in x and not _e6(x['discordance']): return False
     return True
 
 
-def _e332(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e333, x)): return False
-    return True
-
-
-def _e309(x):
+def _e334(x):
     if not isinstance(x, dict): return False
-    if 'status' not in x or 'reasons' not in x or 'regressed' not in x or 'required' not in x or 'baseline' not in x or 'categories' not in x: return False
-    if 'status' in x and not _e310(x['status']): return False
-    if 'reasons' in x and not _e311(x['reasons']): return False
-    if 'regressed' in x and not _e236(x['regressed']): return False
-    if 'required' in x and not _e236(x['required']): return False
-    if 'baseline' in x and not _e312(x['baseline']): return False
-    if 'categories' in x and not _e313(x['categories']): return False
-    if 'test' in x and not _e326(x['test']): return False
-    if 'power' in x and not _e330(x['power']): return False
-    if 'selection' in x and not _e331(x['selection']): return False
-    if 'fixes' in x and not _e332(x['fixes']): return False
-    return True
-
-
-def _e308(x):
-    if (_e245(x) + _e309(x)) != 1: return False
-    return True
-
-
-def _e335(x):
-    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
+    if 'label' not in x or 'skipped' not in x or 'skipped_reasons' not in x: return False
+    if 'label' in x and not _e3(x['label']): return False
+    if 'skipped' in x and not _e193(x['skipped']): return False
+    if 'skipped_reasons' in x and not _e314(x['skipped_reasons']): return False
     return True
 
 
 def _e337(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e5(x[k]) for k in x): return False
+    if x not in ('verified', 'still failing', 'not verifiable'): return False
     return True
 
 
 def _e336(x):
     if not isinstance(x, dict): return False
+    if 'id' not in x or 'status' not in x or 'reason' not in x: return False
+    if 'id' in x and not _e3(x['id']): return False
+    if 'status' in x and not _e337(x['status']): return False
+    if 'reason' in x and not _e3(x['reason']): return False
+    return True
+
+
+def _e335(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e336, x)): return False
+    return True
+
+
+def _e312(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'reasons' not in x or 'regressed' not in x or 'required' not in x or 'baseline' not in x or 'categories' not in x: return False
+    if 'status' in x and not _e313(x['status']): return False
+    if 'reasons' in x and not _e314(x['reasons']): return False
+    if 'regressed' in x and not _e241(x['regressed']): return False
+    if 'required' in x and not _e241(x['required']): return False
+    if 'baseline' in x and not _e315(x['baseline']): return False
+    if 'categories' in x and not _e316(x['categories']): return False
+    if 'test' in x and not _e329(x['test']): return False
+    if 'power' in x and not _e333(x['power']): return False
+    if 'selection' in x and not _e334(x['selection']): return False
+    if 'fixes' in x and not _e335(x['fixes']): return False
+    return True
+
+
+def _e311(x):
+    if (_e249(x) + _e312(x)) != 1: return False
+    return True
+
+
+def _e338(x):
+    if x not in ('PASS', 'FAIL', 'INCOMPLETE', 'TRIAGE', 'SELF_TEST'): return False
+    return True
+
+
+def _e340(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e8(x[k]) for k in x): return False
+    return True
+
+
+def _e339(x):
+    if not isinstance(x, dict): return False
     if 'policy' not in x or 'scoring_data' not in x or 'scoring_version' not in x: return False
-    if 'policy' in x and not _e8(x['policy']): return False
-    if 'scoring_data' in x and not _e337(x['scoring_data']): return False
+    if 'policy' in x and not _e11(x['policy']): return False
+    if 'scoring_data' in x and not _e340(x['scoring_data']): return False
     if 'scoring_version' in x and not _e3(x['scoring_version']): return False
     if any(k not in {'policy', 'scoring_data', 'scoring_version'} for k in x): return False
     return True
 
 
-def _e338(x):
+def _e341(x):
     if not isinstance(x, dict): return False
-    if any(True and not _e5(x[k]) for k in x): return False
+    if any(True and not _e8(x[k]) for k in x): return False
     return True
 
 
-def _e341(x):
+def _e344(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 256: return False
     return True
 
 
-def _e340(x):
+def _e343(x):
     if not isinstance(x, dict): return False
     if 'name' not in x or 'sha256' not in x: return False
-    if 'name' in x and not _e341(x['name']): return False
-    if 'sha256' in x and not _e5(x['sha256']): return False
+    if 'name' in x and not _e344(x['name']): return False
+    if 'sha256' in x and not _e8(x['sha256']): return False
     if any(k not in {'name', 'sha256'} for k in x): return False
     return True
 
 
-def _e339(x):
+def _e342(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e340, x)): return False
+    if not all(map(_e343, x)): return False
     return True
 
 
-def _e342(x):
+def _e345(x):
     if not isinstance(x, str): return False
     if not re.search('^[A-Za-z0-9._-]{1,64}$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e343(x):
+def _e346(x):
     if not isinstance(x, dict): return False
     return True
 
 
-def _e346(x):
+def _e349(x):
     if not isinstance(x, dict): return False
     if 'id' not in x or 'status' not in x or 'rows_waived' not in x: return False
     return True
 
 
-def _e345(x):
+def _e348(x):
     if not isinstance(x, list): return False
-    if not all(map(_e346, x)): return False
-    return True
-
-
-def _e344(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and ('as_of' not in x or 'entries' not in x): return False
-    if isinstance(x, dict) and ('as_of' in x and not _e3(x['as_of'])): return False
-    if isinstance(x, dict) and ('entries' in x and not _e345(x['entries'])): return False
+    if not all(map(_e349, x)): return False
     return True
 
 
 def _e347(x):
     if not (isinstance(x, dict) or x is None): return False
-    return True
-
-
-def _e349(x):
-    if not isinstance(x, bool): return False
+    if isinstance(x, dict) and ('as_of' not in x or 'entries' not in x): return False
+    if isinstance(x, dict) and ('as_of' in x and not _e3(x['as_of'])): return False
+    if isinstance(x, dict) and ('entries' in x and not _e348(x['entries'])): return False
     return True
 
 
 def _e350(x):
-    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
+    if not (isinstance(x, dict) or x is None): return False
     return True
 
 
 def _e352(x):
-    if not isinstance(x, str): return False
+    if not isinstance(x, bool): return False
     return True
 
 
 def _e353(x):
-    if not (isinstance(x, str) or x is None): return False
-    return True
-
-
-def _e351(x):
-    if not (isinstance(x, dict) or x is None): return False
-    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
-    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
-    if isinstance(x, dict) and ('signer' in x and not _e352(x['signer'])): return False
-    if isinstance(x, dict) and ('generated_at' in x and not _e353(x['generated_at'])): return False
-    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
-    return True
-
-
-def _e354(x):
-    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
+    if not (isinstance(x, Number) and not isinstance(x, bool)): return False
     return True
 
 
@@ -2534,335 +2540,360 @@ def _e355(x):
     return True
 
 
-def _e358(x):
-    if (_e245(x) + _e233(x)) != 1: return False
+def _e356(x):
+    if not (isinstance(x, str) or x is None): return False
     return True
 
 
-def _e359(x):
-    if not isinstance(x, str): return False
+def _e354(x):
+    if not (isinstance(x, dict) or x is None): return False
+    if isinstance(x, dict) and ('sha256' not in x or 'signer' not in x or 'generated_at' not in x): return False
+    if isinstance(x, dict) and ('sha256' in x and not _e3(x['sha256'])): return False
+    if isinstance(x, dict) and ('signer' in x and not _e355(x['signer'])): return False
+    if isinstance(x, dict) and ('generated_at' in x and not _e356(x['generated_at'])): return False
+    if isinstance(x, dict) and (any(k not in {'generated_at', 'sha256', 'signer'} for k in x)): return False
     return True
 
 
 def _e357(x):
-    if not isinstance(x, dict): return False
-    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
-    if 'kappa' in x and not _e247(x['kappa']): return False
-    if 'n' in x and not _e317(x['n']): return False
-    if 'accuracy' in x and not _e247(x['accuracy']): return False
-    if 'sensitivity' in x and not _e247(x['sensitivity']): return False
-    if 'specificity' in x and not _e247(x['specificity']): return False
-    if 'cells' in x and not _e358(x['cells']): return False
-    if 'calibrated' in x and not _e236(x['calibrated']): return False
-    if 'why' in x and not _e359(x['why']): return False
-    if any(k not in {'accuracy', 'calibrated', 'cells', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
+    if x not in ('verified', 'missing', 'untrusted', 'mismatch'): return False
     return True
 
 
-def _e356(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e357(x[k]) for k in x): return False
-    return True
-
-
-def _e348(x):
-    if not isinstance(x, dict): return False
-    if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
-    if 'required' in x and not _e349(x['required']): return False
-    if 'min_kappa' in x and not _e350(x['min_kappa']): return False
-    if 'artifact' in x and not _e351(x['artifact']): return False
-    if 'status' in x and not _e354(x['status']): return False
-    if 'reason' in x and not _e355(x['reason']): return False
-    if 'categories' in x and not _e356(x['categories']): return False
-    if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
-    return True
-
-
-def _e362(x):
-    if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
-    return True
-
-
-def _e363(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e3(x[k]) for k in x): return False
-    return True
-
-
-def _e364(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e5, x)): return False
-    return True
-
-
-def _e365(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e366(x):
-    if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e367(x):
+def _e358(x):
     if not isinstance(x, str): return False
     return True
 
 
 def _e361(x):
-    if not isinstance(x, dict): return False
-    if 'status' not in x: return False
-    if 'status' in x and not _e362(x['status']): return False
-    if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
-    if 'files' in x and not _e363(x['files']): return False
-    if 'governance_keys' in x and not _e364(x['governance_keys']): return False
-    if 'bundle_sha256' in x and not _e365(x['bundle_sha256']): return False
-    if 'signer' in x and not _e366(x['signer']): return False
-    if 'signed_at' in x and not _e367(x['signed_at']): return False
-    if 'differences' in x and not _e311(x['differences']): return False
-    if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
+    if (_e249(x) + _e238(x)) != 1: return False
     return True
 
 
-def _e370(x):
-    if x not in ('attested', 'unattested', 'invalid'): return False
-    return True
-
-
-def _e371(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e5, x)): return False
-    return True
-
-
-def _e372(x):
+def _e362(x):
     if not isinstance(x, str): return False
-    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e373(x):
-    if not isinstance(x, str): return False
-    if not re.search('^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$', x) or x.endswith('\n'): return False
-    return True
-
-
-def _e374(x):
-    return True
-
-
-def _e375(x):
-    if not isinstance(x, str): return False
-    return True
-
-
-def _e369(x):
-    if not isinstance(x, dict): return False
-    if 'status' not in x or 'trusted_keys' not in x: return False
-    if 'status' in x and not _e370(x['status']): return False
-    if 'trusted_keys' in x and not _e371(x['trusted_keys']): return False
-    if 'attestation_sha256' in x and not _e372(x['attestation_sha256']): return False
-    if 'signer' in x and not _e5(x['signer']): return False
-    if 'signed_at' in x and not _e373(x['signed_at']): return False
-    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
-    if 'predicate' in x and not _e374(x['predicate']): return False
-    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
-    if 'predicate_sha256' in x and not _e5(x['predicate_sha256']): return False
-    if 'problem' in x and not _e375(x['problem']): return False
-    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signed_at', 'signer', 'status', 'trusted_keys'} for k in x): return False
-    return True
-
-
-def _e368(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e369(x[k]) for k in x): return False
     return True
 
 
 def _e360(x):
     if not isinstance(x, dict): return False
-    if 'specs' not in x or 'inputs' not in x: return False
-    if 'specs' in x and not _e361(x['specs']): return False
-    if 'inputs' in x and not _e368(x['inputs']): return False
-    if any(k not in {'inputs', 'specs'} for k in x): return False
+    if 'kappa' not in x or 'n' not in x or 'accuracy' not in x or 'sensitivity' not in x or 'specificity' not in x or 'calibrated' not in x or 'why' not in x: return False
+    if 'kappa' in x and not _e251(x['kappa']): return False
+    if 'n' in x and not _e320(x['n']): return False
+    if 'accuracy' in x and not _e251(x['accuracy']): return False
+    if 'sensitivity' in x and not _e251(x['sensitivity']): return False
+    if 'specificity' in x and not _e251(x['specificity']): return False
+    if 'cells' in x and not _e361(x['cells']): return False
+    if 'calibrated' in x and not _e241(x['calibrated']): return False
+    if 'why' in x and not _e362(x['why']): return False
+    if any(k not in {'accuracy', 'calibrated', 'cells', 'kappa', 'n', 'sensitivity', 'specificity', 'why'} for k in x): return False
+    return True
+
+
+def _e359(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e360(x[k]) for k in x): return False
+    return True
+
+
+def _e351(x):
+    if not isinstance(x, dict): return False
+    if 'required' not in x or 'min_kappa' not in x or 'artifact' not in x or 'status' not in x or 'reason' not in x or 'categories' not in x: return False
+    if 'required' in x and not _e352(x['required']): return False
+    if 'min_kappa' in x and not _e353(x['min_kappa']): return False
+    if 'artifact' in x and not _e354(x['artifact']): return False
+    if 'status' in x and not _e357(x['status']): return False
+    if 'reason' in x and not _e358(x['reason']): return False
+    if 'categories' in x and not _e359(x['categories']): return False
+    if any(k not in {'artifact', 'categories', 'min_kappa', 'reason', 'required', 'status'} for k in x): return False
+    return True
+
+
+def _e365(x):
+    if x not in ('verified', 'not_checked', 'unsigned', 'invalid', 'changed'): return False
+    return True
+
+
+def _e366(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e3(x[k]) for k in x): return False
+    return True
+
+
+def _e367(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e8, x)): return False
+    return True
+
+
+def _e368(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e369(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e370(x):
+    if not isinstance(x, str): return False
+    return True
+
+
+def _e364(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x: return False
+    if 'status' in x and not _e365(x['status']): return False
+    if 'evaluation_file' in x and not _e3(x['evaluation_file']): return False
+    if 'files' in x and not _e366(x['files']): return False
+    if 'governance_keys' in x and not _e367(x['governance_keys']): return False
+    if 'bundle_sha256' in x and not _e368(x['bundle_sha256']): return False
+    if 'signer' in x and not _e369(x['signer']): return False
+    if 'signed_at' in x and not _e370(x['signed_at']): return False
+    if 'differences' in x and not _e314(x['differences']): return False
+    if any(k not in {'bundle_sha256', 'differences', 'evaluation_file', 'files', 'governance_keys', 'signed_at', 'signer', 'status'} for k in x): return False
+    return True
+
+
+def _e373(x):
+    if x not in ('attested', 'unattested', 'invalid'): return False
+    return True
+
+
+def _e374(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e8, x)): return False
+    return True
+
+
+def _e375(x):
+    if not isinstance(x, str): return False
+    if not re.search('^[0-9a-f]{64}$', x) or x.endswith('\n'): return False
+    return True
+
+
+def _e376(x):
+    if not isinstance(x, str): return False
+    if not re.search('^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e377(x):
-    if not isinstance(x, str): return False
-    if not re.search('^\\d{4}-\\d\\d-\\d\\d$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e378(x):
     if not isinstance(x, str): return False
-    if not re.search('^(clock|requested|specs|baseline|calibration|replay|attestation:.+)$', x) or x.endswith('\n'): return False
     return True
 
 
-def _e379(x):
-    if not (isinstance(x, str) or x is None): return False
+def _e372(x):
+    if not isinstance(x, dict): return False
+    if 'status' not in x or 'trusted_keys' not in x: return False
+    if 'status' in x and not _e373(x['status']): return False
+    if 'trusted_keys' in x and not _e374(x['trusted_keys']): return False
+    if 'attestation_sha256' in x and not _e375(x['attestation_sha256']): return False
+    if 'signer' in x and not _e8(x['signer']): return False
+    if 'signed_at' in x and not _e376(x['signed_at']): return False
+    if 'predicate_type' in x and not _e3(x['predicate_type']): return False
+    if 'predicate' in x and not _e377(x['predicate']): return False
+    if 'predicate_omitted' in x and not _e3(x['predicate_omitted']): return False
+    if 'predicate_sha256' in x and not _e8(x['predicate_sha256']): return False
+    if 'problem' in x and not _e378(x['problem']): return False
+    if any(k not in {'attestation_sha256', 'predicate', 'predicate_omitted', 'predicate_sha256', 'predicate_type', 'problem', 'signed_at', 'signer', 'status', 'trusted_keys'} for k in x): return False
+    return True
+
+
+def _e371(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e372(x[k]) for k in x): return False
+    return True
+
+
+def _e363(x):
+    if not isinstance(x, dict): return False
+    if 'specs' not in x or 'inputs' not in x: return False
+    if 'specs' in x and not _e364(x['specs']): return False
+    if 'inputs' in x and not _e371(x['inputs']): return False
+    if any(k not in {'inputs', 'specs'} for k in x): return False
     return True
 
 
 def _e380(x):
-    if not (isinstance(x, str) or x is None): return False
+    if not isinstance(x, str): return False
+    if not re.search('^\\d{4}-\\d\\d-\\d\\d$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e381(x):
-    if not isinstance(x, dict): return False
-    if any(True and not _e26(x[k]) for k in x): return False
-    return True
-
-
-def _e376(x):
-    if not isinstance(x, dict): return False
-    if 'date' not in x or 'set_by' not in x or 'clock' not in x or 'requested' not in x or 'signed' not in x: return False
-    if 'date' in x and not _e377(x['date']): return False
-    if 'set_by' in x and not _e378(x['set_by']): return False
-    if 'clock' in x and not _e379(x['clock']): return False
-    if 'requested' in x and not _e380(x['requested']): return False
-    if 'signed' in x and not _e381(x['signed']): return False
-    if any(k not in {'clock', 'date', 'requested', 'set_by', 'signed'} for k in x): return False
+    if not isinstance(x, str): return False
+    if not re.search('^(clock|requested|specs|baseline|calibration|replay|attestation:.+)$', x) or x.endswith('\n'): return False
     return True
 
 
 def _e382(x):
-    if not isinstance(x, list): return False
-    if not all(map(_e10, x)): return False
+    if not (isinstance(x, str) or x is None): return False
     return True
 
 
-def _e205(x):
-    if not isinstance(x, dict): return False
-    if 'scorecard_version' not in x or 'engine' not in x or 'evaluation' not in x or 'policy' not in x or 'suite' not in x or 'policy_sha256' not in x or 'suite_sha256' not in x or 'purpose' not in x or 'decision' not in x or 'overall_pass' not in x or 'exit_code' not in x or 'reasons' not in x or 'categories' not in x or 'overall' not in x or 'conditions' not in x or 'coverage' not in x or 'inputs' not in x or 'statistics' not in x or 'judge' not in x or 'rows_sha256' not in x or 'findings_count' not in x or 'findings_sha256' not in x or 'required_categories' not in x or 'missing_categories' not in x or 'reliability' not in x or 'controls' not in x or 'validation' not in x or 'findings' not in x or 'judge_sha256' not in x or 'comparison' not in x or 'metrics_decision' not in x or 'policy_document' not in x or 'presentation_digests' not in x or 'waivers' not in x or 'provenance' not in x: return False
-    if 'scorecard_version' in x and not _e206(x['scorecard_version']): return False
-    if 'engine' in x and not _e207(x['engine']): return False
-    if 'evaluation' in x and not _e209(x['evaluation']): return False
-    if 'policy' in x and not _e210(x['policy']): return False
-    if 'suite' in x and not _e211(x['suite']): return False
-    if 'policy_sha256' in x and not _e212(x['policy_sha256']): return False
-    if 'suite_sha256' in x and not _e213(x['suite_sha256']): return False
-    if 'purpose' in x and not _e214(x['purpose']): return False
-    if 'decision' in x and not _e199(x['decision']): return False
-    if 'overall_pass' in x and not _e215(x['overall_pass']): return False
-    if 'exit_code' in x and not _e216(x['exit_code']): return False
-    if 'reasons' in x and not _e217(x['reasons']): return False
-    if 'categories' in x and not _e220(x['categories']): return False
-    if 'overall' in x and not _e244(x['overall']): return False
-    if 'conditions' in x and not _e249(x['conditions']): return False
-    if 'coverage' in x and not _e251(x['coverage']): return False
-    if 'inputs' in x and not _e258(x['inputs']): return False
-    if 'statistics' in x and not _e260(x['statistics']): return False
-    if 'judge' in x and not _e261(x['judge']): return False
-    if 'rows_sha256' in x and not _e276(x['rows_sha256']): return False
-    if 'required_categories' in x and not _e277(x['required_categories']): return False
-    if 'missing_categories' in x and not _e278(x['missing_categories']): return False
-    if 'reliability' in x and not _e279(x['reliability']): return False
-    if 'controls' in x and not _e286(x['controls']): return False
-    if 'validation' in x and not _e289(x['validation']): return False
-    if 'findings_count' in x and not _e293(x['findings_count']): return False
-    if 'findings_sha256' in x and not _e294(x['findings_sha256']): return False
-    if 'findings' in x and not _e295(x['findings']): return False
-    if 'judge_sha256' in x and not _e307(x['judge_sha256']): return False
-    if 'comparison' in x and not _e308(x['comparison']): return False
-    if 'metrics_decision' in x and not _e335(x['metrics_decision']): return False
-    if 'policy_document' in x and not _e336(x['policy_document']): return False
-    if 'presentation_digests' in x and not _e338(x['presentation_digests']): return False
-    if 'candidates' in x and not _e339(x['candidates']): return False
-    if 'label' in x and not _e342(x['label']): return False
-    if 'report' in x and not _e343(x['report']): return False
-    if 'waivers' in x and not _e344(x['waivers']): return False
-    if 'agent_card' in x and not _e347(x['agent_card']): return False
-    if 'calibration' in x and not _e348(x['calibration']): return False
-    if 'provenance' in x and not _e360(x['provenance']): return False
-    if 'as_of' in x and not _e376(x['as_of']): return False
-    if 'caveats' in x and not _e382(x['caveats']): return False
-    if any(k not in {'agent_card', 'as_of', 'calibration', 'candidates', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
+def _e383(x):
+    if not (isinstance(x, str) or x is None): return False
     return True
 
 
 def _e384(x):
+    if not isinstance(x, dict): return False
+    if any(True and not _e29(x[k]) for k in x): return False
+    return True
+
+
+def _e379(x):
+    if not isinstance(x, dict): return False
+    if 'date' not in x or 'set_by' not in x or 'clock' not in x or 'requested' not in x or 'signed' not in x: return False
+    if 'date' in x and not _e380(x['date']): return False
+    if 'set_by' in x and not _e381(x['set_by']): return False
+    if 'clock' in x and not _e382(x['clock']): return False
+    if 'requested' in x and not _e383(x['requested']): return False
+    if 'signed' in x and not _e384(x['signed']): return False
+    if any(k not in {'clock', 'date', 'requested', 'set_by', 'signed'} for k in x): return False
+    return True
+
+
+def _e385(x):
+    if not isinstance(x, list): return False
+    if not all(map(_e13, x)): return False
+    return True
+
+
+def _e208(x):
+    if not isinstance(x, dict): return False
+    if 'scorecard_version' not in x or 'engine' not in x or 'evaluation' not in x or 'policy' not in x or 'suite' not in x or 'policy_sha256' not in x or 'suite_sha256' not in x or 'purpose' not in x or 'decision' not in x or 'overall_pass' not in x or 'exit_code' not in x or 'reasons' not in x or 'categories' not in x or 'overall' not in x or 'conditions' not in x or 'coverage' not in x or 'inputs' not in x or 'statistics' not in x or 'judge' not in x or 'rows_sha256' not in x or 'findings_count' not in x or 'findings_sha256' not in x or 'required_categories' not in x or 'missing_categories' not in x or 'reliability' not in x or 'controls' not in x or 'validation' not in x or 'findings' not in x or 'judge_sha256' not in x or 'comparison' not in x or 'metrics_decision' not in x or 'policy_document' not in x or 'presentation_digests' not in x or 'waivers' not in x or 'provenance' not in x: return False
+    if 'scorecard_version' in x and not _e209(x['scorecard_version']): return False
+    if 'engine' in x and not _e210(x['engine']): return False
+    if 'evaluation' in x and not _e212(x['evaluation']): return False
+    if 'policy' in x and not _e213(x['policy']): return False
+    if 'suite' in x and not _e214(x['suite']): return False
+    if 'policy_sha256' in x and not _e215(x['policy_sha256']): return False
+    if 'suite_sha256' in x and not _e216(x['suite_sha256']): return False
+    if 'purpose' in x and not _e217(x['purpose']): return False
+    if 'decision' in x and not _e202(x['decision']): return False
+    if 'overall_pass' in x and not _e218(x['overall_pass']): return False
+    if 'exit_code' in x and not _e219(x['exit_code']): return False
+    if 'reasons' in x and not _e220(x['reasons']): return False
+    if 'categories' in x and not _e223(x['categories']): return False
+    if 'overall' in x and not _e248(x['overall']): return False
+    if 'conditions' in x and not _e253(x['conditions']): return False
+    if 'coverage' in x and not _e255(x['coverage']): return False
+    if 'inputs' in x and not _e262(x['inputs']): return False
+    if 'statistics' in x and not _e264(x['statistics']): return False
+    if 'judge' in x and not _e265(x['judge']): return False
+    if 'rows_sha256' in x and not _e280(x['rows_sha256']): return False
+    if 'required_categories' in x and not _e281(x['required_categories']): return False
+    if 'missing_categories' in x and not _e282(x['missing_categories']): return False
+    if 'reliability' in x and not _e283(x['reliability']): return False
+    if 'controls' in x and not _e289(x['controls']): return False
+    if 'validation' in x and not _e292(x['validation']): return False
+    if 'findings_count' in x and not _e296(x['findings_count']): return False
+    if 'findings_sha256' in x and not _e297(x['findings_sha256']): return False
+    if 'findings' in x and not _e298(x['findings']): return False
+    if 'judge_sha256' in x and not _e310(x['judge_sha256']): return False
+    if 'comparison' in x and not _e311(x['comparison']): return False
+    if 'metrics_decision' in x and not _e338(x['metrics_decision']): return False
+    if 'policy_document' in x and not _e339(x['policy_document']): return False
+    if 'presentation_digests' in x and not _e341(x['presentation_digests']): return False
+    if 'candidates' in x and not _e342(x['candidates']): return False
+    if 'label' in x and not _e345(x['label']): return False
+    if 'report' in x and not _e346(x['report']): return False
+    if 'waivers' in x and not _e347(x['waivers']): return False
+    if 'agent_card' in x and not _e350(x['agent_card']): return False
+    if 'calibration' in x and not _e351(x['calibration']): return False
+    if 'provenance' in x and not _e363(x['provenance']): return False
+    if 'as_of' in x and not _e379(x['as_of']): return False
+    if 'caveats' in x and not _e385(x['caveats']): return False
+    if any(k not in {'agent_card', 'as_of', 'calibration', 'candidates', 'categories', 'caveats', 'comparison', 'conditions', 'controls', 'coverage', 'decision', 'engine', 'evaluation', 'exit_code', 'findings', 'findings_count', 'findings_sha256', 'inputs', 'judge', 'judge_sha256', 'label', 'metrics_decision', 'missing_categories', 'overall', 'overall_pass', 'policy', 'policy_document', 'policy_sha256', 'presentation_digests', 'provenance', 'purpose', 'reasons', 'reliability', 'report', 'required_categories', 'rows_sha256', 'scorecard_version', 'statistics', 'suite', 'suite_sha256', 'validation', 'waivers'} for k in x): return False
+    return True
+
+
+def _e387(x):
     if x != 'Suite': return False
     return True
 
 
-def _e386(x):
+def _e389(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e389(x):
+def _e392(x):
     if not isinstance(x, str): return False
     if len(x) < 1: return False
     if len(x) > 200: return False
     return True
 
 
-def _e390(x):
+def _e393(x):
     if not isinstance(x, list): return False
     if not unique_items(x): return False
     if not all(map(_e3, x)): return False
     return True
 
 
-def _e391(x):
+def _e394(x):
     return True
 
 
-def _e392(x):
+def _e395(x):
     return True
 
 
-def _e393(x):
+def _e396(x):
     if not (isinstance(x, int) and not isinstance(x, bool) or isinstance(x, float) and x.is_integer()): return False
     if x < 1: return False
     if x > 1000: return False
     return True
 
 
-def _e388(x):
+def _e391(x):
     if not isinstance(x, dict): return False
     if 'id' not in x: return False
-    if 'id' in x and not _e389(x['id']): return False
+    if 'id' in x and not _e392(x['id']): return False
     if 'description' in x and not _e3(x['description']): return False
-    if 'tags' in x and not _e390(x['tags']): return False
-    if 'input' in x and not _e391(x['input']): return False
-    if 'expected' in x and not _e392(x['expected']): return False
-    if 'trials' in x and not _e393(x['trials']): return False
+    if 'tags' in x and not _e393(x['tags']): return False
+    if 'input' in x and not _e394(x['input']): return False
+    if 'expected' in x and not _e395(x['expected']): return False
+    if 'trials' in x and not _e396(x['trials']): return False
     if any(k not in {'description', 'expected', 'id', 'input', 'tags', 'trials'} for k in x): return False
     return True
 
 
-def _e387(x):
+def _e390(x):
     if not isinstance(x, list): return False
     if len(x) < 1: return False
-    if not all(map(_e388, x)): return False
+    if not all(map(_e391, x)): return False
     return True
 
 
-def _e385(x):
+def _e388(x):
     if not isinstance(x, dict): return False
     if 'cases' not in x: return False
-    if 'trials' in x and not _e386(x['trials']): return False
-    if 'cases' in x and not _e387(x['cases']): return False
+    if 'trials' in x and not _e389(x['trials']): return False
+    if 'cases' in x and not _e390(x['cases']): return False
     if any(k not in {'cases', 'trials'} for k in x): return False
     return True
 
 
-def _e383(x):
+def _e386(x):
     if not isinstance(x, dict): return False
     if 'apiVersion' not in x or 'kind' not in x or 'metadata' not in x or 'spec' not in x: return False
-    if 'apiVersion' in x and not _e28(x['apiVersion']): return False
-    if 'kind' in x and not _e384(x['kind']): return False
-    if 'metadata' in x and not _e30(x['metadata']): return False
-    if 'spec' in x and not _e385(x['spec']): return False
+    if 'apiVersion' in x and not _e31(x['apiVersion']): return False
+    if 'kind' in x and not _e387(x['kind']): return False
+    if 'metadata' in x and not _e33(x['metadata']): return False
+    if 'spec' in x and not _e388(x['spec']): return False
     if any(k not in {'apiVersion', 'kind', 'metadata', 'spec'} for k in x): return False
     return True
 
@@ -4263,12 +4294,12 @@ def _s5(x):
 
 # the engine's own schemas (engine dialect): name -> (schema digest, check)
 SHIPPED = {
-    'calibration': ('ff8395c4f158d7c43b427bc52c3993aefdbd6802b32a473ba1287e2ca6e2a7ba', _e0),
-    'evaluation': ('d9602b1e7fb24bd130ce552070e7fc74a499f0aee2d3a789f3f346a0083c6c53', _e27),
-    'policy': ('76d355704308a22078626c762474cc764684f78dec7066ca1087ab88de0a9ad2', _e81),
-    'policytest': ('d204836be8bacfa1dc48864e44d96fc7c9e432991d41d07b61f446ba643e2556', _e178),
-    'scorecard': ('5b852d78728b681f4867b5367a061fc4a4d72b6d5864772aa0029cb1901d6bbd', _e205),
-    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e383),
+    'calibration': ('535f080937a69fa72fae7dbb094fb62fb51684e6619d689aeaf71ac91954b2c0', _e0),
+    'evaluation': ('d9602b1e7fb24bd130ce552070e7fc74a499f0aee2d3a789f3f346a0083c6c53', _e30),
+    'policy': ('76d355704308a22078626c762474cc764684f78dec7066ca1087ab88de0a9ad2', _e84),
+    'policytest': ('d204836be8bacfa1dc48864e44d96fc7c9e432991d41d07b61f446ba643e2556', _e181),
+    'scorecard': ('cd1654997cc5c70d8202991955d931c7bc9163ab84c43eb95918b12cb5b139ab', _e208),
+    'suite': ('7bee9a7479ff2407026983a98ff8f32154dfa55c59324af9eaf52a63a76c614a', _e386),
 }
 # the other shipped schemas and the specs' (plain Draft 2020-12): digest -> check
 PLAIN = {

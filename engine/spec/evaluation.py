@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -121,6 +122,11 @@ class Evaluation:
     exist yet: a missing artifact is a status, not an error)."""
     calibration_keys: list[Path] = field(default_factory=list)
     """``judge.calibration_keys``: the only public keys that vouch for a calibration."""
+    calibration_sha256: str | None = None
+    """The SHA-256 of the calibration's bytes as the Evaluation loaded them (None: it did
+    not exist then). Read while loading, the artifact is a subject of a governance-signed
+    spec bundle, and the run uses only these bytes: one put back later is not governance's
+    current calibration."""
     spec_files: dict[str, Path] = field(default_factory=dict)
     """Every file loading this Evaluation opened (its own, policy, suite, data files,
     schemas, rubrics, prompts, trust-anchor keys), by its path relative to the Evaluation's
@@ -467,7 +473,7 @@ def _compile_evaluation(loader: _Loader, file: Path,
                                                "PATH_ESCAPES_ROOT",
                                                f"'{history['baseline']}' leads outside the "
                                                "spec root", "use --baseline for other places"))
-    calibration = _calibration(loader, doc, spec.get("judge") or {})
+    calibration, calibration_sha = _calibration(loader, doc, spec.get("judge") or {})
     calibrators = [_anchor(loader, doc, ("spec", "judge", "calibration_keys", i), rel)
                    for i, rel in enumerate((spec.get("judge") or {}).get("calibration_keys",
                                                                          []))]
@@ -509,7 +515,7 @@ def _compile_evaluation(loader: _Loader, file: Path,
                       suite_pin=spec.get("suite_sha256"),
                       warnings=sort_problems([*policy.warnings, *warnings]),
                       baseline_pin=history.get("baseline_sha256"),
-                      calibration=calibration,
+                      calibration=calibration, calibration_sha256=calibration_sha,
                       calibration_keys=[k for k in calibrators if k is not None])
 
 
@@ -532,18 +538,26 @@ def _correction_calibrated(loader: _Loader, doc: _yaml.Document, policy: Policy 
         "key it verifies against (docs/judges.md)"))
 
 
-def _calibration(loader: _Loader, doc: _yaml.Document, block: dict[str, Any]) -> Path | None:
+def _calibration(loader: _Loader, doc: _yaml.Document,
+                 block: dict[str, Any]) -> tuple[Path | None, str | None]:
     """``judge.calibration``, resolved like ``history.baseline``: relative to the file,
-    inside the spec root, and allowed not to exist yet."""
+    inside the spec root, and allowed not to exist yet; with the SHA-256 of its bytes when
+    it exists, read through ``opened`` so that a spec bundle signs it."""
     if "calibration" not in block:
-        return None
+        return None, None
     _unlinked(loader, doc, ("spec", "judge", "calibration"), block["calibration"])
     path = (Path(doc.file).resolve().parent / block["calibration"]).resolve()
     if not path.is_relative_to(loader.root):
         loader.problems.append(doc.problem(("spec", "judge", "calibration"), "PATH_ESCAPES_ROOT",
                                            f"'{block['calibration']}' leads outside the spec "
                                            "root"))
-    return path
+        return path, None
+    if not path.is_file():  # not there yet: a status when the run checks it
+        return path, None
+    try:
+        return path, hashlib.sha256(opened.read_bytes(path)).hexdigest()
+    except OSError:  # gone since, or unreadable: the run's check says so
+        return path, None
 
 
 def _unlinked(loader: _Loader, doc: _yaml.Document, where: _yaml.Path, rel: str) -> bool:
