@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, binomtest, norm
@@ -167,15 +166,33 @@ def connor_scipy(pairs: int, psi: float, effect: float, alpha: float) -> float:
                           / math.sqrt(psi - effect ** 2)))
 
 
-def test_mcnemar_above_the_exact_bound_is_connor_and_close_to_exact_at_it() -> None:
+def test_mcnemar_above_the_exact_bounds_is_connor_and_close_to_exact_at_them() -> None:
+    # Connor only beyond MCNEMAR_EXACT_MAX pairs AND MCNEMAR_EXACT_DISCORDANT expected
+    # discordant pairs: with few discordant pairs the normal approximation is far off
     big = power.MCNEMAR_EXACT_MAX + 1
-    got, method = power.mcnemar_power(pairs=big, psi=0.02, effect=0.005, alpha=0.05)
+    got, method = power.mcnemar_power(pairs=big, psi=0.3, effect=0.02, alpha=0.05)
     assert method == "Connor (1987) normal approximation"
-    assert got == pytest.approx(connor_scipy(big, 0.02, 0.005, 0.05), rel=1e-12)
-    for psi, effect in ((0.02, 0.005), (0.1, 0.015), (0.3, 0.03)):
-        exact, _ = power.mcnemar_power(pairs=power.MCNEMAR_EXACT_MAX, psi=psi, effect=effect,
-                                       alpha=0.05)
-        assert exact == pytest.approx(connor_scipy(big, psi, effect, 0.05), abs=0.02)
+    assert got == pytest.approx(connor_scipy(big, 0.3, 0.02, 0.05), rel=1e-12)
+    # a hostile review: at 2,000 pairs with 4 expected discordant, Connor said 0.516 where
+    # the test has 0.371; both sides of the pair bound are now enumerated
+    low, _ = power.mcnemar_power(pairs=2000, psi=0.002, effect=0.002, alpha=0.05)
+    high, method = power.mcnemar_power(pairs=2001, psi=0.002, effect=0.002, alpha=0.05)
+    assert method == "exact enumeration" and abs(high - low) < 0.002
+    assert low == pytest.approx(float(binom.sf(_first_flagged(0.05) - 1, 2000, 0.002)),
+                                rel=1e-9)
+    # where Connor takes over (400 expected discordant), it is close to the enumeration
+    n = 8000
+    for effect in (0.01, 0.02):
+        exact, m1 = power.mcnemar_power(pairs=n, psi=0.05, effect=effect, alpha=0.05)
+        approx, m2 = power.mcnemar_power(pairs=n, psi=0.0501, effect=effect, alpha=0.05)
+        assert (m1, m2) == ("exact enumeration", "Connor (1987) normal approximation")
+        assert exact == pytest.approx(approx, abs=0.02)
+
+
+def _first_flagged(alpha: float) -> int:
+    """With every discordant pair a drop (psi = effect), m drops of m are flagged when
+    their mid-p 1/2^m is at most alpha."""
+    return next(m for m in range(1, 60) if 0.5 ** m <= alpha)
 
 
 def test_mcnemar_assess_pairs_needed_is_connors_sample_size() -> None:
@@ -212,77 +229,73 @@ def test_no_drop_cannot_reach_power() -> None:
 
 # --- the paired bootstrap ---
 
-def test_bootstrap_power_is_the_normal_formula() -> None:
-    se = math.sqrt(0.19 * 1.6 / 200)
-    want = norm.cdf(0.1 / se - norm.ppf(0.975))
-    got = power.bootstrap_power(pairs=200, variance=0.19, effect=0.1, alpha=0.05,
-                                design_effect=1.6)
+def trinomial(n: int, i: int, j: int, p_minus: float, p_plus: float) -> float:
+    """P(i units of -1, j of +1) of n, each -1 with p_minus and +1 with p_plus."""
+    return float(math.comb(n, i) * math.comb(n - i, j) * p_minus ** i * p_plus ** j
+                 * (1 - p_minus - p_plus) ** (n - i - j))
+
+
+def ideal_bootstrap_p(n: int, b: int, c: int) -> float:
+    """The percentile bootstrap's p-value with infinitely many resamples, by brute force:
+    every (drops, rises) a resample of the n units can hold."""
+    low = high = 0.0
+    for i in range(n + 1):
+        for j in range(n - i + 1):
+            w = trinomial(n, i, j, b / n, c / n)
+            low += w if j - i <= 0 else 0.0
+            high += w if j - i >= 0 else 0.0
+    return min(1.0, 2 * min(low, high))
+
+
+def brute_bootstrap_power(n: int, p10: float, p01: float, alpha: float) -> float:
+    """Every (b, c) a run of n units can hold, weighted by its chance, flagged as the ideal
+    bootstrap flags it (b > c and p <= alpha)."""
+    return sum(trinomial(n, b, c, p10, p01) for b in range(n + 1) for c in range(n - b + 1)
+               if b > c and ideal_bootstrap_p(n, b, c) <= alpha)
+
+
+@pytest.mark.parametrize("n, b, c", [(12, 3, 0), (12, 4, 0), (12, 5, 2), (20, 6, 1),
+                                     (30, 2, 2), (30, 0, 3)])
+def test_the_ideal_bootstrap_p_by_brute_force(n: int, b: int, c: int) -> None:
+    assert power.bootstrap_p(b, c, n) == pytest.approx(ideal_bootstrap_p(n, b, c), rel=1e-9)
+    # with no rise, a resample shows no drop only when it drew no drop: (1 - b/n)^n
+    if c == 0 and b:
+        assert power.bootstrap_p(b, 0, n) == pytest.approx(2 * (1 - b / n) ** n, rel=1e-9)
+
+
+@pytest.mark.parametrize("n, p10, p01", [(12, 0.2, 0.0), (12, 0.4, 0.0), (16, 0.3, 0.05),
+                                         (30, 0.1, 0.0), (30, 0.25, 0.05)])
+def test_bootstrap_power_is_the_ideal_bootstraps_enumerated(n: int, p10: float,
+                                                            p01: float) -> None:
+    """A hostile review: the normal approximation claimed 0.410 for 12 pairs at a drop of
+    0.2 where the test has 0.205, and a run passed min_power 0.3 it could not reach."""
+    want = brute_bootstrap_power(n, p10, p01, 0.05)
+    got = power.bootstrap_power(units=n, psi=p10 + p01, effect=p10 - p01, alpha=0.05)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+    if (n, p10, p01) == (12, 0.2, 0.0):
+        assert 0.20 < got < 0.21
+
+
+def test_bootstrap_power_above_the_enumeration_is_the_normal_formula() -> None:
+    n, psi, e = 5000, 0.19, 0.05
+    want = norm.cdf(e * math.sqrt(n) / math.sqrt(psi - e * e) - norm.ppf(0.975))
+    got = power.bootstrap_power(units=n, psi=psi, effect=e, alpha=0.05)
     assert got == pytest.approx(want, rel=1e-12)
-    # Floors: a variance below effect (1 - effect) and a design effect below 1 are raised.
-    floor = power.bootstrap_power(pairs=200, variance=0.09, effect=0.1, alpha=0.05)
-    assert power.bootstrap_power(pairs=200, variance=0.0, effect=0.1, alpha=0.05,
-                                 design_effect=0.3) == floor
+    # the share is raised to the effect: a drop of e needs at least e discordant
+    assert power.bootstrap_power(units=n, psi=0.0, effect=e, alpha=0.05) == \
+        power.bootstrap_power(units=n, psi=e, effect=e, alpha=0.05)
 
 
-def test_bootstrap_pairs_needed_is_the_normal_sample_size() -> None:
-    var, deff, d = 0.19, 1.6, 0.03
-    want = math.ceil(deff * var * (norm.ppf(0.975) + norm.ppf(0.8)) ** 2 / d ** 2)
-    got = power.assess_bootstrap(pairs=200, variance=var, design_effect=deff, effect=d,
-                                 alpha=0.05, min_power=0.8, trials_per_case=4)
-    assert got.pairs_needed in (want, want + 1)  # doubles at the boundary
-    assert got.cases_needed == math.ceil(got.pairs_needed / 4)  # type: ignore[operator]
-    assert got.mde is not None
-    assert got.mde == pytest.approx(math.sqrt(deff * var / 200) * (norm.ppf(0.975)
-                                                                   + norm.ppf(0.8)), abs=1e-5)
-
-
-def test_paired_spread_matches_statsmodels_cluster_robust_variance() -> None:
-    rng = np.random.default_rng(7)
-    cases = [list(rng.choice([-1.0, 0.0, 1.0], size=int(rng.integers(1, 6)),
-                             p=[0.2, 0.7, 0.1]) + rng.choice([0.0, -1.0], p=[0.8, 0.2]))
-             for _ in range(40)]
-    y = np.concatenate(cases)
-    groups = np.repeat(np.arange(len(cases)), [len(c) for c in cases])
-    plain = sm.OLS(y, np.ones_like(y)).fit()
-    clustered = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster",
-                                                cov_kwds={"groups": groups})
-    variance, deff = power.paired_spread(cases)
-    assert variance == pytest.approx(float(np.var(y, ddof=1)), rel=1e-12)
-    assert deff == pytest.approx(float(clustered.bse[0] ** 2 / plain.bse[0] ** 2), rel=1e-9)
-    assert power.paired_spread([[1.0, 0.0, -1.0]]) == (pytest.approx(1.0), 1.0)
-
-
-@pytest.mark.parametrize("clustered", [False, True])
-def test_bootstrap_power_matches_a_simulated_bootstrap(clustered: bool) -> None:
-    # 400 simulated paired runs (seed 39), each judged by a 1,000-draw percentile bootstrap
-    # (resampling whole cases when clustered): a drop is flagged when the upper 97.5%
-    # bound of the mean difference is below 0. Standard error of the simulated rate <= 0.025;
-    # tolerance 0.06 (approximation and simulation together).
-    rng = np.random.default_rng(39)
-    cases, trials = (60, 4) if clustered else (200, 1)
-
-    def run() -> list[np.ndarray]:
-        # Each case has its own chance of dropping (correlated trials when clustered).
-        drop = rng.beta(1, 5, size=cases) if clustered else np.full(cases, 0.15)
-        out = []
-        for p in drop:
-            u = rng.random(trials)
-            out.append(np.where(u < p, -1.0, np.where(u < p + 0.05, 1.0, 0.0)))
-        return out
-
-    pilot = [list(c) for _ in range(50) for c in run()]
-    variance, deff = power.paired_spread([c for c in pilot])
-    flagged = 0
-    for _ in range(400):
-        sums = np.array([c.sum() for c in run()])
-        draws = rng.integers(0, cases, size=(1000, cases))
-        means = sums[draws].sum(axis=1) / (cases * trials)
-        flagged += np.quantile(means, 0.975) < 0
-    effect = (1 / 6 if clustered else 0.15) - 0.05
-    want = flagged / 400
-    got = power.bootstrap_power(pairs=cases * trials, variance=variance, effect=effect,
-                                alpha=0.05, design_effect=deff if clustered else 1.0)
-    assert got == pytest.approx(want, abs=0.06)
+def test_bootstrap_on_whole_cases_counts_cases_and_their_pairs() -> None:
+    # 4 cases of 3 pairs, none changed: the test sees 4 units; at a drop of 0.2 every
+    # changed case is a drop, and 4 units never reach a bootstrap p of 0.05 (b = 4, c = 0:
+    # 2 * (1 - 4/4)^4 = 0, but b = 3 of 4: 2 * (1/4)^4 = 0.0078): power = P(Bin(4, 0.2) >= 3)
+    got = power.assess_bootstrap(units=4, discordant=0, effect=0.2, alpha=0.05, min_power=0.8,
+                                 trials_per_case=3, per_unit=3)
+    crit = next(b for b in range(3, 5) if ideal_bootstrap_p(4, b, 0) <= 0.05)
+    assert got.power == pytest.approx(float(binom.sf(crit - 1, 4, 0.2)), rel=1e-9)
+    assert got.cases_needed is not None and got.pairs_needed == 3 * got.cases_needed
+    assert got.method == "exact enumeration of the ideal bootstrap"
 
 
 # --- monotone in the effect (all) and in the units (the normal approximations) ---
@@ -300,9 +313,9 @@ def test_power_rises_with_the_effect(n: int, p0: float, gap: float, e1: float,
     psi = gap  # the observed share, raised to the effect as assess_mcnemar does
     assert power.mcnemar_power(psi=max(psi, small), effect=small, **mc)[0] <= \
         power.mcnemar_power(psi=max(psi, large), effect=large, **mc)[0] + 1e-12
-    bs = {"pairs": n, "variance": gap, "alpha": 0.05, "design_effect": 1.3}
-    assert power.bootstrap_power(effect=small, **bs) <= \
-        power.bootstrap_power(effect=large, **bs) + 1e-12
+    bs = {"units": min(n, 60), "alpha": 0.05}
+    assert power.bootstrap_power(psi=max(gap, small), effect=small, **bs) <= \
+        power.bootstrap_power(psi=max(gap, large), effect=large, **bs) + 1e-12
 
 
 @settings(max_examples=60, deadline=None)
@@ -311,9 +324,11 @@ def test_power_rises_with_the_effect(n: int, p0: float, gap: float, e1: float,
 def test_approximate_power_rises_with_the_units(n1: int, n2: int, var: float,
                                                 effect: float) -> None:
     small, large = sorted((n1, n2))
-    kw = {"variance": var, "effect": effect, "alpha": 0.05}
-    assert power.bootstrap_power(pairs=small, **kw) <= power.bootstrap_power(pairs=large, **kw)
     psi = max(var, effect)
-    if small > power.MCNEMAR_EXACT_MAX:
+    if small > power.BOOTSTRAP_EXACT_MAX:  # the normal approximation
+        kw = {"psi": psi, "effect": effect, "alpha": 0.05}
+        assert power.bootstrap_power(units=small, **kw) <= \
+            power.bootstrap_power(units=large, **kw)
+    if small > power.MCNEMAR_EXACT_MAX and small * psi > power.MCNEMAR_EXACT_DISCORDANT:
         assert power.mcnemar_power(pairs=small, psi=psi, effect=effect, alpha=0.05)[0] <= \
             power.mcnemar_power(pairs=large, psi=psi, effect=effect, alpha=0.05)[0]

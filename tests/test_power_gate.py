@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 import pytest
@@ -149,19 +148,37 @@ def test_governance_s_discordance_floors_what_the_runs_show(gate: Gate, signer: 
     assert card["comparison"]["power"]["discordance"] == 0.5
 
 
-def test_bootstrap_power_is_the_named_normal_approximation(gate: Gate, signer: Path) -> None:
-    # After against After: every paired difference 0; the variance is raised to the least a
-    # drop of 0.2 has, 0.2 * 0.8; 12 pairs; design effect 1:
-    # Phi(0.2 / sqrt(0.16 / 12) - z(0.975))
-    normal = NormalDist()
-    want = normal.cdf(0.2 / math.sqrt(0.16 / 12) - normal.inv_cdf(0.975))
-    _, card, _ = against_after(gate, signer, comparison(
-        test="paired_bootstrap", cluster_by="case", effect=0.2, min_power=0.3),
+def test_bootstrap_power_is_the_ideal_bootstraps_and_whole_cases_count_once(
+        gate: Gate, signer: Path) -> None:
+    """A hostile review passed min_power 0.3 with a normal approximation claiming 0.41 for
+    12 pairs, and, with cluster_by: case, took the design effect from runs that agree with
+    their baseline (1), claiming 0.84 where whole-case drops leave 0.12."""
+    # After against After, unit pairs: 12 pairs, none discordant, so psi = 0.2 = effect
+    # and every discordant pair is a drop. The ideal bootstrap flags b drops of 12 with no
+    # rise when 2 (1 - b/12)^12 <= 0.05: b >= 4. Power = P(Bin(12, 0.2) >= 4) = 0.205.
+    crit = next(b for b in range(1, 13) if 2 * (1 - b / 12) ** 12 <= 0.05)
+    assert crit == 4
+    code, card, _ = against_after(gate, signer, comparison(
+        required=True, test="paired_bootstrap", effect=0.2, min_power=0.3),
         current=refund.rows(fixed=True))
     seen = card["comparison"]["categories"]["pii"]["power"]
-    assert seen["power"] == pytest.approx(want, rel=1e-12)
-    assert seen["method"] == "normal approximation with design effect"
-    assert card["decision"] == "PASS"  # 0.41 reaches 0.3
+    assert seen["power"] == pytest.approx(float(binom.sf(crit - 1, 12, 0.2)), rel=1e-9)
+    assert seen["method"] == "exact enumeration of the ideal bootstrap"
+    assert code == 3 and codes(card) == ["UNDERPOWERED"]
+    # cluster_by: case: the 4 cases are the units (their trials move together); b drops of
+    # 4 cases are flagged when 2 (1 - b/4)^4 <= 0.05: b >= 3. Power = P(Bin(4, 0.2) >= 3).
+    _, card, _ = against_after(gate, signer, comparison(
+        required=True, test="paired_bootstrap", cluster_by="case", effect=0.2,
+        min_power=0.3), current=refund.rows(fixed=True))
+    seen = card["comparison"]["categories"]["pii"]["power"]
+    assert seen["power"] == pytest.approx(float(binom.sf(2, 4, 0.2)), rel=1e-9)
+    # cases to reach 0.3: the fewest n with P(Bin(n, 0.2) >= crit(n)) >= 0.3, by the same rule
+    def power_at(n: int) -> float:
+        flagged = next((b for b in range(1, n + 1) if 2 * (1 - b / n) ** n <= 0.05), n + 1)
+        return float(binom.sf(flagged - 1, n, 0.2))
+    needed = next(n for n in range(1, 100) if power_at(n) >= 0.3)
+    assert seen["cases_needed"] == needed and seen["units_needed"] == 3 * needed
+    assert card["decision"] == "INCOMPLETE"
 
 
 @pytest.mark.parametrize("keys", [{"min_power": 0.8}, {"discordance": 0.3}])

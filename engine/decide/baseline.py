@@ -215,16 +215,16 @@ def _power(settings: paired_test.Settings, name: str, now: dict[str, Any],
             seen = power.assess_mcnemar(pairs=test["pairs"], discordant=test["b"] + test["c"],
                                         effect=effect, alpha=alpha, min_power=wanted,
                                         trials_per_case=trials, floor=settings.discordance)
-        else:
+        else:  # with cluster_by: case, each case is one unit whose pairs move together
             cases = paired_test.pair(counted[0].get(name, {}),
                                      counted[1].get(name, {}))["cases"]
-            grouped = [[-1.0] * b + [1.0] * c + [0.0] * (k - b - c) for k, b, c in cases]
-            variance, deff = power.paired_spread(
-                grouped if settings.cluster_by == "case" else [[d] for g in grouped for d in g])
+            whole = settings.cluster_by == "case"
             seen = power.assess_bootstrap(
-                pairs=test["pairs"], variance=max(variance, settings.discordance - effect ** 2),
-                design_effect=deff, effect=effect, alpha=alpha, min_power=wanted,
-                trials_per_case=trials)
+                units=len(cases) if whole else test["pairs"],
+                discordant=sum(1 for _, b, c in cases if b + c) if whole else
+                test["b"] + test["c"], effect=effect, alpha=alpha, min_power=wanted,
+                trials_per_case=trials, floor=settings.discordance,
+                per_unit=trials if whole else 1)
     cases_now = now.get("cases") or 0
     return {**out, "power": seen.power, "mde": seen.mde, "units_needed": seen.pairs_needed,
             "cases_needed": seen.cases_needed,
