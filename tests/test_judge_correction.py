@@ -80,10 +80,12 @@ def _scipy_wilson(k: int, n: int, z: float) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def _expected(passed: int, n: int, cells: dict[str, int]) -> tuple[float, float]:
-    """The box's limits at z 1.96 from scipy's Wilson intervals: (0, 1) when the box
-    reaches a Youden index of 0 (the estimator is unbounded there), else a grid search."""
-    zb = norm.isf(2 * norm.sf(1.96) / 6)
+def _expected(passed: int, n: int, cells: dict[str, int], z: float = 1.96,
+              parts: int = 3) -> tuple[float, float]:
+    """The box's limits at z (alpha split ``parts`` ways) from scipy's Wilson intervals:
+    (0, 1) when the box reaches a Youden index of 0 (the estimator is unbounded there),
+    else a grid search."""
+    zb = norm.isf(2 * norm.sf(z) / (2 * parts))
     p = _scipy_wilson(passed, n, zb)
     se = _scipy_wilson(cells["tp"], cells["tp"] + cells["fn"], zb)
     sp = _scipy_wilson(cells["tn"], cells["tn"] + cells["fp"], zb)
@@ -346,10 +348,12 @@ def test_only_the_rows_the_judge_decided_are_corrected(gate: Gate, judge: Judge,
     # (10 * 0.75 + 10) / 20 = 0.875 < 0.9 (the whole rate corrected would be 1.0)
     assert cat["corrected"]["judged"] == {"passed": 6, "n": 10}
     assert cat["corrected"]["rate"] == pytest.approx(0.875, rel=1e-12)
-    # limits: the judged part's box and the others' Wilson limits at the box's z, by rows
-    zb = correction.box_z(card["statistics"]["wilson_z"])
-    judged_lower, judged_upper = _expected(6, 10, {"tp": 8, "fp": 0, "tn": 10, "fn": 2})
-    other_lower, other_upper = _scipy_wilson(10, 10, zb)
+    # limits: the judged part's box and the others' Wilson limits, by rows, with alpha
+    # split four ways (rate, sensitivity, specificity and the other rows)
+    z = card["statistics"]["wilson_z"]
+    judged_lower, judged_upper = _expected(6, 10, {"tp": 8, "fp": 0, "tn": 10, "fn": 2}, z,
+                                           parts=4)
+    other_lower, other_upper = _scipy_wilson(10, 10, norm.isf(2 * norm.sf(z) / 8))
     assert cat["corrected"]["lower"] == pytest.approx((judged_lower * 10 + other_lower * 10)
                                                       / 20, rel=1e-9)
     assert cat["corrected"]["upper"] == pytest.approx(

@@ -356,3 +356,25 @@ def test_canary_free_injection_rows_abstain_too(gate: Gate, judge: Judge) -> Non
     assert row["observed"] == {"followed": False}
     assert row["message"].startswith("2 of 3 answers pass; ")
     assert judge.calls() == 3
+
+
+def test_a_formula_over_counts_reads_the_allowed_abstentions_as_failures(
+        gate: Gate, judge: Judge) -> None:
+    """A second hostile review: a condition written over n_ and passed_ read 4/4 where the
+    gate reads 4/5. Wilson lower bounds by hand at z = 1.96: 4/4 -> 0.510, 4/5 -> 0.376."""
+    configure(gate, judge)
+    scripted(judge, {1: [5, 1, 5]})  # g1 abstains; g2..g5 pass
+    repeats(gate, repeats=3, max_abstained=0.2)
+
+    def condition(spec: dict[str, Any]) -> None:
+        spec["categories"]["grounding"].pop("threshold", None)
+        spec.setdefault("conditions", []).extend([
+            {"id": "grounding-lower",
+             "formula": "wilson_lower(passed_grounding, n_grounding) >= 0.5"},
+            {"id": "one-failure", "formula": "failed_grounding == 1"}])
+    gate.policy(condition)
+    code, card, _ = run(gate, 5)
+    assert card["categories"]["grounding"]["abstained"] == 1
+    held = {c["id"]: c["value"] for c in card["conditions"]}
+    assert held == {"grounding-lower": False, "one-failure": True}
+    assert card["decision"] == "FAIL" and code == 1

@@ -276,6 +276,18 @@ def test_bootstrap_power_is_the_ideal_bootstraps_enumerated(n: int, p10: float,
         assert 0.20 < got < 0.21
 
 
+def test_bootstrap_power_with_few_expected_discordant_is_enumerated_at_any_size() -> None:
+    # A second review: just above 200 units the normal approximation said 0.170 where the
+    # test has 0.019 (one expected discordant unit). With psi = effect every discordant unit
+    # is a drop and, with no rise, a resample shows none with chance (1 - b/n)^n: b drops
+    # of n are flagged when 2 (1 - b/n)^n <= 0.05.
+    for n in (200, 201, 5000):
+        crit = next(b for b in range(1, n) if 2 * (1 - b / n) ** n <= 0.05)
+        want = float(binom.sf(crit - 1, n, 0.005))
+        got = power.bootstrap_power(units=n, psi=0.005, effect=0.005, alpha=0.05)
+        assert got == pytest.approx(want, rel=1e-9), n
+
+
 def test_bootstrap_power_above_the_enumeration_is_the_normal_formula() -> None:
     n, psi, e = 5000, 0.19, 0.05
     want = norm.cdf(e * math.sqrt(n) / math.sqrt(psi - e * e) - norm.ppf(0.975))

@@ -196,7 +196,7 @@ def _power(settings: paired_test.Settings, name: str, now: dict[str, Any],
     effect = settings.effect
     assert effect is not None
     wanted = settings.min_power if settings.min_power is not None else 0.8
-    trials = max(1, now["n"] // now["cases"]) if now.get("cases") else 1
+    trials = max(1, -(-now["n"] // now["cases"])) if now.get("cases") else 1  # rounded up
     out: dict[str, Any] = {"effect": effect, "min_power": settings.min_power}
     if settings.test == "wilson_lower":
         if not now.get("n") or before.get("rate") is None or before.get("wilson_lower") is None:

@@ -200,6 +200,9 @@ def formulas(evaluation: Evaluation, categories: dict[str, dict[str, Any]],
         env[name] = gated_rate(result) if result["state"] in ("MET", "NOT_MET") else None
         for count in ("n", "passed", "failed", "errors"):
             env[f"{count}_{name}"] = result[count]
+        if "abstained_as_failed" in result:  # the gate's worst case, in counts too
+            env[f"n_{name}"] += result["abstained"]
+            env[f"failed_{name}"] += result["abstained"]
     overall = None
     if policy.overall is not None:
         score = _formula(policy.overall, env, reasons, "policy:spec.overall.formula")

@@ -36,17 +36,19 @@ def rate(p: float, sens: float, spec: float) -> float:
     return min(1.0, max(0.0, (p + spec - 1) / youden))
 
 
-def box_z(z: float) -> float:
-    """The z of each of the three Wilson intervals: two-sided ``alpha = 2(1 - Phi(z))``,
-    split three ways, so ``Phi^-1(1 - alpha/6)``."""
+def box_z(z: float, parts: int = 3) -> float:
+    """The z of each of the box's Wilson intervals: two-sided ``alpha = 2(1 - Phi(z))``,
+    split ``parts`` ways (three: the rate, sensitivity and specificity; four when a category
+    also has rows the judge did not decide), so ``Phi^-1(1 - alpha/(2 parts))``."""
     normal = NormalDist()
     alpha = 2 * (1 - normal.cdf(z))
-    return normal.inv_cdf(1 - alpha / 6)
+    return normal.inv_cdf(1 - alpha / (2 * parts))
 
 
-def interval(passed: int, n: int, cells: dict[str, int], z: float) -> tuple[float, float]:
+def interval(passed: int, n: int, cells: dict[str, int], z: float,
+             parts: int = 3) -> tuple[float, float]:
     """(lower, upper) of the corrected rate over the Bonferroni box at the policy's ``z``."""
-    zb = box_z(z)
+    zb = box_z(z, parts)
     limits = [wilson(passed, n, zb), wilson(cells["tp"], cells["tp"] + cells["fn"], zb),
               wilson(cells["tn"], cells["tn"] + cells["fp"], zb)]
     if any(b is None for b in limits):
@@ -81,16 +83,17 @@ def corrected(passed: int, n: int, judged: tuple[int, int], entry: dict[str, Any
     and a deterministic row (a must_include, an injection row its canary decided) has no
     judge error to correct. The category's corrected rate is the judged part corrected plus
     the other rows as they are, over n; its limits add the judged part's box limits and the
-    other rows' Wilson limits at the box's z, each weighted by its rows."""
+    other rows' Wilson limits, each weighted by its rows, alpha then split four ways."""
     cells = entry["cells"]
     sens, spec = entry["sensitivity"], entry["specificity"]
     judged_passed, judged_n = judged
     other_passed, other_n = passed - judged_passed, n - judged_n
+    parts = 4 if judged_n and other_n else 3  # a fourth interval shares alpha
     if judged_n:
         point = rate(judged_passed / judged_n, sens, spec)
-        lower, upper = interval(judged_passed, judged_n, cells, z)
+        lower, upper = interval(judged_passed, judged_n, cells, z, parts)
     if other_n:
-        other = wilson(other_passed, other_n, box_z(z))
+        other = wilson(other_passed, other_n, box_z(z, parts))
         assert other is not None
         if not judged_n:
             point, (lower, upper) = other_passed / other_n, other
