@@ -11,7 +11,7 @@ could the comparison have seen a regression?", names each method.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -92,6 +92,22 @@ def binom_pmf(k: int, n: int, p: float) -> float:
     if p <= 0 or p >= 1:
         return float(k == (0 if p <= 0 else n))
     return math.exp(_log_pmf(k, n, p))
+
+
+def _around_mode(n: int, p: float) -> Iterator[tuple[int, float]]:
+    """(k, P(X = k)) for X ~ Bin(n, p), from the mode up and then down, each way while the
+    weights matter (until one is below _TAIL of those seen): a sum over them is the sum
+    over every k to that precision, and costs the width of the distribution, not n."""
+    mode = min(n, math.floor((n + 1) * p))
+    seen = 0.0
+    for k, step in ((mode, 1), (mode - 1, -1)):
+        while 0 <= k <= n:
+            weight = binom_pmf(k, n, p)
+            yield k, weight
+            seen += weight
+            if weight <= _TAIL * seen:
+                break
+            k += step
 
 
 # --- the default rule: the current rate below the baseline's Wilson lower bound ---
@@ -177,18 +193,11 @@ def _connor(pairs: int, psi: float, effect: float, alpha: float) -> float:
 def _mcnemar_exact(pairs: int, psi: float, effect: float, alpha: float) -> float:
     q = min(1.0, (psi + effect) / (2 * psi))
     centre = min(pairs, math.floor((pairs + 1) * psi))
-    crit = centre // 2 + 1
-    total = seen = 0.0
-    for step in (1, -1):  # m from the mode up, then down, while the weights matter
-        m, cr = (centre, crit) if step == 1 else (centre - 1, crit)
-        while 0 <= m <= pairs:
-            weight = binom_pmf(m, pairs, psi)
-            cr = _critical(m, cr, alpha)
-            total += weight * binom_sf(cr - 1, m, q)
-            seen += weight
-            if weight <= _TAIL * seen:
-                break
-            m += step
+    cr = centre // 2 + 1  # each m's critical b starts from its neighbour's
+    total = 0.0
+    for m, weight in _around_mode(pairs, psi):
+        cr = _critical(m, cr, alpha)
+        total += weight * binom_sf(cr - 1, m, q)
     return min(1.0, total)
 
 
@@ -235,19 +244,11 @@ def _resampled(b: int, c: int, n: int) -> tuple[float, float]:
     m = b + c
     if m == 0:
         return 1.0, 1.0
-    share, rise = m / n, c / m
-    low = high = seen = 0.0
-    mode = min(n, math.floor((n + 1) * share))
-    for step in (1, -1):  # K from the mode up, then down, while the weights matter
-        k = mode if step == 1 else mode - 1
-        while 0 <= k <= n:
-            w = binom_pmf(k, n, share)
-            low += w * binom_cdf(k // 2, k, rise)  # C* <= K/2: D <= 0
-            high += w * binom_sf((k + 1) // 2 - 1, k, rise)  # C* >= K/2: D >= 0
-            seen += w
-            if w <= _TAIL * seen:
-                break
-            k += step
+    rise = c / m
+    low = high = 0.0
+    for k, weight in _around_mode(n, m / n):
+        low += weight * binom_cdf(k // 2, k, rise)  # C* <= K/2: D <= 0
+        high += weight * binom_sf((k + 1) // 2 - 1, k, rise)  # C* >= K/2: D >= 0
     return low, high
 
 
@@ -276,19 +277,11 @@ def _bootstrap_exact(units: int, psi: float, effect: float, alpha: float) -> flo
     them drops ~ Bin(m, (psi + effect) / (2 psi)); flagged when b > m - b and
     bootstrap_p <= alpha (from m's critical b up)."""
     q = min(1.0, (psi + effect) / (2 * psi))
-    total = seen = 0.0
-    mode = min(units, math.floor((units + 1) * psi))
-    for step in (1, -1):  # m from the mode up, then down, while the weights matter
-        m = mode if step == 1 else mode - 1
-        while 1 <= m <= units:
-            w = binom_pmf(m, units, psi)
-            crit = _boot_critical(m, units, alpha)
-            if crit <= m:
-                total += w * binom_sf(crit - 1, m, q)
-            seen += w
-            if w <= _TAIL * seen:
-                break
-            m += step
+    total = 0.0
+    for m, weight in _around_mode(units, psi):
+        crit = _boot_critical(m, units, alpha)
+        if crit <= m:
+            total += weight * binom_sf(crit - 1, m, q)
     return min(1.0, total)
 
 
