@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import rfc8785
 
 from engine import folders
@@ -48,17 +49,32 @@ def _plain(value: Any) -> bool:
 
 def plain_bytes(value: dict[str, Any]) -> bytes:
     """The canonical bytes of an object the caller knows ``_plain`` holds for."""
-    if _ENCODE is not None:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return _c_bytes(value)
+
+
+def _c_bytes(value: Any) -> bytes:
+    if _ENCODE is not None and type(value) is dict:
         return "".join(_ENCODE(value, 0)).encode("utf-8")
     return _PLAIN.encode(value).encode("utf-8")
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 bytes of a JSON value (the C encoder where it provably agrees)."""
+    """RFC 8785 bytes of a JSON value (orjson or the C encoder where they provably agree).
+
+    Where ``_plain`` holds, orjson with sorted keys writes the C encoder's bytes: the same
+    escapes (two-character forms, else lowercase ``\\u00xx``, for control characters only),
+    ASCII keys sorted alike, and floats in the plain range as ``repr`` writes them (outside
+    it orjson writes ``1e-6`` for ``1e-06``: the guard keeps those out). What orjson
+    refuses (a lone surrogate, an integer beyond 64 bits, nesting past 255 levels) takes the
+    C encoder, which fails or succeeds as it always did."""
     if _plain(value):
-        if _ENCODE is not None and type(value) is dict:
-            return "".join(_ENCODE(value, 0)).encode("utf-8")
-        return _PLAIN.encode(value).encode("utf-8")
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            return _c_bytes(value)
     return rfc8785.dumps(value)
 
 

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from engine.canonical import MAX_INT
 
 MAX_DEPTH = 64  # arrays and objects nested, the value itself being level 1
@@ -212,8 +214,50 @@ def record_decoder(raw: bytes) -> tuple[json.JSONDecoder, bool]:
     with no digit before a '.' or an exponent holds no float."""
     shapes = raw.translate(_SHAPES)
     decoder = RECORD_DECODER if any(s in shapes for s in _LONG_NUMBER) else _RECORD_PLAIN
-    return decoder, raw.isascii() and b"\\u" not in raw and b"0." not in shapes and \
+    return decoder, _plain_line(raw, shapes)
+
+
+def _plain_line(raw: bytes, shapes: bytes) -> bool:
+    return raw.isascii() and b"\\u" not in raw and b"0." not in shapes and \
         b"0e" not in shapes
+
+
+_WHITE_BYTES = WHITE_SPACE.encode()
+
+
+def _fast(raw: bytes) -> tuple[Any, bool] | None:
+    """The value of a line and whether it is plain (``record_decoder``), read by orjson
+    where that is sure to give what the RECORD rules give, else None (the strict reader
+    then reads it, with its codes and messages).
+
+    orjson accepts what the rules refuse (a name given twice, the last kept; integers to
+    2**64; nesting to 1,024; any number of containers), so a line is taken only when it is
+    exactly what a writer makes of the value read: orjson's compact form, or the json
+    module's default form (``json.dumps``: ``", "``, ``": "``, non-ASCII as ``\\u``
+    escapes), which Python harnesses write. A repeated name is then impossible (the value
+    holds it once), as are escapes neither writer makes, ``-0``, ``1.0e2`` or ``1E2``; both
+    write a float as the shortest text that reads back as itself, so ``float()`` of it
+    (what the strict reader does) gives the same double, and an integer stays an integer.
+    No run of 16 digits (an integer beyond 2**53-1 has 16) and no three-digit exponent;
+    containers (before orjson builds any) and depth are checked as the strict reader does."""
+    shapes = raw.translate(_SHAPES)
+    if any(s in shapes for s in _LONG_NUMBER):
+        return None
+    containers = raw.count(b"[") + raw.count(b"{")
+    if too_many_containers(raw, containers) is not None:
+        return None
+    body = raw.strip(_WHITE_BYTES)
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:  # a lone surrogate, NaN, not UTF-8, a BOM, too deep ...
+        return None
+    if containers > MAX_DEPTH and too_deep(data):
+        return None
+    if orjson.dumps(data) != body and json.dumps(data).encode() != body:
+        return None
+    return data, _plain_line(raw, shapes)
+
+
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 
 
@@ -223,6 +267,16 @@ def decode_value(raw: bytes, nan: bool = False) -> tuple[Any, bool]:
     record code says why not: not JSON, a refused number or name, too deep, a lone
     surrogate. The one decoder of records, whether a JSONL line or a framed value.
     ``nan``: a ``NaN`` is ``NAN`` (for a reader to place), not refused."""
+    if not nan:
+        fast = _fast(raw)
+        if fast is not None:
+            return fast
+    return strict_value(raw, nan)
+
+
+def strict_value(raw: bytes, nan: bool = False) -> tuple[Any, bool]:
+    """``decode_value`` by the strict reader alone (the reference the fast path is tested
+    against)."""
     try:
         text = raw.decode("utf-8").strip(WHITE_SPACE)
     except UnicodeDecodeError as exc:
