@@ -101,6 +101,10 @@ HOSTILE = {
     "duplicate name (orjson keeps the last)": (b'{"a":1,"a":2}\n', "DUPLICATE_KEY"),
     "duplicate name, nested": (b'{"x":{"a":1,"b":2,"a":1}}', "DUPLICATE_KEY"),
     "duplicate name, same value": (b'{"a":1,"a":1}', "DUPLICATE_KEY"),
+    "duplicate name, json.dumps form": (b'{"a": 1, "a": 2}', "DUPLICATE_KEY"),
+    "duplicate name hidden in a string's commas": (b'{"a": "x, \\"a\\": 1", "a": "x"}',
+                                                   "DUPLICATE_KEY"),
+    "two spaces after a comma": (b'{"a": 1,  "b": 2}', None),
     "NaN": (b'{"a":NaN}', "NON_FINITE_NUMBER"),
     "Infinity": (b'{"a":-Infinity}', "NON_FINITE_NUMBER"),
     "overflowing exponent": (b'{"a":1e400}', "NON_FINITE_NUMBER"),
@@ -129,7 +133,7 @@ HOSTILE = {
     "UTF-8 of a surrogate": (b'{"a":"\xed\xa0\x80"}', "NOT_UTF8"),
     "byte-order mark": (b'\xef\xbb\xbf{"a":1}', "INVALID_JSON"),
     "white space unlike json.dumps": (b'{"a" : 1}', None),
-    "json.dumps form with a raw non-ASCII character": (b'{"a": "\xc3\xa9"}', None),
+    "json.dumps form with escaped non-ASCII": (b'{"a": "\\u00e9", "b": 1}', None),
     "extra data": (b'{"a":1} {"b":2}', "INVALID_JSON"),
     "trailing comma": (b'{"a":1,}', "INVALID_JSON"),
     "empty": (b"\n", "INVALID_JSON"),
@@ -162,10 +166,13 @@ def test_orjson_accepts_what_the_hostile_lines_are_about() -> None:
     assert orjson.loads(b"[" + b"[]," * 70_000 + b"[]]") is not None
 
 
-@pytest.mark.parametrize("raw", [b'{"a":25,"b":25.0,"c":-0.0,"d":1e+16,"e":true,"f":null}\n',
-                                 b'  {"a":"\\n\\t\\u0000\\"\\\\","\xc3\xa9":[{}]} \r\n',
-                                 b'{"a":0.00001,"b":1e-7}', _nest(MAX_DEPTH), b"25", b'"x"',
-                                 b'{"a": "\\ud83d\\ude00", "b": [1, 2.5, -0.0, 1e-07]}\n'])
+TAKEN = [b'{"a":25,"b":25.0,"c":-0.0,"d":1e+16,"e":true,"f":null}\n',
+         b'  {"a":"\\n\\t\\u0000\\"\\\\","\xc3\xa9":[{}]} \r\n',
+         b'{"a":0.00001,"b":1e-7}', _nest(MAX_DEPTH), b"25", b'"x"',
+         b'{"a": "\xc3\xa9", "b": [1, 2.5, -0.0], "c": {"d": "x, y: z"}}\n']
+
+
+@pytest.mark.parametrize("raw", TAKEN)
 def test_plain_lines_take_orjson_and_keep_their_types(raw: bytes) -> None:
     fast = _fast(raw)
     assert fast is not None
@@ -204,11 +211,13 @@ def test_drawn_values_read_alike(value: Any) -> None:
 
 @PROFILE
 @given(st.lists(st.tuples(st.sampled_from(['"a"', '"b"', '"\\u0061"', '"\\ud800"', '"é"']),
-                          st.sampled_from(["1", "1.0", "-0", "1e2", "NaN", '"x"', "[]", "{}",
-                                           "12345678901234567", "9007199254740991"])),
+                          st.sampled_from(["1", "1.0", "-0", "1e2", "NaN", '"x, y"', '": "',
+                                           '"x"', "[]", "{}", "12345678901234567",
+                                           "9007199254740991"])),
                 max_size=5))
 def test_drawn_objects_with_repeated_names_read_alike(members: list[tuple[str, str]]) -> None:
-    _agree(("{" + ",".join(f"{k}:{v}" for k, v in members) + "}").encode())
+    for comma, colon in ((",", ":"), (", ", ": "), (",", ": ")):
+        _agree(("{" + comma.join(f"{k}{colon}{v}" for k, v in members) + "}").encode())
 
 
 @PROFILE

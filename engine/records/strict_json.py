@@ -198,11 +198,12 @@ RECORD_DECODER, JCS_DECODER, LEXICAL_DECODER = (RECORD.decoder(), JCS.decoder(),
 # A line with no run of 16 digits and no digit followed by a three-digit exponent holds no
 # integer beyond 2**53-1 (16 digits) and no number that overflows a double: there the C
 # scanner reads every number exactly as the RECORD dialect would, without a Python call per
-# number. The line is looked at through a table (digits -> 0, e/E -> e, signs -> +, all else
-# a space), where both are plain substring searches.
+# number. The line is looked at through a table (digits -> 0, e/E -> e, signs -> +, opening
+# brackets -> [ for the fast path to count, all else a space), where both are plain
+# substring searches.
 _SHAPES = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord("e") if b in b"eE" else
-                ord("+") if b in b"+-" else ord(".") if b == ord(".") else ord(" ")
-                for b in range(256))
+                ord("+") if b in b"+-" else ord(".") if b == ord(".") else
+                ord("[") if b in b"[{" else ord(" ") for b in range(256))
 _LONG_NUMBER = (b"0" * len(str(MAX_INT)), b"0e000", b"0e+000")
 _RECORD_PLAIN = RECORD.decoder(numbers=False)
 
@@ -231,19 +232,20 @@ def _fast(raw: bytes) -> tuple[Any, bool] | None:
     then reads it, with its codes and messages).
 
     orjson accepts what the rules refuse (a name given twice, the last kept; integers to
-    2**64; nesting to 1,024; any number of containers), so a line is taken only when it is
-    exactly what a writer makes of the value read: orjson's compact form, or the json
-    module's default form (``json.dumps``: ``", "``, ``": "``, non-ASCII as ``\\u``
-    escapes), which Python harnesses write. A repeated name is then impossible (the value
-    holds it once), as are escapes neither writer makes, ``-0``, ``1.0e2`` or ``1E2``; both
-    write a float as the shortest text that reads back as itself, so ``float()`` of it
-    (what the strict reader does) gives the same double, and an integer stays an integer.
-    No run of 16 digits (an integer beyond 2**53-1 has 16) and no three-digit exponent;
-    containers (before orjson builds any) and depth are checked as the strict reader does."""
+    2**64; nesting to 1,024; any number of containers), so a line is taken only when orjson
+    writes the value it read back as the line's own bytes, compared with the separators'
+    spaces of ``json.dumps`` (``", "`` and ``": "``, how Python harnesses write lines) taken
+    out of both (``_unspaced``). That removal keeps every token as it is, but for those
+    spaces, so the two have the same tokens: no name given twice (the value holds it once),
+    no escape orjson does not write (``\\u00e9``, ``\\/``), no ``-0``, ``1.0e2`` or ``1E2``;
+    every number is orjson's own shortest text for the value, so ``float()`` or ``int()``
+    of it (what the strict reader does) gives the same number of the same type. No run of
+    16 digits (an integer beyond 2**53-1 has 16) and no three-digit exponent; containers
+    (before orjson builds any) and depth are checked as the strict reader does."""
     shapes = raw.translate(_SHAPES)
     if any(s in shapes for s in _LONG_NUMBER):
         return None
-    containers = raw.count(b"[") + raw.count(b"{")
+    containers = shapes.count(b"[")
     if too_many_containers(raw, containers) is not None:
         return None
     body = raw.strip(_WHITE_BYTES)
@@ -253,9 +255,16 @@ def _fast(raw: bytes) -> tuple[Any, bool] | None:
         return None
     if containers > MAX_DEPTH and too_deep(data):
         return None
-    if orjson.dumps(data) != body and json.dumps(data).encode() != body:
+    written = orjson.dumps(data)
+    if written != body and _unspaced(written) != _unspaced(body):
         return None
     return data, _plain_line(raw, shapes)
+
+
+def _unspaced(text: bytes) -> bytes:
+    """``text`` without the space after each ", " and ": " (in strings too: the same
+    removal on both sides of a comparison)."""
+    return text.replace(b", ", b",").replace(b": ", b":")
 
 
 ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
