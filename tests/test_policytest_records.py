@@ -17,6 +17,7 @@ import pytest
 from engine.cli import main
 
 from .conftest import EXAMPLE
+from .test_discovery_spec import edit as _edit
 
 NEVER = "a^"  # a pattern that matches nothing: the detector passes every reply
 
@@ -25,12 +26,6 @@ def _copy(tmp_path: Path) -> Path:
     folder = tmp_path / "example"
     shutil.copytree(EXAMPLE, folder)
     return folder
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text("utf-8")
-    assert text.count(old) == 1, old
-    path.write_text(text.replace(old, new), "utf-8")
 
 
 NEUTERED = {  # each safety detector of the shipped example, made a no-op in its policy
