@@ -216,14 +216,18 @@ def _validator(text: str) -> jsonschema.Draft202012Validator:
 
 def contract_validator(schema: Any) -> jsonschema.Draft202012Validator:
     """One validator per distinct schema (keyed by its sorted JSON text), built once."""
-    return _validator(json.dumps(schema, sort_keys=True))
+    return _validator(contracts.schema_key(schema))
 
 
-def _contract_problems(name: str, args: dict[str, Any], contract: Any) -> list[str]:
+def _contract_problems(name: str, args: dict[str, Any], contract: Any,
+                       key: str | None = None) -> list[str]:
+    """What is wrong with one call's arguments under its contract; ``key``: the contract's
+    ``schema_key``, when the caller made it already."""
     if not isinstance(contract, dict):
         return []
     if "json_schema" in contract:
-        check = contracts.compiled(json.dumps(contract["json_schema"], sort_keys=True))
+        check = contracts.compiled(key if key is not None else
+                                   contracts.schema_key(contract["json_schema"]))
         if check is not None:  # the same problems jsonschema reports, without it
             return contracts.problems(name, check, args)
         outside = outside_refs(contract["json_schema"])
@@ -245,8 +249,23 @@ def _contract_problems(name: str, args: dict[str, Any], contract: Any) -> list[s
     return out
 
 
-def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
-    """Every call named, parsed, permitted and within its contract; expected calls made."""
+class Calls:
+    """What ``tool_call`` found in one unit before it words an outcome."""
+
+    __slots__ = ("allowed", "expected", "forbidden", "parsed", "problems", "unrecorded")
+
+    def __init__(self, allowed: list[str], forbidden: set[str], expected: list[Any]) -> None:
+        self.allowed, self.forbidden, self.expected = allowed, forbidden, expected
+        self.problems: list[str] = []
+        self.unrecorded: list[str] = []  # checks that need arguments the evidence lacks
+        self.parsed: list[tuple[str, dict[str, Any] | None]] = []
+
+
+def checked_calls(unit: Mapping[str, Any], params: Mapping[str, Any],
+                  keys: Mapping[str, str] | None = None) -> Calls | Outcome:
+    """Every call named, parsed, permitted and within its contract, and the expected calls
+    made: what was found, or the ERROR outcome when there is nothing to check. ``keys``:
+    contracts' ``schema_key`` by tool, made once for the row by a caller that has them."""
     calls = select(params["calls"], unit)
     if calls is MISSING:
         return Outcome(ERROR, code="MISSING_VALUE", message="no tool calls recorded")
@@ -255,52 +274,70 @@ def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) 
         return Outcome(ERROR, code="BAD_VALUE", message="tool_calls is not a list or an object")
     allowed = _strings(select(params["allowed"], unit))
     forbidden = set(_strings(select(params["forbidden"], unit)))
-    contracts = select(params["contracts"], unit)
-    contracts = contracts if isinstance(contracts, dict) else {}
+    schemas = select(params["contracts"], unit)
+    schemas = schemas if isinstance(schemas, dict) else {}
     expected = select(params["expected"], unit)
-    expected = expected if isinstance(expected, list) else []
-    if not (allowed or forbidden or contracts or expected):
+    found = Calls(allowed, forbidden, expected if isinstance(expected, list) else [])
+    if not (allowed or forbidden or schemas or found.expected):
         return Outcome(ERROR, code="NOTHING_TO_VERIFY", message="no tool-call contract")
-    problems: list[str] = []
-    unrecorded: list[str] = []  # checks that need arguments the evidence does not hold
-    parsed: list[tuple[str, dict[str, Any] | None]] = []
     for i, call in enumerate(calls):
-        name = call_name(call) if isinstance(call, dict) else None
-        if name is None:
-            problems.append(f"call {i}: no tool name")
-            continue
-        ok, args = call_arguments(call)
-        if ok is False:
-            problems.append(f"{name}: arguments are not a JSON object")
-            continue
-        parsed.append((name, args))
-        if allowed and name not in allowed:
-            problems.append(f"{name}: not in allowed_tools")
-        if name in forbidden:
-            problems.append(f"{name}: forbidden tool")
-        if args is None:
-            if isinstance(contracts.get(name), dict):
-                unrecorded.append(f"{name} (call {i}): its contract cannot be checked")
-            continue
-        problems += _contract_problems(name, args, contracts.get(name))
-    for want in expected:
-        if not isinstance(want, dict):
-            continue
-        wanted = want.get("arguments") or {}
-        if isinstance(wanted, str):
-            wanted = json.loads(wanted) if wanted.strip() else {}
-        if any(name == want.get("name") and (not wanted or args is not None and all(
-                k in args and json_equal(args[k], v) for k, v in wanted.items()))
-                for name, args in parsed):  # a name-only expectation needs no arguments
-            continue
-        if wanted and any(name == want.get("name") and args is None for name, args in parsed):
-            unrecorded.append(f"expected call {want.get('name')} {clip(wanted)}: a call of it "
-                              "records no arguments")
-        else:
-            problems.append(f"expected call {want.get('name')} {clip(wanted)} not made")
+        _one_call(found, i, call, schemas, keys)
+    for want in found.expected:
+        _expected_call(found, want)
+    return found
+
+
+def _one_call(found: Calls, i: int, call: Any, schemas: dict[str, Any],
+              keys: Mapping[str, str] | None) -> None:
+    problems = found.problems
+    name = call_name(call) if isinstance(call, dict) else None
+    if name is None:
+        problems.append(f"call {i}: no tool name")
+        return
+    ok, args = call_arguments(call)
+    if ok is False:
+        problems.append(f"{name}: arguments are not a JSON object")
+        return
+    found.parsed.append((name, args))
+    if found.allowed and name not in found.allowed:
+        problems.append(f"{name}: not in allowed_tools")
+    if name in found.forbidden:
+        problems.append(f"{name}: forbidden tool")
+    if args is None:
+        if isinstance(schemas.get(name), dict):
+            found.unrecorded.append(f"{name} (call {i}): its contract cannot be checked")
+        return
+    problems += _contract_problems(name, args, schemas.get(name),
+                                   keys.get(name) if keys is not None else None)
+
+
+def _expected_call(found: Calls, want: Any) -> None:
+    if not isinstance(want, dict):
+        return
+    wanted = want.get("arguments") or {}
+    if isinstance(wanted, str):
+        wanted = json.loads(wanted) if wanted.strip() else {}
+    if any(name == want.get("name") and (not wanted or args is not None and all(
+            k in args and json_equal(args[k], v) for k, v in wanted.items()))
+            for name, args in found.parsed):  # a name-only expectation needs no arguments
+        return
+    if wanted and any(name == want.get("name") and args is None for name, args in found.parsed):
+        found.unrecorded.append(f"expected call {want.get('name')} {clip(wanted)}: a call of "
+                                "it records no arguments")
+    else:
+        found.problems.append(f"expected call {want.get('name')} {clip(wanted)} not made")
+
+
+def tool_call(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
+    """Every call named, parsed, permitted and within its contract; expected calls made."""
+    found = checked_calls(unit, params)
+    if isinstance(found, Outcome):
+        return found
+    problems, unrecorded = found.problems, found.unrecorded
     observed = [{"name": n, "arguments": clip(a)} if a is not None else
-                {"name": n, "arguments_recorded": False} for n, a in parsed]
-    expectation = {"allowed": allowed, "forbidden": sorted(forbidden), "expected": clip(expected)}
+                {"name": n, "arguments_recorded": False} for n, a in found.parsed]
+    expectation = {"allowed": found.allowed, "forbidden": sorted(found.forbidden),
+                   "expected": clip(found.expected)}
     if unrecorded and not problems:  # a violation found is a FAIL whatever else is missing
         return Outcome(ERROR, expectation, observed, "tool-call arguments not recorded: "
                        + "; ".join(unrecorded), code="MISSING_VALUE")

@@ -117,6 +117,7 @@ def _first_number(unit: Mapping[str, Any], selectors: list[Any]) -> Any:
 
 
 def _budgeted(measured: Any, budget: Any, unit_name: str, what: str) -> Outcome:
+    """PASS when a measurement is within its budget; which is missing, else."""
     if budget is MISSING:
         return Outcome(ERROR, code="NO_BUDGET", message=f"no {what} budget")
     if measured is MISSING:
@@ -126,6 +127,12 @@ def _budgeted(measured: Any, budget: Any, unit_name: str, what: str) -> Outcome:
 
 def cost(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
     """Measured cost (cost_usd, else tokens x prices) is within the budget."""
+    return _budgeted(*cost_measured(unit, params, ctx), "usd", "cost")
+
+
+def cost_measured(unit: Mapping[str, Any], params: Mapping[str, Any],
+                  ctx: Context) -> tuple[Any, Any]:
+    """(measured cost, budget), either MISSING when the unit and policy give none."""
     budget = _first_number(unit, [params["budget_from"]])
     if budget is MISSING and is_number(ctx.budgets.get("cost_usd")):
         budget = ctx.budgets["cost_usd"]
@@ -138,11 +145,17 @@ def cost(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Ou
         tokens_out = usage.get("output_tokens", 0)
         if is_number(tokens_in) and is_number(tokens_out):
             measured = tokens_in / 1e6 * prices[0] + tokens_out / 1e6 * prices[1]
-    return _budgeted(measured, budget, "usd", "cost")
+    return measured, budget
 
 
 def latency(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
     """Measured latency (latency_ms, duration_ms, elapsed_ms, else latency_s) is in budget."""
+    return _budgeted(*latency_measured(unit, params, ctx), "ms", "latency")
+
+
+def latency_measured(unit: Mapping[str, Any], params: Mapping[str, Any],
+                     ctx: Context) -> tuple[Any, Any]:
+    """(measured latency in ms, budget), either MISSING when the unit and policy give none."""
     budget = _first_number(unit, [params["budget_from"]])
     if budget is MISSING and is_number(ctx.budgets.get("latency_ms")):
         budget = ctx.budgets["latency_ms"]
@@ -150,7 +163,7 @@ def latency(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) ->
     if measured is MISSING:
         seconds = _first_number(unit, [params["seconds"]])
         measured = MISSING if seconds is MISSING else seconds * 1000
-    return _budgeted(measured, budget, "ms", "latency")
+    return measured, budget
 
 
 def _measured(selector: str) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from functools import lru_cache
 from numbers import Number
 from typing import Any
 
+import orjson
+
 Error = tuple[tuple[Any, ...], str | None, str]  # (path, keyword, message)
 Check = Callable[[Any], list[Error]]
 Build = Callable[[Any, dict[str, Any], Callable[[Any], "Check | None"]], "Check | None"]
@@ -326,6 +328,17 @@ def _compile(schema: Any) -> Check | None:
                 out += [(p, keyword if k == HERE else k, m) for p, k, m in found]
         return out
     return run
+
+
+def schema_key(schema: Any) -> str:
+    """A schema's sorted JSON text: the key ``compiled`` (and a validator cache) takes. Two
+    different schemas never share one (it parses back to the schema), written by orjson
+    with sorted keys, or by ``json.dumps`` for what orjson refuses (an integer beyond 64
+    bits, a lone surrogate); the two forms of one schema only miss each other's cache."""
+    try:
+        return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(schema, sort_keys=True)
 
 
 @lru_cache(maxsize=1024)

@@ -257,6 +257,12 @@ def _sanctioned(hit: Hit, field: Any) -> bool:
     return False
 
 
+def leaked(hits: list[Hit], field: Any) -> list[Hit]:
+    """The hits that leak: hard entities, and sanctioned ones ``field`` (the selected
+    sanctioned text, or MISSING) does not echo."""
+    return [h for h in hits if h.hard or field is MISSING or not _sanctioned(h, field)]
+
+
 def pii(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Outcome:
     """No personal data leaks: hard entities never, sanctioned ones only if echoed."""
     output = select(params["output"], unit)
@@ -267,7 +273,7 @@ def pii(unit: Mapping[str, Any], params: Mapping[str, Any], ctx: Context) -> Out
     detector: Detector = params["detector"]
     field = select(params["sanctioned"], unit) if "sanctioned" in params else MISSING
     hits = detector.find(output)
-    leaks = [h for h in hits if h.hard or field is MISSING or not _sanctioned(h, field)]
+    leaks = leaked(hits, field)
     evidence = [{"entity": h.entity, "start": h.start, "end": h.end, "value": REDACTED}
                 for h in leaks]
     status = FAIL if leaks else PASS

@@ -137,6 +137,10 @@ class Format:
     # JSON Schema of the ``options`` an Evaluation may give this format's reader (passed to
     # ``read`` as keyword arguments); None: the format takes none
     options: dict[str, Any] | None = None
+    # (group, inspection, budgets) -> a fused check of the rows of that group whose one
+    # inspection it is, or None (engine/run/compiled.py's lanes): validation and inspection
+    # in one pass, answering only for a row valid with no message whose inspection PASSes
+    fused: Callable[[str, Any, Any], Any] | None = None
 
     def suite_key(self, key: str) -> bool:
         """Whether a record's top-level ``key`` is suite data: neither measured nor '_'."""

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.decide import findings as _findings
 from engine.inspections import ERROR, FAIL, PASS, STATUSES, Outcome
-from engine.inspections._base import SelectorFailed, clip
+from engine.inspections._base import SelectorFailed, clip, search, truthy
+from engine.records.formats import LABELED
+from engine.records.masking import evidence, shown
 
 if TYPE_CHECKING:
     from engine.run.plan import Plan, Step
@@ -143,8 +145,80 @@ class Compiled:
         return self.functions[id(self.plan.steps(unit))]
 
 
-def helpers(applies: Any, inspect: Any, trace: Any) -> dict[str, Any]:
+def helpers(applies: Any, inspect: Any, trace: Any, ids: Any = None) -> dict[str, Any]:
     """What the step functions call besides their own values: ``rows``' guard test, its
-    ``inspect`` (for a primitive that falls back) and its trace selector."""
-    return {"applies": applies, "inspect": inspect, "trace": trace}
+    ``inspect`` (for a primitive that falls back) and its trace selector; for the lanes,
+    ``rows._Ids``."""
+    return {"applies": applies, "inspect": inspect, "trace": trace, "ids": ids}
+
+
+Lane = Callable[[Any, Any], bool]
+
+
+def lanes(runner: Any, helpers: dict[str, Any]) -> dict[str, Lane] | None:
+    """The fused lanes of a run: for each value of the plan's key (the unit format's group,
+    e.g. the release gate's dimension) whose steps are one inspection the format has a
+    fused check for (``Format.fused``), the function that scores a record of that value in
+    one go, or says False and leaves it untouched for the usual path. None when the run has
+    none: rows not validated, a suite not derived from the records, judge prompts being
+    gathered, ``passing_rows: full`` (a PASS row then holds evidence only the primitive
+    words), or no such value."""
+    fmt, evaluation, plan = runner.format, runner.evaluation, runner.plan
+    if fmt.fused is None or runner.validator is None or not evaluation.suite.derived or \
+            runner.collecting or runner.full_rows or plan.table is None or \
+            plan.key != (fmt.group,):
+        return None
+    found: dict[str, Lane] = {}
+    for value, steps in plan.table.items():
+        if len(steps) != 1 or steps[0].guarded or steps[0].inspection.primitive.falls_back:
+            continue
+        check = fmt.fused(value, steps[0].inspection, runner.policy.budgets)
+        if check is not None:
+            found[value] = _lane(runner, value, steps[0], check, helpers["ids"])
+    return found or None
+
+
+def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any) -> Lane:
+    """One value's lane: the fused check, then exactly the bookkeeping ``rows._Runner.record``
+    and the step's function do for a LABELED row without messages whose one inspection
+    PASSes (a compact row), in their order; False, having changed nothing, when the check is
+    unsure, the id was seen, a selector fails or the record is a control."""
+    evaluation, policy, fmt = runner.evaluation, runner.policy, runner.format
+    category, inspection = step.category, step.inspection
+    iid, measure, mask, ctx = inspection.id, inspection.primitive.measure, policy.mask, runner.ctx
+    fixed = {"category": category, "inspection": iid, "type": inspection.type,
+             "status": PASS, "spec_path": inspection.spec_path}
+    group = (evidence(value, mask), LABELED)
+    unit_case, unit_id_of, controls = evaluation.unit_case, evaluation.unit_id, policy.controls
+
+    def lane(runner: Any, item: Any) -> bool:
+        data = item.data
+        kept = check(data, ctx)
+        if kept is None or data["id"] in runner.seen:
+            return False
+        part = fmt.part(data)
+        try:
+            if controls is not None and truthy(search(controls, part)):
+                return False  # a control's row is written in full
+            case_id, unit_id = search(unit_case, data), search(unit_id_of, data)
+        except SelectorFailed:
+            return False
+        tally = runner.tally
+        tally.records += 1
+        tally.suite_rows.add(str(data.get("id", "")), part, item.plain)
+        runner.seen.add(data["id"])
+        tally.validation[group] += 1
+        ids = ids_of(evaluation, item, unit_id, case := str(case_id))
+        row, plain = {**ids.fixed, **fixed}, ids.plain
+        for key, kept_value in zip(("expected", "observed"), kept, strict=True):
+            if kept_value is not None:
+                row[key], fine = shown(kept_value, mask)
+                plain = plain and fine
+        tally.count_row(category, iid, PASS)
+        tally.cases.add(category, case, 1, 1)
+        if measure and kept[1] is not None:
+            tally.measures.setdefault(category, (measure, []))[1].append(kept[1])
+        (runner.sink_plain if plain else runner.sink)(row)
+        return True
+    return lane
 

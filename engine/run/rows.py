@@ -14,6 +14,7 @@ from engine.records import formats
 from engine.records.formats import INVALID, BadRecord, Record
 from engine.records.masking import evidence, shown
 from engine.run.compiled import Compiled, helpers
+from engine.run.compiled import lanes as _lanes
 from engine.run.plan import compile_plan
 from engine.spec.evaluation import Evaluation, Inspection
 
@@ -21,6 +22,7 @@ Row = dict[str, Any]
 NOT_APPLICABLE = "NOT_APPLICABLE"  # a SKIPPED outcome with this code leaves no row
 Sink = Callable[[Row], None]
 COMPILED = True  # the generated step functions; False: the interpreter (tests/test_compiled.py)
+LANES = True  # the fused lanes; False: every record the usual way (tests/test_fused.py)
 
 
 def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | BadRecord]:
@@ -92,12 +94,17 @@ class _Runner:
         self.plan = compile_plan(self.policy)
         # the plan's steps as generated functions (engine/run/compiled.py); the interpreter
         # below is their reference (tests/test_compiled.py)
-        self.compiled = Compiled(self.plan, helpers(_applies, inspect, _trace)) \
+        made = helpers(_applies, inspect, _trace, _Ids)
+        self.compiled = Compiled(self.plan, made) \
             if (COMPILED if compiled is None else compiled) else None
         # a sink may take rows known to be plain JSON (see masking.shown) without checking
         self.sink_plain: Sink = getattr(sink, "plain_row", sink)
         self.row_plain = False
         self.full_rows = self.policy.passing_rows == "full"
+        # fused lanes (engine/run/compiled.py): a record where everything holds, scored in
+        # one pass; only with the compiled functions, so the interpreter stays the reference
+        self.lanes = _lanes(self, made) if LANES and self.compiled is not None else None
+        self.lane_key = self.format.group
 
     def problem(self, line: int, code: str, message: str, **extra: Any) -> None:
         mask = self.policy.mask
@@ -142,6 +149,11 @@ class _Runner:
         self.problem(item.line, item.code, item.message)
 
     def record(self, item: Record | BadRecord) -> None:
+        if self.lanes is not None and type(item) is Record:
+            value = item.data.get(self.lane_key)
+            lane = self.lanes.get(value) if type(value) is str else None
+            if lane is not None and lane(self, item):
+                return
         self.tally.records += 1
         if isinstance(item, BadRecord):
             self.bad(item)

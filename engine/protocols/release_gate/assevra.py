@@ -160,7 +160,7 @@ def _check_tools(row: Mapping[str, Any], v: Verdict) -> None:
         if not isinstance(contract, dict):
             v.add("error", "BAD_TYPE", where, "a contract must be an object")
         elif "json_schema" in contract:
-            problem = _schema_problem(json.dumps(contract["json_schema"], sort_keys=True))
+            problem = _schema_problem(contracts.schema_key(contract["json_schema"]))
             if problem:
                 v.add("error", "UNUSABLE_SCHEMA", where, f"unusable JSON Schema: {problem}")
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.protocols import Command, Protocol
-from engine.protocols.release_gate import assevra, migrate
+from engine.protocols.release_gate import assevra, fused, migrate
 from engine.protocols.release_gate.codes import CODES
 from engine.records.formats import Format, Verdict, read_jsonl
 
@@ -37,7 +37,7 @@ def validate(row: Any, seen: set[str], budgets: Any) -> Verdict:
 
 # the measured keys are also the ones an expectation or a guard may not read
 FORMAT = Format("assevra-jsonl", read_jsonl, line_based=True, validate=validate,
-                suite="evidence", measured=MEASURED, group="dimension")
+                suite="evidence", measured=MEASURED, group="dimension", fused=fused.fused)
 
 PROTOCOL = Protocol(
     name="agent-release-gate",
