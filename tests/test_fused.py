@@ -25,7 +25,7 @@ from bench import assevra_data
 from engine.cli import main
 from engine.protocols.release_gate import assevra, fused
 from engine.records.formats import LABELED, Record
-from engine.run import rows
+from engine.run import compiled, rows
 from engine.spec import evaluation as spec_loader
 
 from .conftest import GATE
@@ -46,9 +46,9 @@ def _claim(runner: rows._Runner, row: dict[str, Any]) -> bool:
     lane = runner.lanes.get(dimension) if isinstance(dimension, str) else None
     if lane is None:
         return False
-    steps = runner.plan.table[dimension]
-    inspection = steps[0].inspection
-    check = runner.format.fused(dimension, inspection, runner.policy.budgets)
+    inspection = runner.plan.table[dimension][0].inspection
+    effective, judged = compiled._effective(runner, inspection)
+    check = runner.format.fused(dimension, effective, runner.policy.budgets)
     kept = check(copy.deepcopy(row), runner.ctx)
     if kept is None:
         return False
@@ -56,6 +56,9 @@ def _claim(runner: rows._Runner, row: dict[str, Any]) -> bool:
     assert (verdict.klass, verdict.messages) == (LABELED, []), row
     outcome = rows.inspect(inspection, row, runner.ctx, runner.policy.inspections)
     assert outcome.status == "PASS" and not outcome.code and not outcome.message, row
+    assert outcome.record is None
+    primitive = inspection.primitive  # what the step's function counts as the judge's
+    assert judged == (primitive.asks_judge and primitive.judge_decides(outcome.expected))
     for value, full in zip(kept, (outcome.expected, outcome.observed), strict=True):
         number = isinstance(full, int | float) and not isinstance(full, bool)
         assert (value is not None) == number and (value is None or value == full and
@@ -64,9 +67,9 @@ def _claim(runner: rows._Runner, row: dict[str, Any]) -> bool:
 
 
 def test_the_lanes_of_the_shipped_gate(runner: rows._Runner) -> None:
-    # the judged dimensions (grounding, safety, injection) and those without a fused
-    # part keep the usual path
-    assert sorted(runner.lanes) == ["cost", "latency", "pii", "task_completion", "tool_call"]
+    # grounding is the judge's alone; safety without a judge is its refusal fallback
+    assert sorted(runner.lanes) == ["action_correctness", "cost", "injection", "latency",
+                                    "pii", "safety", "task_completion", "tool_call"]
 
 
 @pytest.mark.parametrize("compact", [False, True])
@@ -98,9 +101,8 @@ KEYS = sorted({*fused.KEYS, "id", "dimension", "tool_schemas", "expected_state",
 
 def _mutants() -> Iterator[dict[str, Any]]:
     rng = random.Random(5)
-    base = [r for r in assevra_data.rows(400, seed=4) if r["dimension"] in
-            ("cost", "latency", "pii", "task_completion", "tool_call")]
-    for row in base[:120]:
+    base = [r for r in assevra_data.rows(400, seed=4) if r["dimension"] != "grounding"]
+    for row in base[:160]:
         for key in KEYS:
             for value in rng.sample(ODD, 4):
                 yield {**row, key: value}
@@ -165,7 +167,7 @@ def both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *argv: str) -> dict[st
                            "--as-of", "2026-11-29", "--workers", "1"])
         monkeypatch.setattr(rows._Runner, "__init__", real)
         outs[way], taken[way] = evidence(out), sum(counted)
-    assert codes[True] == codes[False] and codes[True] in (0, 1, 3) and taken[False] == 0
+    assert codes[True] == codes[False] and codes[True] in (0, 1, 3, 4) and taken[False] == 0
     assert outs[True].keys() == outs[False].keys()
     for name, data in outs[True].items():
         assert data == outs[False][name], name
@@ -264,3 +266,12 @@ def test_a_lane_changes_nothing_when_it_declines(runner: rows._Runner) -> None:
         is False
     assert (fresh.tally.records, dict(fresh.tally.validation), fresh.tally.rows) == before
     assert row["id"] not in fresh.seen
+
+
+def test_with_a_judge(gate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a judge, safety rows are the judge's (no lane) and injection rows with canaries
+    still take theirs."""
+    data = assevra_data.write(tmp_path / "runs.jsonl", 600, seed=2)
+    files = both(tmp_path, monkeypatch, str(gate), "--input", f"runs={data}",
+                 "--judge-provider", "mock")
+    assert int(files["taken"]) > 300

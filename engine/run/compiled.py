@@ -170,15 +170,32 @@ def lanes(runner: Any, helpers: dict[str, Any]) -> dict[str, Lane] | None:
         return None
     found: dict[str, Lane] = {}
     for value, steps in plan.table.items():
-        if len(steps) != 1 or steps[0].guarded or steps[0].inspection.primitive.falls_back:
+        if len(steps) != 1 or steps[0].guarded:
             continue
-        check = fmt.fused(value, steps[0].inspection, runner.policy.budgets)
+        inspection, judged = _effective(runner, steps[0].inspection)
+        check = None if inspection is None else \
+            fmt.fused(value, inspection, runner.policy.budgets)
         if check is not None:
-            found[value] = _lane(runner, value, steps[0], check, helpers["ids"])
+            found[value] = _lane(runner, value, steps[0], check, helpers["ids"], judged)
     return found or None
 
 
-def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any) -> Lane:
+def _effective(runner: Any, inspection: Any) -> tuple[Any, bool]:
+    """The inspection that decides a row of this step, and whether the tally counts such a
+    row as the judge's (``Tally.judged``): a judged inspection with a ``fallback`` hands
+    every row to the fallback when no judge is set (``rows.inspect``), and the row still
+    counts as judged when its primitive says every row is; None where that is not so."""
+    primitive = inspection.primitive
+    if not primitive.falls_back:
+        return inspection, False
+    fallback = inspection.params.get("fallback")
+    if runner.ctx.judge is not None or not fallback or primitive.judged_row is not None:
+        return None, False
+    return runner.policy.inspections[fallback], primitive.asks_judge
+
+
+def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any,  # noqa: PLR0913
+          judged: bool) -> Lane:
     """One value's lane: the fused check, then exactly the bookkeeping ``rows._Runner.record``
     and the step's function do for a LABELED row without messages whose one inspection
     PASSes (a compact row), in their order; False, having changed nothing, when the check is
@@ -214,7 +231,7 @@ def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any) -> Lane:
             if kept_value is not None:
                 row[key], fine = shown(kept_value, mask)
                 plain = plain and fine
-        tally.count_row(category, iid, PASS)
+        tally.count_row(category, iid, PASS, "", judged)
         tally.cases.add(category, case, 1, 1)
         if measure and kept[1] is not None:
             tally.measures.setdefault(category, (measure, []))[1].append(kept[1])
