@@ -47,6 +47,9 @@ class Counts:
 
     def add(self, status: str) -> None:
         """Count one row."""
+        if status == PASS:  # nearly every row
+            self.passed += 1
+            return
         field_name = _FIELD[status]
         setattr(self, field_name, getattr(self, field_name) + 1)
 
@@ -54,6 +57,14 @@ class Counts:
         """Add another group's counts to this one."""
         for name in _FIELD.values():
             setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def _counts(groups: dict[str, Counts], name: str) -> Counts:
+    """The counts of ``name``, made (in first-appearance order) when it has none."""
+    found = groups.get(name)
+    if found is None:
+        found = groups[name] = Counts()
+    return found
 
 
 @dataclass
@@ -105,12 +116,12 @@ class Tally:
                   judged: bool = False) -> None:
         """Count one inspection row (and, for ERROR rows, its code); ``judged``: the judge
         decided it."""
-        self.categories.setdefault(category, Counts()).add(status)
+        _counts(self.categories, category).add(status)
         if judged:
-            self.judged.setdefault(category, Counts()).add(status)
+            _counts(self.judged, category).add(status)
         if status == ERROR:
             self.error_codes[category, code] += 1
-        self.inspections.setdefault(inspection, Counts()).add(status)
+        _counts(self.inspections, inspection).add(status)
         self.rows += 1
 
     def count_case(self, category: str, case: str, status: str) -> None:

@@ -141,13 +141,16 @@ class Detector:
 
     @cached_property
     def anything(self) -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None,
-                                tuple[str, ...]]:
+                                re.Pattern[str] | None]:
         """What tells at once that ``find`` would find nothing in a text: patterns matching
         wherever an entity without context words could match, a character class every such
-        match needs (None if unknown), and every context word (an entity with context words
-        finds nothing in a text that holds none of them)."""
+        match needs (None if unknown), and a pattern finding any context word anywhere in
+        the folded text (None without context words; an entity with context words finds
+        nothing in a text that holds none of them)."""
         free = [e.pattern for e in self.entities if e.context is None]
-        return (_alternation(free), either(free), tuple(w for e in self.entities for w in e.words))
+        words = sorted({w for e in self.entities for w in e.words})
+        return (_alternation(free), either(free),
+                re.compile("|".join(map(re.escape, words))) if words else None)
 
     def clean(self, text: str) -> bool:
         """True when ``find(text)`` is sure to find nothing."""
@@ -156,8 +159,9 @@ class Detector:
             return known
         free, need, words = self.anything
         found = (bool(free) and (need is None or need.search(text) is not None) and
-                 any(p.search(text) is not None for p in free)) or (bool(words) and _any_in(
-                     words, text.replace("\u2019", "'").lower()))
+                 any(p.search(text) is not None for p in free)) or (
+                     words is not None and words.search(text.replace("\u2019", "'").lower())
+                     is not None)
         if len(text) <= CLEAN_CACHED_CHARS:
             if len(self.cleaned) >= MASK_CACHE:
                 self.cleaned.clear()
@@ -213,10 +217,6 @@ def _whole(source: str) -> bool:
     except re.error:
         return False
     return True
-
-
-def _any_in(words: tuple[str, ...], text: str) -> bool:
-    return any(w in text for w in words)
 
 
 def build_detector(data: Any) -> Detector:

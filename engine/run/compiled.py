@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.decide import findings as _findings
 from engine.inspections import ERROR, FAIL, PASS, STATUSES, Outcome
-from engine.inspections._base import SelectorFailed, clip, search, truthy
+from engine.inspections._base import SelectorFailed, clip, truthy
 from engine.records.formats import LABELED
 from engine.records.masking import evidence, shown
 
@@ -214,18 +214,18 @@ def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any,  # noqa:
         if kept is None or data["id"] in runner.seen:
             return False
         part = fmt.part(data)
-        try:
-            if controls is not None and truthy(search(controls, part)):
+        try:  # any selector that fails leaves the record to the usual path, which words it
+            if controls is not None and truthy(controls.search(part)):
                 return False  # a control's row is written in full
-            case_id, unit_id = search(unit_case, data), search(unit_id_of, data)
-        except SelectorFailed:
+            case_id, unit_id = unit_case.search(data), unit_id_of.search(data)
+        except Exception:  # noqa: BLE001
             return False
         tally = runner.tally
         tally.records += 1
         tally.suite_rows.add(str(data.get("id", "")), part, item.plain)
         runner.seen.add(data["id"])
         tally.validation[group] += 1
-        ids = ids_of(evaluation, item, unit_id, case := str(case_id))
+        ids = ids_of(evaluation, item, unit_id, case := str(case_id), runner.cases)
         row, plain = {**ids.fixed, **fixed}, ids.plain
         for key, kept_value in zip(("expected", "observed"), kept, strict=True):
             if kept_value is not None:

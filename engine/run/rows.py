@@ -23,6 +23,7 @@ NOT_APPLICABLE = "NOT_APPLICABLE"  # a SKIPPED outcome with this code leaves no 
 Sink = Callable[[Row], None]
 COMPILED = True  # the generated step functions; False: the interpreter (tests/test_compiled.py)
 LANES = True  # the fused lanes; False: every record the usual way (tests/test_fused.py)
+CASES_SHOWN = 4096  # cases whose shown form a run remembers before it starts over
 
 
 def records(evaluation: Evaluation, digest: Any = None) -> Iterator[Record | BadRecord]:
@@ -101,6 +102,7 @@ class _Runner:
         self.sink_plain: Sink = getattr(sink, "plain_row", sink)
         self.row_plain = False
         self.full_rows = self.policy.passing_rows == "full"
+        self.cases: dict[str, tuple[Any, bool]] = {}  # case -> its shown form (_Ids)
         # fused lanes (engine/run/compiled.py): a record where everything holds, scored in
         # one pass; only with the compiled functions, so the interpreter stays the reference
         self.lanes = _lanes(self, made) if LANES and self.compiled is not None else None
@@ -182,7 +184,8 @@ class _Runner:
         if refused is not None:
             self.problem(item.line, *refused, unit=unit_id)
             return
-        self.steps(item, unit, _Ids(self.evaluation, item, unit_id, str(case_id)), control)
+        self.steps(item, unit, _Ids(self.evaluation, item, unit_id, str(case_id), self.cases),
+                   control)
 
     def steps(self, item: Record, unit: dict[str, Any], ids: _Ids, control: bool) -> None:
         """Every step of the plan that applies to this unit: a row each."""
@@ -378,12 +381,22 @@ class _Ids:
 
     __slots__ = ("case", "fixed", "plain")
 
-    def __init__(self, evaluation: Evaluation, item: Record, unit_id: Any, case: str) -> None:
+    def __init__(self, evaluation: Evaluation, item: Record, unit_id: Any, case: str,
+                 cases: dict[str, tuple[Any, bool]] | None = None) -> None:
+        """``cases``: the run's memory of cases already shown (the trials of a case are
+        usually near each other; it starts over past CASES_SHOWN)."""
         mask = evaluation.policy.mask  # ids and cases are the record's choice: masked too
         self.case = case
         unit, plain_unit = shown(unit_id, mask) if isinstance(unit_id, str | int) and \
             not isinstance(unit_id, bool) else (f"{evaluation.unit_input}:{item.line}", True)
-        shown_case, plain_case = shown(case, mask)
+        known = cases.get(case) if cases is not None else None
+        if known is None:
+            known = shown(case, mask)
+            if cases is not None:
+                if len(cases) >= CASES_SHOWN:
+                    cases.clear()
+                cases[case] = known
+        shown_case, plain_case = known
         self.plain = plain_unit and plain_case
         self.fixed = {"unit": unit, "case": shown_case, "input": evaluation.unit_input,
                       "line": item.line}
