@@ -275,3 +275,22 @@ def test_with_a_judge(gate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     files = both(tmp_path, monkeypatch, str(gate), "--input", f"runs={data}",
                  "--judge-provider", "mock")
     assert int(files["taken"]) > 300
+
+
+def test_lanes_in_worker_processes_give_the_evidence_of_one_process_without_them(
+        gate: Path, tmp_path: Path) -> None:
+    """Sharded over 2 and 3 processes with the lanes (ids recurring across shards, bad
+    lines, controls), against one process without them: every file the same."""
+    from .test_workers import SHARD_ALL, engine, folder
+
+    data = tmp_path / "runs.jsonl"
+    hostile_dataset(data)
+    outs = {}
+    for name, setup, count in (("usual", "from engine.run import rows; rows.LANES = False",
+                                "1"), ("two", SHARD_ALL, "2"), ("three", SHARD_ALL, "3")):
+        done = engine(tmp_path, setup, "run", str(gate), "--input", f"runs={data}", "--out",
+                      f"out-{name}", "--workers", count, "--run-id", "same-run",
+                      capture_output=True)
+        assert done.returncode == 3, done.stderr
+        outs[name] = folder(tmp_path / f"out-{name}")
+    assert outs["two"] == outs["usual"] and outs["three"] == outs["usual"]
