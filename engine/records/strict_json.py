@@ -205,6 +205,7 @@ _SHAPES = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord("e") if b in b
                 ord("+") if b in b"+-" else ord(".") if b == ord(".") else
                 ord("[") if b in b"[{" else ord(" ") for b in range(256))
 _LONG_NUMBER = (b"0" * len(str(MAX_INT)), b"0e000", b"0e+000")
+_DIGITS_16, _EXPONENT_3, _SIGNED_EXPONENT_3 = _LONG_NUMBER
 _RECORD_PLAIN = RECORD.decoder(numbers=False)
 
 
@@ -243,8 +244,8 @@ def _fast(raw: bytes) -> tuple[Any, bool] | None:
     16 digits (an integer beyond 2**53-1 has 16) and no three-digit exponent; containers
     (before orjson builds any) and depth are checked as the strict reader does."""
     shapes = raw.translate(_SHAPES)
-    if any(s in shapes for s in _LONG_NUMBER):
-        return None
+    if _DIGITS_16 in shapes or _EXPONENT_3 in shapes or _SIGNED_EXPONENT_3 in shapes:
+        return None  # _LONG_NUMBER, one search each
     containers = shapes.count(b"[")
     if too_many_containers(raw, containers) is not None:
         return None
@@ -256,8 +257,9 @@ def _fast(raw: bytes) -> tuple[Any, bool] | None:
     if containers > MAX_DEPTH and too_deep(data):
         return None
     written = orjson.dumps(data)
-    if written != body and _unspaced(written) != _unspaced(body):
-        return None
+    if written != body and (_unspaced(written) if b", " in written or b": " in written
+                            else written) != _unspaced(body):
+        return None  # (orjson writes no separator spaces: only a string can hold ", ")
     return data, _plain_line(raw, shapes)
 
 
