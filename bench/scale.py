@@ -4,9 +4,11 @@
 Assevra-format datasets (full JSON Schema contracts and compact contracts) of each size,
 runs ``engine run specs/agent-release-gate --input runs=FILE`` and ``assevra run`` on
 each (Assevra from a throwaway environment, never imported here), and prints, per size,
-contract form and engine, the median wall time of ``--repeat`` runs, rows per second, the
-largest peak RSS of those runs, the scorecard size, and the ratio specgate / Assevra in
-throughput. Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
+contract form and engine, the median wall time and CPU time (user + system) of ``--repeat``
+runs (the engines alternated run by run), rows per second, the largest peak RSS of those
+runs, the scorecard size, and the ratios specgate / Assevra in throughput and in CPU time
+(Assevra's CPU seconds over ours: a loaded machine hides what workers gain in wall time,
+not in CPU). Baseline named in every ratio: Assevra 0.6.0.post1 on the same file.
 
 Peak RSS is the child's own ``ru_maxrss`` from ``wait4``, so one process is measured, not
 this harness. ``--ray`` adds ``engine run --executor ray`` (a fresh local Ray instance per
@@ -39,9 +41,10 @@ from .parity import GATE, assevra_command, assevra_env
 ENGINE = [sys.executable, "-m", "engine"]
 
 
-def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one child process; raises unless it wrote a
-    scorecard into ``out``."""
+def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (bytes) and CPU seconds (user + system, its waited-for
+    worker processes included) of one child process; raises unless it wrote a scorecard
+    into ``out``."""
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
@@ -53,7 +56,7 @@ def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int]:
     if code not in (0, 1, 3) or not (out / "scorecard.json").exists():
         # a decision is fine; a crash, usage error or internal error is not
         raise RuntimeError(f"{' '.join(command[:4])} exited {code}: {err[-2000:]}")
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None,
@@ -69,21 +72,24 @@ def run_both(dataset: Path, rows: int, work: Path, repeat: int, env: Path | None
         commands["specgate --executor ray"] = ours("--executor", "ray")
     if env is not None:
         commands["assevra"] = lambda out: assevra_command(env, dataset, out)
-    results = {}
-    for name, command in commands.items():
-        walls, peaks, size = [], [], 0
-        for i in range(repeat):
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
+    peaks: dict[str, list[int]] = {name: [] for name in commands}
+    sizes: dict[str, int] = {}
+    for i in range(repeat):  # the engines alternated, run by run: the machine drifts alike
+        for name, command in commands.items():
             out = work / f"{name}-{dataset.stem}-{i}"
             shutil.rmtree(out, ignore_errors=True)
-            wall, peak = measure(command(out), work, out)
-            walls.append(wall)
-            peaks.append(peak)
-            size = (out / "scorecard.json").stat().st_size
+            wall, peak, cpu = measure(command(out), work, out)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+            peaks[name].append(peak)
+            sizes[name] = (out / "scorecard.json").stat().st_size
             shutil.rmtree(out)
-        median = statistics.median(walls)
-        results[name] = {"wall": median, "rows_per_s": rows / median,
-                         "rss_mb": max(peaks) / 2**20, "scorecard_kb": size / 1024}
-    return results
+    return {name: {"wall": statistics.median(walls[name]),
+                   "rows_per_s": rows / statistics.median(walls[name]),
+                   "cpu": statistics.median(cpus[name]), "rss_mb": max(peaks[name]) / 2**20,
+                   "scorecard_kb": sizes[name] / 1024} for name in commands}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline: assevra 0.6.0.post1 (throwaway env {env}); median of {args.repeat}; "
           f"peak RSS is the max over runs; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
-    print("| rows | contracts | engine | wall s | rows/s | peak RSS MB | scorecard KB "
-          "| throughput vs Assevra |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| rows | contracts | engine | wall s | CPU s | rows/s | peak RSS MB | scorecard KB "
+          "| throughput vs Assevra | CPU vs Assevra |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for rows in (int(s) for s in args.sizes.split(",")):
         for form in args.forms.split(","):
             dataset = args.work / f"g{rows}-{form}.jsonl"
@@ -115,11 +121,12 @@ def main(argv: list[str] | None = None) -> int:
             got = run_both(dataset, rows, args.work, args.repeat, None if skip else env,
                            args.ray)
             for name, r in got.items():
-                ratio = (f"{r['rows_per_s'] / got['assevra']['rows_per_s']:.2f}x"
-                         if name != "assevra" and "assevra" in got else "")
-                print(f"| {rows:,} | {form} | {name} | {r['wall']:.2f} | "
+                theirs = got.get("assevra") if name != "assevra" else None
+                ratio = f"{r['rows_per_s'] / theirs['rows_per_s']:.2f}x" if theirs else ""
+                cpu = f"{theirs['cpu'] / r['cpu']:.2f}x" if theirs else ""
+                print(f"| {rows:,} | {form} | {name} | {r['wall']:.2f} | {r['cpu']:.2f} | "
                       f"{r['rows_per_s']:,.0f} | {r['rss_mb']:.0f} | {r['scorecard_kb']:.1f} "
-                      f"| {ratio} |", flush=True)
+                      f"| {ratio} | {cpu} |", flush=True)
     return 0
 
 

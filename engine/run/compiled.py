@@ -211,8 +211,10 @@ def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any,  # noqa:
     def lane(runner: Any, item: Any) -> bool:
         data = item.data
         kept = check(data, ctx)
-        if kept is None or data["id"] in runner.seen:
+        seen = runner.seen
+        if kept is None or data["id"] in seen:  # the check made sure the id is a string
             return False
+        row_id = data["id"]
         part = fmt.part(data)
         try:  # any selector that fails leaves the record to the usual path, which words it
             if controls is not None and truthy(controls.search(part)):
@@ -222,19 +224,25 @@ def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any,  # noqa:
             return False
         tally = runner.tally
         tally.records += 1
-        tally.suite_rows.add(str(data.get("id", "")), part, item.plain)
-        runner.seen.add(data["id"])
+        tally.suite_rows.add(row_id, part, item.plain)
+        seen.add(row_id)
         tally.validation[group] += 1
         ids = ids_of(evaluation, item, unit_id, case := str(case_id), runner.cases)
         row, plain = {**ids.fixed, **fixed}, ids.plain
-        for key, kept_value in zip(("expected", "observed"), kept, strict=True):
-            if kept_value is not None:
-                row[key], fine = shown(kept_value, mask)
-                plain = plain and fine
+        expected, observed = kept
+        if expected is not None:
+            row["expected"], fine = shown(expected, mask)
+            plain = plain and fine
+        if observed is not None:
+            row["observed"], fine = shown(observed, mask)
+            plain = plain and fine
+            if measure:
+                measured = tally.measures.get(category)
+                if measured is None:
+                    measured = tally.measures[category] = (measure, [])
+                measured[1].append(observed)
         tally.count_row(category, iid, PASS, "", judged)
         tally.cases.add(category, case, 1, 1)
-        if measure and kept[1] is not None:
-            tally.measures.setdefault(category, (measure, []))[1].append(kept[1])
         (runner.sink_plain if plain else runner.sink)(row)
         return True
     return lane
