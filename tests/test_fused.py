@@ -294,3 +294,13 @@ def test_lanes_in_worker_processes_give_the_evidence_of_one_process_without_them
         assert done.returncode == 3, done.stderr
         outs[name] = folder(tmp_path / f"out-{name}")
     assert outs["two"] == outs["usual"] and outs["three"] == outs["usual"]
+
+
+def test_the_lanes_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import lanes
+
+    assert lanes.main(["--rows", "300", "--repeat", "1", "--whole", "300"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("baseline: the usual path")
+    assert [line.split(":")[0] for line in lines[1:]] == ["full", "full", "compact", "compact"]
+    assert all("usual / lanes" in line for line in lines[1:])
