@@ -67,8 +67,12 @@ def whole(data: Path, work: Path, repeat: int) -> dict[bool, list[float]]:
                  str(GATE), "--input", f"runs={data}", "--out", str(out), "--workers", "1"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             _, status, usage = os.wait4(child.pid, 0)
-            if os.waitstatus_to_exitcode(status) not in (0, 1, 3):
-                raise RuntimeError(child.stderr.read().decode() if child.stderr else "failed")
+            child.returncode = os.waitstatus_to_exitcode(status)
+            assert child.stderr is not None
+            with child.stderr:
+                err = child.stderr.read().decode(errors="replace")
+            if child.returncode not in (0, 1, 3):
+                raise RuntimeError(err[-2000:])
             got[lanes].append(usage.ru_utime + usage.ru_stime)
     return got
 
