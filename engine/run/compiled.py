@@ -209,12 +209,13 @@ def _lane(runner: Any, value: str, step: Step, check: Any, ids_of: Any,  # noqa:
     unit_case, unit_id_of, controls = evaluation.unit_case, evaluation.unit_id, policy.controls
 
     def lane(runner: Any, item: Any) -> bool:
-        data = item.data
-        kept = check(data, ctx)
-        seen = runner.seen
-        if kept is None or data["id"] in seen:  # the check made sure the id is a string
+        data, seen = item.data, runner.seen
+        row_id = data.get("id")
+        if type(row_id) is not str or row_id in seen:  # a repeated id: the usual path
             return False
-        row_id = data["id"]
+        kept = check(data, ctx)
+        if kept is None:
+            return False
         part = fmt.part(data)
         try:  # any selector that fails leaves the record to the usual path, which words it
             if controls is not None and truthy(controls.search(part)):

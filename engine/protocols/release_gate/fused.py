@@ -281,12 +281,10 @@ def fused(group: str, inspection: Any, budgets: Mapping[str, Any]) -> Check | No
     params = inspection.params
 
     def check(row: dict[str, Any], ctx: Context) -> Kept | None:
-        keys = valid(row, group, budgets)
-        if keys is None:
-            return None
         try:
-            return passes(row, params, ctx, keys)
-        except Exception:  # noqa: BLE001 - unsure: the primitive itself will say what failed
+            keys = valid(row, group, budgets)
+            return None if keys is None else passes(row, params, ctx, keys)
+        except Exception:  # noqa: BLE001 - unsure: classify and the primitive will say
             return None
     return check
 
