@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from . import assevra_data
 from .parity import GATE
+from .scale import measure
 
 _WHOLE = """
 import sys
@@ -62,18 +62,10 @@ def whole(data: Path, work: Path, repeat: int) -> dict[bool, list[float]]:
     for i in range(repeat):
         for lanes in (True, False):
             out = work / f"out-{data.stem}-{lanes}-{i}"
-            child = subprocess.Popen(
-                [sys.executable, "-c", _WHOLE, "lanes" if lanes else "usual", "run",
-                 str(GATE), "--input", f"runs={data}", "--out", str(out), "--workers", "1"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            _, status, usage = os.wait4(child.pid, 0)
-            child.returncode = os.waitstatus_to_exitcode(status)
-            assert child.stderr is not None
-            with child.stderr:
-                err = child.stderr.read().decode(errors="replace")
-            if child.returncode not in (0, 1, 3):
-                raise RuntimeError(err[-2000:])
-            got[lanes].append(usage.ru_utime + usage.ru_stime)
+            _, _, cpu = measure([sys.executable, "-c", _WHOLE, "lanes" if lanes else "usual",
+                                 "run", str(GATE), "--input", f"runs={data}", "--out",
+                                 str(out), "--workers", "1"], work, out)
+            got[lanes].append(cpu)
     return got
 
 

@@ -52,7 +52,10 @@ def measure(command: list[str], cwd: Path, out: Path) -> tuple[float, int, float
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
     child.returncode = code
-    err = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    err = ""
+    if child.stderr is not None:
+        with child.stderr:
+            err = child.stderr.read().decode(errors="replace")
     if code not in (0, 1, 3) or not (out / "scorecard.json").exists():
         # a decision is fine; a crash, usage error or internal error is not
         raise RuntimeError(f"{' '.join(command[:4])} exited {code}: {err[-2000:]}")

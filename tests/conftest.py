@@ -231,6 +231,17 @@ def gate(tmp_path: Path) -> Gate:
     return Gate(tmp_path)
 
 
+def unpinned_gate(tmp_path: Path) -> Path:
+    """A copy of the release gate without its suite pin (generated data reaches a
+    decision)."""
+    copy = tmp_path / "gate"
+    shutil.copytree(GATE, copy)
+    text = (copy / "evaluation.yaml").read_text()
+    (copy / "evaluation.yaml").write_text(
+        "\n".join(x for x in text.splitlines() if not x.startswith("  suite_sha256:")) + "\n")
+    return copy
+
+
 def keep_full_rows(policy: Path) -> None:
     """Add ``evidence.passing_rows: full`` to a copy of a policy file (edited as text, so
     the rest of it stays as written)."""

@@ -21,7 +21,7 @@ from engine.run import rows
 from engine.run.plan import compile_plan
 from engine.spec import evaluation as spec_loader
 
-from .conftest import GATE, ROOT, keep_full_rows
+from .conftest import GATE, ROOT, keep_full_rows, unpinned_gate
 from .test_conformance import cases, lay_out, load_case
 from .test_shards import hostile_dataset
 
@@ -56,12 +56,7 @@ def test_the_shipped_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 @pytest.fixture
 def gate(tmp_path: Path) -> Path:
     """An unpinned copy of the release gate (generated data reaches a decision)."""
-    copy = tmp_path / "gate"
-    shutil.copytree(GATE, copy)
-    text = (copy / "evaluation.yaml").read_text()
-    (copy / "evaluation.yaml").write_text(
-        "\n".join(x for x in text.splitlines() if not x.startswith("  suite_sha256:")) + "\n")
-    return copy
+    return unpinned_gate(tmp_path)
 
 
 @pytest.mark.parametrize("contracts", ["full", "compact"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from engine.records.formats import LABELED, Record
 from engine.run import compiled, rows
 from engine.spec import evaluation as spec_loader
 
-from .conftest import GATE
+from .conftest import GATE, unpinned_gate
 from .test_compiled import evidence
 from .test_shards import hostile_dataset
 
@@ -136,12 +135,7 @@ def test_every_answer_on_drawn_rows_is_right(runner: rows._Runner, base: int,
 @pytest.fixture
 def gate(tmp_path: Path) -> Path:
     """An unpinned copy of the release gate (generated data reaches a decision)."""
-    folder = tmp_path / "gate"
-    shutil.copytree(GATE, folder)
-    text = (folder / "evaluation.yaml").read_text()
-    (folder / "evaluation.yaml").write_text(
-        "\n".join(x for x in text.splitlines() if not x.startswith("  suite_sha256:")) + "\n")
-    return folder
+    return unpinned_gate(tmp_path)
 
 
 def both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *argv: str) -> dict[str, bytes]:
