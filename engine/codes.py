@@ -383,6 +383,7 @@ BAD_PREDICATE: engine attest --predicate is not a JSON object (text, or @FILE)
 BASE_UNREADABLE: engine diff --base: no git or repository, no such revision, or no such policy in it
 BASE_AMBIGUOUS: engine diff --base: a name git finds in two places (tag and branch, ref and commit)
 POLICY_NOT_EVALUATED: engine diff --base: the Evaluation runs another policy than the NEW one given
+COMPARE_AMBIGUOUS: engine compare: a folder holding more or fewer than one scorecard
 IO_ERROR: the operating system refused a read or write; nothing partial is kept
 USAGE: a command line or input that cannot be used, without a more precise code
 ENGINE_ERROR: an engine error without a more precise code (fallback)

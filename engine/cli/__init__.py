@@ -17,6 +17,7 @@ from engine._version import __version__
 from engine.cli import (
     attest,
     calibrate,
+    compare,
     diff,
     digests,
     init,
@@ -32,8 +33,8 @@ from engine.cli.common import EXIT_HELP, EXIT_INTERNAL, EXIT_SPEC, shown
 from engine.errors import EngineError, SpecErrors
 
 # in the order engine --help lists them; the protocols' commands come last
-COMMANDS = (run, calibrate, validate, sign_specs, attest, verify, keygen, policytests, diff,
-            init, digests, protocol)
+COMMANDS = (run, calibrate, validate, sign_specs, attest, verify, compare, keygen,
+            policytests, diff, init, digests, protocol)
 
 
 def parser() -> argparse.ArgumentParser:
