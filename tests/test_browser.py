@@ -52,3 +52,35 @@ def test_the_report_renders_and_hostile_output_stays_text(gate: Gate, tmp_path: 
     assert verifications and all(f"Verify: {v}" in text for v in verifications)
     assert "does not verify the changed agent" in text
     assert "Signature Unsigned." in text
+
+
+def test_the_compare_page_renders_its_anchors_and_hostile_ids_stay_text(
+        gate: Gate, tmp_path: Path) -> None:
+    from engine.cli import main
+
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    key = str(tmp_path / "keys" / "private.pem")
+    rows = refund.rows(fixed=True)
+    for i, payload in enumerate(PAYLOADS):
+        rows.append({"id": f"t{i}", "case_id": payload, "dimension": "task_completion",
+                     "agent_output": "the refund is done", "must_include": ["refund"]})
+    code, _, before = gate.run(rows, "--key", key)
+    for row in rows[-len(PAYLOADS):]:
+        row["agent_output"] = "nothing useful"  # measured: the suite stays the same
+    code, _, after = gate.run(rows, "--key", key)
+    page = tmp_path / "compare.html"
+    assert main(["compare", str(before), str(after), "--trusted-key",
+                 str(tmp_path / "keys" / "public.pem"), "--out", str(page)]) == 1
+    uri = page.resolve().as_uri()
+    done = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", uri)
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout.decode()
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and "data-pwned" not in body.group(0)
+    assert "&lt;script&gt;" in dom and "something got worse" in dom
+    assert b"CONSOLE" not in done.stderr.upper().replace(b"CONSOLE_", b"")
+    links = set(re.findall(r'href="#([^"]+)"', dom))
+    assert links and links <= set(re.findall(r'id="([^"]+)"', dom))
+    shot = tmp_path / "compare.png"
+    done = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1600", uri)
+    assert done.returncode == 0 and shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
