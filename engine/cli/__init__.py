@@ -20,6 +20,7 @@ from engine.cli import (
     compare,
     diff,
     digests,
+    history,
     init,
     keygen,
     policytests,
@@ -33,7 +34,7 @@ from engine.cli.common import EXIT_HELP, EXIT_INTERNAL, EXIT_SPEC, shown
 from engine.errors import EngineError, SpecErrors
 
 # in the order engine --help lists them; the protocols' commands come last
-COMMANDS = (run, calibrate, validate, sign_specs, attest, verify, compare, keygen,
+COMMANDS = (run, calibrate, validate, sign_specs, attest, verify, compare, history, keygen,
             policytests, diff, init, digests, protocol)
 
 
