@@ -73,8 +73,9 @@ def work(tmp_path: Path) -> Path:
 def test_the_action_is_a_composite_that_uploads_and_exits_with_the_gates_code() -> None:
     assert ACTION["runs"]["using"] == "composite"
     names = [s["name"] for s in ACTION["runs"]["steps"]]
-    assert names == ["Install specgate", "Gate", "Comment on the pull request",
-                     "Upload the evidence", "Exit with the gate's code"]
+    assert names == ["Install specgate", "Gate", "Comment on the pull request", "History page",
+                     "Upload the history page", "Upload the evidence",
+                     "Exit with the gate's code"]
     assert step("Upload the evidence")["if"].startswith("always()")
     assert step("Exit with the gate's code")["if"] == "always()"
     for s in ACTION["runs"]["steps"]:  # inputs reach scripts as variables, never as text
@@ -94,6 +95,31 @@ def test_a_signed_run_summarises_and_verifies(work: Path, tmp_path: Path) -> Non
     exit_code, _, _ = run_step("Exit with the gate's code", work, {},
                                {"SPECGATE_EXIT": outputs["exit-code"]})
     assert exit_code == 0
+
+
+def test_the_history_page_draws_this_run_and_earlier_ones(work: Path, tmp_path: Path) -> None:
+    assert main(["keygen", "--out-dir", str(tmp_path / "keys")]) == 0
+    pem = (tmp_path / "keys" / "private.pem").read_text()
+    public = (tmp_path / "keys" / "public.pem").read_text()
+    assert main(["run", str(work / "specs"), "--key", str(tmp_path / "keys" / "private.pem"),
+                 "--out", str(work / "earlier")]) == 0
+    assert run_step("Gate", work, {"signing-key": pem}, {})[0] == 0
+    inputs = {"history": "earlier", "history-key": public}
+    code, outputs, summary = run_step("History page", work, inputs, {})
+    pages = tmp_path / "runner-temp" / "specgate-history"
+    assert code == 0 and outputs == {"exit-code": "0"}
+    assert "every run found verified (artifact specgate-evidence-history)" in summary
+    html = (pages / "history.html").read_text()
+    assert html.count("<p>2 verified runs, 1 segment(s).</p>") == len(SHIPPED)
+    assert not (tmp_path / "runner-temp" / "specgate-history.pub.pem").exists()
+    rows = work / "earlier" / "agent-release-gate" / "rows.jsonl"
+    rows.write_text(rows.read_text().replace('"status":"PASS"', '"status":"FAIL"', 1))
+    (pages / "history.html").unlink()
+    code, outputs, summary = run_step("History page", work, inputs, {})
+    assert code == 0 and outputs == {"exit-code": "1"} and "some runs were left out" in summary
+    assert "DIGEST_MISMATCH" in (pages / "history.html").read_text()
+    code, outputs, _ = run_step("History page", work, {**inputs, "history": "--out=x"}, {})
+    assert code == 2 and not (work / "x").exists()
 
 
 def test_a_fork_without_secrets_gets_unsigned_evidence_and_the_gates_code(work: Path) -> None:
