@@ -119,3 +119,13 @@ def test_the_page_in_a_browser(folder: Path, tmp_path: Path) -> None:
     shot = tmp_path / "history.png"
     done = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1600", uri)
     assert done.returncode == 0 and shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_the_history_bench_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import history
+
+    assert history.main(["--runs", "4", "--work", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 signed runs ready" in out and "engine history over 4 runs: exit 0" in out
+    page = (tmp_path / "runs-4" / "history.html").read_text()
+    assert page.count("<p>4 verified runs, 2 segment(s).</p>") == 1
