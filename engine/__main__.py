@@ -2,6 +2,9 @@
 
 import sys
 
-from engine.cli import main
+from engine._interrupt import interruptible
+
+with interruptible():
+    from engine.cli import main
 
 sys.exit(main())

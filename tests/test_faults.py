@@ -27,7 +27,7 @@ from engine.cli import main
 from engine.run import workers
 
 from . import refund
-from .conftest import EXAMPLE, Gate, suite_sha256
+from .conftest import EXAMPLE, ROOT, Gate, suite_sha256
 from .judge_server import Judge
 from .test_judge import configure, grounding, judgements
 
@@ -219,3 +219,15 @@ def test_stale_staging_of_a_dead_process_is_removed_and_a_live_one_kept(
         folder.mkdir()
     Staging(out).discard()
     assert not stale.exists() and live.exists() and other_host.exists()
+
+
+def test_an_interrupt_while_importing_exits_as_interrupted_never_as_a_fail() -> None:
+    # Python 3.11 wraps an exception raised in __set_name__ (every dataclass field has one)
+    # in a RuntimeError: a SIGINT landing there exited 1, which CI reads as FAIL
+    body = ("    class Field:\n        def __set_name__(self, owner, name):\n"
+            "            raise KeyboardInterrupt\n    class Record:\n        x = Field()\n")
+    guarded = "from engine._interrupt import interruptible\nwith interruptible():\n" + body
+    bare = "if True:\n" + body
+    results = [subprocess.run([*ENGINE[:1], "-c", code], capture_output=True, cwd=ROOT)
+               for code in (guarded, bare)]
+    assert [r.returncode for r in results] == [-signal.SIGINT, 1]
