@@ -59,7 +59,7 @@ def collect(folders: list[Path], trusted: Ed25519PublicKey,
             governance: list[Ed25519PublicKey] | None = None) -> History:
     """Every scorecard under ``folders``, verified; the history of those that hold."""
     out = History()
-    found: list[tuple[Path, dict[str, Any]]] = []
+    found: list[tuple[Any, Run]] = []  # each run's verification and what it shows, small
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder: nothing to read", "INPUT_NOT_FOUND")
@@ -71,24 +71,21 @@ def collect(folders: list[Path], trusted: Ed25519PublicKey,
                 verified = verify(path, trusted)
                 if governance:
                     provenance.verify_card(path, governance, [], verified.generated_at)
-                card = json.loads(read_file(path))
+                found.append((verified, _run(path, json.loads(read_file(path)), verified)))
             except EngineError as exc:
                 out.refused.append({"path": str(path), "code": exc.code, "message": str(exc)})
-                continue
-            found.append((path, card | {"_verified": verified}))
     seen: set[tuple[str, str, str]] = set()
-    for path, card in found:
-        verified = card.pop("_verified")
+    for verified, run in found:
         # two runs over the same records can write the same scorecard bytes; a copy of one
         # run's folder is the same run (its signed statement names the run and the time)
         key = (verified.scorecard_sha256, verified.run_id, verified.generated_at)
         if key in seen:  # a copy would count one run twice
-            out.refused.append({"path": str(path), "code": "DUPLICATE_SCORECARD",
+            out.refused.append({"path": str(run.path), "code": "DUPLICATE_SCORECARD",
                                 "message": "the same run's scorecard is in more than one "
                                            "place under these folders; shown once"})
             continue
         seen.add(key)
-        out.runs.setdefault(verified.evaluation, []).append(_run(path, card, verified))
+        out.runs.setdefault(verified.evaluation, []).append(run)
     for name, runs in out.runs.items():
         runs.sort(key=lambda r: (r.signed_at, r.path.parts, r.run_id))  # ties: by folder
         out.segments[name] = _segment(runs)
