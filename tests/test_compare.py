@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -70,14 +71,20 @@ def test_a_regression_is_named_and_exits_1(runs: Path, capsys: pytest.CaptureFix
         ("tool_call", "eligible")] and got["findings"]["gone_total"] == 0
 
 
-def test_the_way_back_is_no_worse_and_a_run_against_itself_changes_nothing(
+def test_the_same_run_twice_or_the_later_run_first_cannot_say(
         runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, back = as_json(runs, capsys, "B", "A")
+    code, same = as_json(runs, capsys, "A", "A")
+    assert code == 3 and same["not_comparable"] == ["A and B are the same run"]
+    later = runs / "later"  # signed a second or more after A and B
+    time.sleep(1.1)
+    assert main(["run", str(GATE), "--key", str(runs / "keys" / "private.pem"), "--out",
+                 str(later)]) == 0
+    capsys.readouterr()
+    code, back = as_json(runs, capsys, "B", "later")
     assert code == 0 and not back["worse"] and back["flips"]["trials_to_pass_total"] == 3
     assert back["findings"]["gone_total"] == 1
-    code, same = as_json(runs, capsys, "A", "A")
-    assert code == 0 and same["flips"]["trials_to_fail_total"] == 0
-    assert all(c["delta"] in (0, None) for c in same["categories"])
+    code, reversed_ = as_json(runs, capsys, "later", "B")
+    assert code == 3 and reversed_["not_comparable"][0].startswith("B was signed")
 
 
 def test_the_text_says_what_got_worse(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,6 +110,52 @@ def test_what_does_not_verify_is_never_compared(runs: Path, tmp_path: Path,
     code, out = compare(runs, capsys, str(runs / "A"), str(runs / "B"), "--trusted-key",
                         str(tmp_path / "other" / "public.pem"))
     assert code == 3 and "A " in out and "INVALID" in out
+
+
+def test_a_scorecard_swapped_after_verification_is_never_read(
+        runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by review: the scorecard was read again after verify and trusted as read."""
+    from engine.evidence import compare as comparing
+
+    copy = tmp_path / "B"
+    shutil.copytree(runs / "B", copy)
+    card = copy / "scorecard.json"
+    forged = card.read_text().replace('"decision":"FAIL"', '"decision":"PASS"')
+    real = comparing.verify
+
+    def verify_then_swap(path: Path, trusted: object) -> object:
+        done = real(path, trusted)
+        if path == card:
+            card.write_text(forged)
+        return done
+    monkeypatch.setattr(comparing, "verify", verify_then_swap)
+    code, out = compare(runs, capsys, str(runs / "A"), str(copy), "--trusted-key",
+                        str(runs / "keys" / "public.pem"))
+    assert code == 3 and "DIGEST_MISMATCH" in out and "changed after it was verified" in out
+
+
+def test_rows_that_are_a_fifo_are_refused_not_waited_on(
+        runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from engine.evidence import compare as comparing
+
+    copy = tmp_path / "B"
+    shutil.copytree(runs / "B", copy)
+    real = comparing.verify
+
+    def verify_then_fifo(path: Path, trusted: object) -> object:
+        done = real(path, trusted)
+        if path.parent == copy:
+            (copy / "rows.jsonl").unlink()
+            os.mkfifo(copy / "rows.jsonl")
+        return done
+    monkeypatch.setattr(comparing, "verify", verify_then_fifo)
+    code, out = compare(runs, capsys, str(runs / "A"), str(copy), "--trusted-key",
+                        str(runs / "keys" / "public.pem"))
+    assert code == 3 and "NOT_A_FILE" in out
 
 
 def test_without_a_pinned_key_it_cannot_say(runs: Path,

@@ -129,3 +129,46 @@ def test_the_history_bench_runs(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "4 signed runs ready" in out and "engine history over 4 runs: exit 0" in out
     page = (tmp_path / "runs-4" / "history.html").read_text()
     assert page.count("<p>4 verified runs, 2 segment(s).</p>") == 1
+
+
+def test_labels_links_and_an_empty_folder(folder: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by review: labels were read from the wrong key, links were the folders' raw
+    names (a folder named javascript:... made a link that runs script), and a folder with
+    no scorecard gave a green page."""
+    key = str(folder / "keys" / "private.pem")
+    odd = tmp_path / "javascript:document.title='x';1"
+    assert main(["run", str(GATE), "--key", key, "--label", "lab-1", "--out", str(odd)]) == 0
+    page = tmp_path / "h.html"
+    assert main(["history", str(tmp_path), "--trusted-key",
+                 str(folder / "keys" / "public.pem"), "--out", str(page)]) == 0
+    html = page.read_text()
+    assert ">lab-1<" in html
+    links = re.findall(r'<a href="([^"#]+)">scorecard</a>', html)
+    assert links and all(link.startswith("./javascript%3Adocument.title%3D") for link in links)
+    assert all((tmp_path / odd.name / "scorecard.html").is_file() for _ in links)
+    (tmp_path / "empty").mkdir()
+    assert main(["history", str(tmp_path / "empty"), "--trusted-key",
+                 str(folder / "keys" / "public.pem"), "--out", str(tmp_path / "e.html")]) == 2
+    assert "NO_SCORECARD" in capsys.readouterr().err and not (tmp_path / "e.html").exists()
+
+
+def test_a_scorecard_swapped_after_verification_is_left_out(
+        folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.evidence import history
+
+    runs = tmp_path / "runs"
+    shutil.copytree(folder / "runs" / "3", runs / "3")
+    card = runs / "3" / "scorecard.json"
+    forged = card.read_text().replace('"decision":"FAIL"', '"decision":"PASS"')
+    real = history.verify
+
+    def verify_then_swap(path: Path, trusted: object) -> object:
+        done = real(path, trusted)
+        card.write_text(forged)
+        return done
+    monkeypatch.setattr(history, "verify", verify_then_swap)
+    page = tmp_path / "h.html"
+    assert main(["history", str(runs), "--trusted-key", str(folder / "keys" / "public.pem"),
+                 "--out", str(page)]) == 1
+    assert "DIGEST_MISMATCH" in page.read_text() and "<svg" not in page.read_text()

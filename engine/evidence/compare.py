@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.decide import paired
 from engine.errors import UsageError, VerifyError
-from engine.evidence.verify import Verified, read_file, scorecards, verify
+from engine.evidence.verify import Verified, read_file, scorecards, verified_card, verify
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -52,12 +52,18 @@ class Side:
 
 
 def scorecard_of(path: Path) -> Path:
-    """The scorecard a side names: a scorecard.json, or a folder holding exactly one."""
+    """The scorecard a side names: a scorecard.json, or a folder holding exactly one (and
+    nothing under it refused: a symlink or an unreadable folder is the side's failure)."""
+    if path.is_symlink():
+        raise VerifyError(f"{path} is a symlink: evidence elsewhere is not checked here",
+                          "SYMLINK")
     if path.is_file():
         return path
     if not path.is_dir():
         raise UsageError(f"{path} does not exist: nothing to compare", "INPUT_NOT_FOUND")
-    found, _ = scorecards(path)
+    found, refused = scorecards(path)
+    if refused and refused[0].error is not None:
+        raise refused[0].error
     if len(found) != 1:
         names = ", ".join(str(p.parent.relative_to(path)) for p in found[:5]) or "none"
         raise UsageError(f"{path} holds {len(found)} scorecards ({names}): name one "
@@ -69,17 +75,12 @@ def load(path: Path, trusted: Ed25519PublicKey | None) -> Side:
     """A side verified, with its signed rows and findings read (VerifyError if not)."""
     card_path = scorecard_of(path)
     verified = verify(card_path, trusted)
-    card = json.loads(read_file(card_path))
+    card = verified_card(card_path, verified)  # the verified bytes, never a later swap
     side = Side(card_path, verified, card)
     folder = card_path.parent
-    _read_rows(side, folder / "rows.jsonl", card.get("rows_sha256"))
-    found = folder / "findings.jsonl"
-    if found.exists():
-        data = read_file(found)
-        if hashlib.sha256(data).hexdigest() != card.get("findings_sha256"):
-            raise VerifyError("findings.jsonl is not the bytes the signed scorecard names",
-                              "DIGEST_MISMATCH")
-        for line in data.splitlines():
+    _read_rows(side, _signed(folder / "rows.jsonl", card.get("rows_sha256")))
+    if card.get("findings_sha256") is not None:
+        for line in _signed(folder / "findings.jsonl", card["findings_sha256"]).splitlines():
             if line.strip():
                 one = json.loads(line)
                 side.findings[str(one.get("category")), str(one.get("case"))] = \
@@ -87,17 +88,19 @@ def load(path: Path, trusted: Ed25519PublicKey | None) -> Side:
     return side
 
 
-def _read_rows(side: Side, path: Path, digest: Any) -> None:
-    """Each scored unit's status and the paired counts, from the signed rows.jsonl."""
-    hasher = hashlib.sha256()
-    with path.open("rb") as handle:
-        lines = []
-        for line in handle:
-            hasher.update(line)
-            lines.append(line)
-    if hasher.hexdigest() != digest:
-        raise VerifyError("rows.jsonl is not the bytes the signed scorecard names",
+def _signed(path: Path, digest: Any) -> bytes:
+    """A file's bytes when they are the ones the signed scorecard names (a regular file,
+    never waited on: read_file); VerifyError otherwise."""
+    data = read_file(path)
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise VerifyError(f"{path.name} is not the bytes the signed scorecard names",
                           "DIGEST_MISMATCH")
+    return data
+
+
+def _read_rows(side: Side, data: bytes) -> None:
+    """Each scored unit's status and the paired counts, from the signed rows.jsonl."""
+    lines = data.splitlines(keepends=True)
     side.counts = paired.counts(lines)
     for line in lines:
         row = json.loads(line)
@@ -110,6 +113,13 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
     """The comparison of run ``a`` (before) with run ``b`` (after), as JSON."""
     reasons = [f"{what} differs" for key, what in COMPARABLE
                if _identity(a.card, key) != _identity(b.card, key)]
+    va, vb = a.verified, b.verified
+    if (va.scorecard_sha256, va.run_id, va.generated_at) == \
+            (vb.scorecard_sha256, vb.run_id, vb.generated_at):
+        reasons.append("A and B are the same run")
+    elif vb.generated_at < va.generated_at:
+        reasons.append(f"B was signed ({vb.generated_at}) before A ({va.generated_at}): give "
+                       "the earlier run first")
     decision = {"a": a.card.get("decision"), "b": b.card.get("decision")}
     decision["worse"] = RANK.get(str(decision["b"]), 3) > RANK.get(str(decision["a"]), 3)
     categories = [_category(name, a, b) for name in

@@ -12,14 +12,13 @@ signed scorecard only.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import EngineError, UsageError
 from engine.evidence import provenance
-from engine.evidence.verify import read_file, scorecards, verify
+from engine.evidence.verify import scorecards, verified_card, verify
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -71,7 +70,7 @@ def collect(folders: list[Path], trusted: Ed25519PublicKey,
                 verified = verify(path, trusted)
                 if governance:
                     provenance.verify_card(path, governance, [], verified.generated_at)
-                found.append((verified, _run(path, json.loads(read_file(path)), verified)))
+                found.append((verified, _run(path, verified_card(path, verified), verified)))
             except EngineError as exc:
                 out.refused.append({"path": str(path), "code": exc.code, "message": str(exc)})
     seen: set[tuple[str, str, str]] = set()
@@ -86,6 +85,9 @@ def collect(folders: list[Path], trusted: Ed25519PublicKey,
             continue
         seen.add(key)
         out.runs.setdefault(verified.evaluation, []).append(run)
+    if not found and not out.refused:
+        raise UsageError(f"no scorecard.json under {', '.join(map(str, folders))}: give the "
+                         "folders holding runs' evidence", "NO_SCORECARD")
     for name, runs in out.runs.items():
         runs.sort(key=lambda r: (r.signed_at, r.path.parts, r.run_id))  # ties: by folder
         out.segments[name] = _segment(runs)
@@ -96,15 +98,13 @@ def _run(path: Path, card: dict[str, Any], verified: Any) -> Run:
     categories = {name: {k: cat.get(k) for k in CATEGORY_KEYS}
                   for name, cat in (card.get("categories") or {}).items()
                   if isinstance(cat, dict)}
-    comparison = card.get("comparison") or {}
     block = card.get("waivers") or {}
     active = [str(e.get("id")) for e in block.get("entries") or []
               if isinstance(e, dict) and e.get("status") == "active"] \
         if isinstance(block, dict) else []
     return Run(path, verified.evaluation, verified.run_id, verified.generated_at,
                verified.decision, 0, {k: card.get(k) for k, _ in SEGMENT_KEYS}, categories,
-               active,
-               str(comparison.get("label") or "") if isinstance(comparison, dict) else "")
+               active, str(card.get("label") or ""))
 
 
 def _segment(runs: list[Run]) -> list[dict[str, Any]]:

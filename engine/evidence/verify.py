@@ -318,6 +318,15 @@ def verify(path: Path, trusted: Ed25519PublicKey | None) -> Verified:
                     policy_sha256=judged.policy_sha256)
 
 
+def verified_card(path: Path, verified: Verified) -> dict[str, Any]:
+    """The scorecard at ``path`` as the bytes ``verify`` checked: read again and held to the
+    verified digest, so a file swapped after verification is never what a caller reads."""
+    data = read_file(path)
+    if hashlib.sha256(data).hexdigest() != verified.scorecard_sha256:
+        raise VerifyError(f"{path.name} changed after it was verified", "DIGEST_MISMATCH")
+    return _canonical(data)
+
+
 def _signed_after_its_inputs(card: dict[str, Any], signed_at: str) -> None:
     """The signed times a scorecard says it rests on (``as_of.signed``: the specs bundle,
     attestations, baseline, calibration, replayed scorecard, each verified when the run

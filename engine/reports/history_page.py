@@ -13,6 +13,7 @@ import os
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from engine.evidence.history import History, Run
 
@@ -129,6 +130,15 @@ def _chart(runs: list[Run], name: str, label: str) -> str:
     return "".join(parts)
 
 
+def _href(page: Path, here: Path) -> str:
+    """A relative link to ``page`` that can only be that file: every folder name the
+    evidence chose is percent-encoded (no scheme such as ``javascript:``, no ``%2e%2e``,
+    ``#`` or ``?`` read as anything but a name) and the link starts with ``./`` or ``../``."""
+    parts = Path(os.path.relpath(page, here)).parts
+    encoded = "/".join(quote(p, safe="") for p in parts)
+    return encoded if parts and parts[0] == ".." else "./" + encoded
+
+
 def _table(head: list[str], rows: list[list[str]]) -> str:
     cells = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return ("<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) +
@@ -140,7 +150,7 @@ def _runs_table(runs: list[Run], name: str, here: Path) -> str:
     for i, run in enumerate(runs):
         c = run.categories.get(name, {})
         page = run.path.parent / "scorecard.html"
-        link = f'<a href="{escape(os.path.relpath(page, here))}">scorecard</a>' \
+        link = f'<a href="{escape(_href(page, here))}">scorecard</a>' \
             if page.exists() else "–"
         rows.append([str(i + 1), _e(run.signed_at), f"<code>{_e(run.run_id)}</code>",
                      _e(run.label), _e(run.decision), str(run.segment + 1), _num(c.get("rate")),
