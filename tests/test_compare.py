@@ -11,9 +11,11 @@ is 2 * 0.5**3 - 0.5**3 = 0.125."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -112,24 +114,32 @@ def test_what_does_not_verify_is_never_compared(runs: Path, tmp_path: Path,
     assert code == 3 and "A " in out and "INVALID" in out
 
 
-def test_a_scorecard_swapped_after_verification_is_never_read(
-        runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """Found by review: the scorecard was read again after verify and trusted as read."""
+def changed_after_verify(runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         change: Callable[[Path], None]) -> Path:
+    """A copy of run B that ``change`` edits right after compare has verified it."""
     from engine.evidence import compare as comparing
 
     copy = tmp_path / "B"
     shutil.copytree(runs / "B", copy)
-    card = copy / "scorecard.json"
-    forged = card.read_text().replace('"decision":"FAIL"', '"decision":"PASS"')
     real = comparing.verify
 
-    def verify_then_swap(path: Path, trusted: object) -> object:
+    def verify_then_change(path: Path, trusted: object) -> object:
         done = real(path, trusted)
-        if path == card:
-            card.write_text(forged)
+        if path.parent == copy:
+            change(copy)
         return done
-    monkeypatch.setattr(comparing, "verify", verify_then_swap)
+    monkeypatch.setattr(comparing, "verify", verify_then_change)
+    return copy
+
+
+def test_a_scorecard_swapped_after_verification_is_never_read(
+        runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by review: the scorecard was read again after verify and trusted as read."""
+    def forge(copy: Path) -> None:
+        card = copy / "scorecard.json"
+        card.write_text(card.read_text().replace('"decision":"FAIL"', '"decision":"PASS"'))
+    copy = changed_after_verify(runs, tmp_path, monkeypatch, forge)
     code, out = compare(runs, capsys, str(runs / "A"), str(copy), "--trusted-key",
                         str(runs / "keys" / "public.pem"))
     assert code == 3 and "DIGEST_MISMATCH" in out and "changed after it was verified" in out
@@ -138,21 +148,10 @@ def test_a_scorecard_swapped_after_verification_is_never_read(
 def test_rows_that_are_a_fifo_are_refused_not_waited_on(
         runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import os
-
-    from engine.evidence import compare as comparing
-
-    copy = tmp_path / "B"
-    shutil.copytree(runs / "B", copy)
-    real = comparing.verify
-
-    def verify_then_fifo(path: Path, trusted: object) -> object:
-        done = real(path, trusted)
-        if path.parent == copy:
-            (copy / "rows.jsonl").unlink()
-            os.mkfifo(copy / "rows.jsonl")
-        return done
-    monkeypatch.setattr(comparing, "verify", verify_then_fifo)
+    def fifo(copy: Path) -> None:
+        (copy / "rows.jsonl").unlink()
+        os.mkfifo(copy / "rows.jsonl")
+    copy = changed_after_verify(runs, tmp_path, monkeypatch, fifo)
     code, out = compare(runs, capsys, str(runs / "A"), str(copy), "--trusted-key",
                         str(runs / "keys" / "public.pem"))
     assert code == 3 and "NOT_A_FILE" in out
