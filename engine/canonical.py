@@ -69,7 +69,10 @@ def canonical(value: Any) -> bytes:
     ASCII keys sorted alike, and floats in the plain range as ``repr`` writes them (outside
     it orjson writes ``1e-6`` for ``1e-06``: the guard keeps those out). What orjson
     refuses (a lone surrogate, an integer beyond 64 bits, nesting past 255 levels) takes the
-    C encoder, which fails or succeeds as it always did."""
+    C encoder, which fails or succeeds as it always did. Unlike rfc8785, an integer
+    beyond 2**53-1 is written as its digits, not refused, as before orjson: no record
+    reaches here with one (the readers refuse them, ``parse_jcs`` reads doubles), and
+    tests/test_fast_json.py::test_canonical_edges pins it."""
     if _plain(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
