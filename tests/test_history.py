@@ -80,7 +80,7 @@ def test_a_policy_change_starts_a_segment_and_no_line_joins_them(folder: Path) -
     assert segments is not None
     rows = re.findall(r"<tr><td>(\d)</td><td>(\d)</td><td>([^<]*)</td>", segments.group(0))
     assert rows == [("1", "1", "first run"), ("2", "4", "policy")]
-    tool = html.split('id="ev-agent_release_gate-tool_call"')[1].split("<h3 ")[0]
+    tool = html.split('id="ev-agent-release-gate%2Ftool_call"')[1].split("<h3 ")[0]
     chart = tool.split("</svg>")[0]
     lines = re.findall(r'<polyline points="([^"]+)"', chart)
     assert [len(p.split()) for p in lines] == [3]  # runs 1-3 joined; run 4 alone, unjoined

@@ -7,28 +7,15 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from engine.reports.pages import cell as _e
+from engine.reports.pages import decimal as _num
+from engine.reports.pages import table as _table
+
 _CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:70rem;color:#111}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem}th,td{border:1px solid #bbb;
 padding:.25rem .5rem;text-align:left;vertical-align:top}th{background:#eee}
 .worse{color:#a00;font-weight:600}.better{color:#060}.muted{color:#666}
 code{font-size:90%}@media print{a{color:inherit;text-decoration:none}}"""
-
-
-def _e(value: Any) -> str:
-    return escape("–" if value is None else str(value))
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, int | float) and \
-        not isinstance(value, bool) else "–"
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    if not rows:
-        return '<p class="muted">none</p>'
-    cells = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return ("<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) +
-            f"</tr></thead><tbody>{cells}</tbody></table>")
 
 
 def _sides(result: dict[str, Any]) -> str:

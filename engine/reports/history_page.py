@@ -9,6 +9,7 @@ between segments (a change of policy, suite or judge: points are never joined ac
 
 from __future__ import annotations
 
+import math
 import os
 from html import escape
 from pathlib import Path
@@ -16,6 +17,10 @@ from typing import Any
 from urllib.parse import quote
 
 from engine.evidence.history import History, Run
+from engine.reports import unique_anchors
+from engine.reports.pages import cell as _e
+from engine.reports.pages import decimal as _num
+from engine.reports.pages import table as _table
 
 _CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;color:#111}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:13px}th,td{border:1px solid
@@ -26,19 +31,6 @@ details>*{display:block}a{color:inherit;text-decoration:none}h2{break-before:pag
 W, H, LEFT, RIGHT, TOP, STRIP = 760, 190, 48, 12, 12, 14
 COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "INCOMPLETE": "#ef6c00"}
 TICKS = 8  # at most this many run labels under a chart
-
-
-def _e(value: Any) -> str:
-    return escape("–" if value is None else str(value))
-
-
-def _num(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, int | float) and not isinstance(value, bool) \
-        else "–"
-
-
-def _anchor(*parts: str) -> str:
-    return "-".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
 
 
 def _number(value: Any) -> float | None:
@@ -53,8 +45,9 @@ class _Axes:
         self.count = len(runs)
         values = [v for r in runs for k in ("rate", "wilson_lower", "threshold", "minimum")
                   if (v := _number(r.categories.get(name, {}).get(k))) is not None]
-        low = min(values, default=0.0)
-        self.low = max(0.0, int(low * 10) / 10 - (0.1 if low * 10 % 1 == 0 else 0))
+        # the axis starts a tenth below the lowest value's tenth (never below 0), so no
+        # point, band or line sits on its edge
+        self.low = max(0.0, math.floor(min(values, default=0.0) * 10) / 10 - 0.1)
 
     def x(self, i: int) -> float:
         """The centre of run ``i``'s slot (each run has an equal slot of the width)."""
@@ -139,12 +132,6 @@ def _href(page: Path, here: Path) -> str:
     return encoded if parts and parts[0] == ".." else "./" + encoded
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    cells = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return ("<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) +
-            f"</tr></thead><tbody>{cells}</tbody></table>")
-
-
 def _runs_table(runs: list[Run], name: str, here: Path) -> str:
     rows = []
     for i, run in enumerate(runs):
@@ -162,40 +149,44 @@ def _runs_table(runs: list[Run], name: str, here: Path) -> str:
                    "waivers active", "evidence"], rows)
 
 
-def _evaluation(name: str, history: History, here: Path) -> tuple[str, list[str]]:
+def _evaluation(name: str, history: History, here: Path, ids: dict[str, str]) -> str:
+    """One evaluation's part of the page; ``ids``: the page's anchor of the evaluation and
+    of each ``EVALUATION/CATEGORY``."""
     runs = history.runs[name]
     segs = history.segments[name]
     seg_rows = [[str(n + 1), str(s["first"] + 1), _e(", ".join(s["changed"]) or "first run"),
                  *(f"<code class=\"h\">{_e(s['digests'].get(k))}</code>" for k in
                    ("policy_sha256", "suite_sha256", "judge_sha256"))]
                 for n, s in enumerate(segs)]
-    html = [f'<h2 id="{_anchor("ev", name)}">{escape(name)}</h2>',
+    html = [f'<h2 id="{ids[name]}">{escape(name)}</h2>',
             f"<p>{len(runs)} verified runs, {len(segs)} segment(s).</p>",
             _table(["segment", "from run", "what changed", "policy", "suite", "judge"],
                    seg_rows)]
-    anchors = []
-    names = sorted({c for r in runs for c in r.categories})
-    for cat in names:
-        anchor = _anchor("ev", name, cat)
-        anchors.append(anchor)
-        html.append(f'<h3 id="{anchor}">{escape(cat)}</h3>')
+    for cat in _categories(runs):
+        html.append(f'<h3 id="{ids[f"{name}/{cat}"]}">{escape(cat)}</h3>')
         if any(_number(r.categories.get(cat, {}).get("rate")) is not None for r in runs):
             html.append(_chart(runs, cat, f"{name}: {cat}, rate per run"))
         else:
             html.append('<p class="muted">no run measured a rate here (no chart)</p>')
         html.append(f"<details open><summary>The table behind the chart</summary>"
                     f"{_runs_table(runs, cat, here)}</details>")
-    return "".join(html), anchors
+    return "".join(html)
+
+
+def _categories(runs: list[Run]) -> list[str]:
+    return sorted({c for r in runs for c in r.categories})
 
 
 def page(history: History, here: Path) -> str:
     """The history as one HTML page; links to each run's scorecard.html are relative to
     the folder ``here`` the page is written in."""
+    names = [part for name in sorted(history.runs) for part in
+             (name, *(f"{name}/{cat}" for cat in _categories(history.runs[name])))]
+    ids = dict(zip(names, unique_anchors("ev-", names), strict=True))  # each its own
     body, nav = [], []
     for name in sorted(history.runs):
-        html, _ = _evaluation(name, history, here)
-        body.append(html)
-        nav.append(f'<a href="#{_anchor("ev", name)}">{escape(name)}</a>')
+        body.append(_evaluation(name, history, here, ids))
+        nav.append(f'<a href="#{ids[name]}">{escape(name)}</a>')
     left = _table(["scorecard", "code", "why"],
                   [[f"<code>{_e(r['path'])}</code>", _e(r["code"]), _e(r["message"])]
                    for r in history.refused]) if history.refused else \

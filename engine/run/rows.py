@@ -14,7 +14,7 @@ from engine.records import formats
 from engine.records.formats import INVALID, BadRecord, Record
 from engine.records.masking import evidence, shown
 from engine.run.compiled import Compiled, helpers
-from engine.run.compiled import lanes as _lanes
+from engine.run.compiled import lanes as _lanes  # a name of rows' own: _Runner.lanes
 from engine.run.plan import compile_plan
 from engine.spec.evaluation import Evaluation, Inspection
 
