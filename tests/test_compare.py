@@ -200,3 +200,18 @@ def test_a_folder_of_several_runs_is_a_usage_error(runs: Path,
     code = main(["compare", str(runs), str(runs / "B"), "--trusted-key",
                  str(runs / "keys" / "public.pem")])
     assert code == 2 and "COMPARE_AMBIGUOUS" in capsys.readouterr().err
+
+
+def test_a_case_flips_only_between_scored_trials() -> None:
+    """A case whose trials were all ERROR in A passed nothing: FAIL in B is no flip from PASS
+    (worked out by hand: only case c2 went from 2/2 to 1/2, c3 from 0/1 to 1/1)."""
+    from engine.evidence.compare import Side, _flips
+
+    # counts per case: [passes, fails, unscored]; _flips reads nothing else of a side
+    a = Side(Path("a"), None, {}, counts={"x": {"c1": [0, 0, 2], "c2": [2, 0, 0],
+                                                 "c3": [0, 1, 0]}})  # type: ignore[arg-type]
+    b = Side(Path("b"), None, {}, counts={"x": {"c1": [0, 2, 0], "c2": [1, 1, 0],
+                                                 "c3": [1, 0, 0]}})  # type: ignore[arg-type]
+    flips = _flips(a, b)
+    assert flips["cases_to_fail"] == [{"category": "x", "case": "c2"}]
+    assert flips["cases_to_pass"] == [{"category": "x", "case": "c3"}]

@@ -183,7 +183,10 @@ def _flips(a: Side, b: Side) -> dict[str, Any]:
     cases: dict[str, list[dict[str, str]]] = {"to_fail": [], "to_pass": []}
     for name in sorted(set(a.counts) & set(b.counts)):
         for case in sorted(set(a.counts[name]) & set(b.counts[name])):
-            was_ok, now_ok = a.counts[name][case][1] == 0, b.counts[name][case][1] == 0
+            (p0, f0, _), (p1, f1, _) = a.counts[name][case], b.counts[name][case]
+            if not (p0 + f0 and p1 + f1):  # a case with no scored trial passed nothing
+                continue
+            was_ok, now_ok = f0 == 0, f1 == 0
             if was_ok != now_ok:
                 cases["to_pass" if now_ok else "to_fail"].append({"category": name,
                                                                   "case": case})
